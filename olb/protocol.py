@@ -14,15 +14,20 @@ reported metrics. The protocols the papers use:
     ``loops`` passes over the training split, then the test split is predicted by the frozen model.
 
 The feedback a learner receives is built by ``FEEDBACK[learner.feedback]`` from its prediction and the
-true labels: the full label vector for full-information learners.
+true labels: the full label vector for full-information learners; for top-k learners (paper 004) a
+:class:`~olb.learners.exploration.TopKFeedback` holding only the k top labels of the ranking the learner
+output and their relevance (``k`` is read from the learner, see ``FEEDBACK_SETTINGS``; k must be smaller
+than the number of labels). Every learner receives its own copy of the feature row, never a view into the
+data set, so nothing but x and the feedback object reaches it.
 
-Besides the final metrics, a run records a learning curve (the running mean of the primary per-example
-metric every ``curve_every`` examples, across all phases), wall and CPU time per phase and the peak
+Besides the final metrics, a run records a learning curve (the running value of the primary metric
+within each phase, every ``curve_every`` examples), wall and CPU time per phase and the peak
 resident memory of the process.
 """
 
 from __future__ import annotations
 
+import functools
 import resource
 import time
 from collections.abc import Callable
@@ -31,11 +36,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from olb.data.dataset import Dataset
+from olb.learners.exploration import TopKFeedback
 from olb.metrics import METRICS, Metric
 
 PROTOCOLS = ("train_test", "prequential_last20", "train_frozen")
 
-FEEDBACK: dict[str, Callable] = {"full": lambda prediction, y: y}
+FEEDBACK: dict[str, Callable] = {
+    "full": lambda prediction, y: y,
+    "topk": TopKFeedback.from_prediction,  # (prediction, y, k): the top k of sigma(prediction), their relevance
+}
+# Learner attributes a feedback builder takes as keyword arguments (e.g. the learner's k for "topk").
+FEEDBACK_SETTINGS: dict[str, tuple[str, ...]] = {"full": (), "topk": ("k",)}
 
 DEFAULT_METRICS = {"multilabel": ("rank_loss",), "multiclass": ("accuracy",)}
 
@@ -53,7 +64,7 @@ class StreamResult:
     """What one online stream produced: final metrics, curve, timings, memory."""
 
     metrics: dict[str, float]
-    curve: dict[str, np.ndarray]  # "step", "phase" (index into phases), "value"
+    curve: dict[str, np.ndarray]  # "step" (examples seen), "phase" (index into phases), running "value" in the phase
     phases: dict[str, dict[str, float]]  # name -> wall_s, cpu_s, n_examples
     peak_rss_mb: float
     primary_metric: str
@@ -88,48 +99,59 @@ def make_phases(dataset: Dataset, protocol: str, loops: int = 1, rng: np.random.
 
 def run_stream(learner, dataset: Dataset, phases: list[Phase], metrics: tuple[str, ...] | None = None,
                curve_every: int = 50) -> StreamResult:
-    """Run ``learner`` through ``phases`` of ``dataset``; metrics are computed over the scored phases."""
+    """Run ``learner`` through ``phases`` of ``dataset``; metrics are computed over the scored phases.
+
+    A prediction is what the learner's ``predict_one`` returns: a score vector, a 0/1 label vector or a
+    class index, or a dict with several of them keyed by what metrics need (``"scores"``, ``"labels"``).
+    """
     names = tuple(metrics or DEFAULT_METRICS[dataset.task])
     unknown = [m for m in names if m not in METRICS]
     if unknown:
         raise ValueError(f"unknown metric(s) {unknown}; allowed: {sorted(METRICS)}")
     chosen: list[Metric] = [METRICS[m] for m in names]
     primary = chosen[0]
-    feedback = FEEDBACK[learner.feedback]
+    final = {m.name: m.accumulator() for m in chosen}
+    feedback = _feedback_builder(learner)
     X, Y = dataset.X, dataset.Y
-    predictions, truths, values, phase_of = [], [], [], []
     timings: dict[str, dict[str, float]] = {}
+    curve: dict[str, list] = {"step": [], "phase": [], "value": []}
+    step = 0
     for p_index, phase in enumerate(phases):
+        running = primary.accumulator()
         wall0, cpu0 = time.perf_counter(), time.process_time()
-        for row in phase.rows:
-            x, y = X[row], Y[row]
+        for n, row in enumerate(phase.rows, start=1):
+            x, y = X[row].copy(), Y[row]  # a copy: a view would reach the whole data matrix through .base
             prediction = learner.predict_one(x)
-            values.append(primary.per_example(prediction, y))
-            phase_of.append(p_index)
+            running.update(_view(prediction, primary.needs), y)
             if phase.scored:
-                predictions.append(prediction)
-                truths.append(y)
+                for m in chosen:
+                    final[m.name].update(_view(prediction, m.needs), y)
             if phase.update:
                 learner.learn_one(x, feedback(prediction, y))
+            step += 1
+            if n % curve_every == 0 or n == len(phase.rows):
+                curve["step"].append(step)
+                curve["phase"].append(p_index)
+                curve["value"].append(running.value())
         timings[phase.name] = {"wall_s": time.perf_counter() - wall0, "cpu_s": time.process_time() - cpu0,
                                "n_examples": int(len(phase.rows))}
-    P, T = np.asarray(predictions), np.asarray(truths)
-    final = {m.name: float(m.compute(P, T)) for m in chosen}
-    return StreamResult(final, _curve(np.asarray(values, float), np.asarray(phase_of), curve_every), timings,
-                        _peak_rss_mb(), primary.name)
+    return StreamResult({name: float(acc.value()) for name, acc in final.items()},
+                        {key: np.asarray(values) for key, values in curve.items()}, timings, _peak_rss_mb(),
+                        primary.name)
 
 
-def _curve(values: np.ndarray, phase_of: np.ndarray, every: int) -> dict[str, np.ndarray]:
-    """Running mean of the per-example metric within each phase, sampled every ``every`` examples."""
-    steps, phases, means = [], [], []
-    for p in np.unique(phase_of):
-        idx = np.flatnonzero(phase_of == p)
-        running = np.cumsum(values[idx]) / np.arange(1, len(idx) + 1)
-        keep = np.unique(np.r_[np.arange(every - 1, len(idx), every), len(idx) - 1])
-        steps.append(idx[keep] + 1)
-        phases.append(np.full(len(keep), p))
-        means.append(running[keep])
-    return {"step": np.concatenate(steps), "phase": np.concatenate(phases), "value": np.concatenate(means)}
+def _feedback_builder(learner) -> Callable:
+    """``(prediction, y) -> feedback`` for ``learner``, with its settings (``FEEDBACK_SETTINGS``) bound."""
+    kind = learner.feedback
+    if kind not in FEEDBACK:
+        raise ValueError(f"learner {type(learner).__name__} asks for unknown feedback {kind!r}; "
+                         f"allowed: {', '.join(FEEDBACK)}")
+    settings = {name: getattr(learner, name) for name in FEEDBACK_SETTINGS.get(kind, ())}
+    return functools.partial(FEEDBACK[kind], **settings) if settings else FEEDBACK[kind]
+
+
+def _view(prediction, needs: str):
+    return prediction[needs] if isinstance(prediction, dict) else prediction
 
 
 def _peak_rss_mb() -> float:

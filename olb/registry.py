@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from olb.learners.base import OnlineLearner
 from olb.learners.mlr_boosting import AdaOLMR, OnlineBMR
+from olb.learners.topk_boosting import TopAda, TopOpt
 
-_BUILTIN = (AdaOLMR, OnlineBMR)
+_BUILTIN = (AdaOLMR, OnlineBMR, TopOpt, TopAda)
 
 ALGORITHMS: dict[str, type[OnlineLearner]] = {cls.name: cls for cls in _BUILTIN}
 

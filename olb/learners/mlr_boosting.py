@@ -11,21 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from olb.learners.base import OnlineLearner, Param
+from olb.learners.boosting_common import BOOSTER_PARAMS, build_weak_learners, hedge_draw, hedge_update
 from olb.learners.losses import logistic_rank_gradient
 from olb.learners.potentials import PairwisePotential
 from olb.metrics import rank_loss_many
-from olb.weak import WEAK_LEARNERS, make_weak_learners
 
 AUTHORS_IMPORTANCE_SCALE = (3.0, 10.0)
-
-BOOSTER_PARAMS = {
-    "num_learners": Param(int, 100, low=1, doc="number of weak learners N"),
-    "num_covariates": Param(int, 20, low=1, doc="random features per weak learner"),
-    "weak_learner": Param(str, "vfdt", choices=WEAK_LEARNERS, doc="weak learner family"),
-    "authors_weights": Param(bool, False, doc="scale each tree's importance weights by a constant from "
-                             "U[3, 10], as the authors' code does (not in the paper)"),
-}
-
 
 class MLRBooster(OnlineLearner):
     """Algorithm 1 of paper 000; subclasses choose the cost vectors, the weights alpha and the expert."""
@@ -36,8 +27,8 @@ class MLRBooster(OnlineLearner):
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
         scale = AUTHORS_IMPORTANCE_SCALE if self.authors_weights else None
-        self.weak = make_weak_learners(self.weak_learner, self.num_learners, n_features, n_labels,
-                                       self.num_covariates, scale, self.rng)
+        self.weak = build_weak_learners(self.weak_learner, self.num_learners, n_features, n_labels,
+                                        self.num_covariates, self.rng, scale)
         self.alpha = np.full(self.num_learners, self.initial_alpha)
         self.t = 0
         self._last = None
@@ -93,9 +84,12 @@ class AdaOLMR(MLRBooster):
     >>> x, y = np.array([0.1, 0.2, 0.3, 0.4]), np.array([1, 0, 0])
     >>> model.predict_one(x).shape
     (3,)
+    >>> model.learn_one(x, y)  # uniform first predictions: c . h = 0, so alpha stays 0
+    >>> model.alpha
+    array([0., 0., 0., 0., 0.])
     >>> model.learn_one(x, y)
     >>> model.alpha.round(3)
-    array([0.222, 0.222, 0.222, 0.222, 0.222])
+    array([0.071, 0.071, 0.071, 0.071, 0.071])
     """
 
     name = "adaolmr"
@@ -107,8 +101,7 @@ class AdaOLMR(MLRBooster):
         self._gradients = None
 
     def _choose_expert(self) -> int:
-        return min(int(np.searchsorted(np.cumsum(self.hedge), self.rng.random() * self.hedge.sum())),
-                   self.num_learners - 1)
+        return hedge_draw(self.hedge, self.rng)
 
     def _cost_vectors(self, states, relevant):
         self._gradients = logistic_rank_gradient(states, relevant)  # c^1..c^{N+1}
@@ -117,8 +110,7 @@ class AdaOLMR(MLRBooster):
     def _update_booster(self, H, states, relevant):
         slopes = np.einsum("ik,ik->i", self._gradients[1:], H)  # f_t^i'(alpha) = c^{i+1} . h^i
         self.alpha = np.clip(self.alpha - slopes / np.sqrt(self.t), -2.0, 2.0)
-        self.hedge = self.hedge * np.exp(-rank_loss_many(states[1:], relevant))
-        self.hedge /= self.hedge.sum()
+        self.hedge = hedge_update(self.hedge, rank_loss_many(states[1:], relevant))
 
 
 class OnlineBMR(MLRBooster):
@@ -137,7 +129,7 @@ class OnlineBMR(MLRBooster):
     array([1.66666667, 1.66666667, 1.66666667])
     >>> model.learn_one(x, y)
     >>> model.predict_one(x).round(3)
-    array([2.5 , 1.25, 1.25])
+    array([2.547, 1.226, 1.226])
     """
 
     name = "onlinebmr"

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# System packages the test suite uses (headless Chromium for the MLflow UI test). Tests that need a
+# package that could not be installed are skipped with the reason.
+set -uo pipefail
+need=()
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null 2>&1 \
+      || echo "system_packages: could not install ${need[*]}; the tests that need them will be skipped"
+  else
+    echo "system_packages: not root, cannot install ${need[*]}; the tests that need them will be skipped"
+  fi
+fi
+exit 0

@@ -1,0 +1,28 @@
+# olb: every command sets up the virtual environment first (idempotent), so a fresh clone needs one command.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+# The main job: a small grid on the embedded emotions data set, tracked in ./mlflow.db
+demo: setup
+	$(PY) -m olb.grid
+
+test: setup
+	$(PY) -m pytest
+
+bench: setup
+	$(PY) benchmarks/bench_boosters.py
+
+clean:
+	rm -rf $(VENV) outputs mlruns mlflow.db

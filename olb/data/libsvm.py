@@ -1,0 +1,65 @@
+"""LIBSVM multi-label files (rcv1v2): one example per line, ``l1,l2,... idx:val idx:val ...``.
+
+Feature indices are 1-based; the number of features comes from the registry (``shape.n_features``) since
+the format does not declare it. The labels are the integer label values seen in the files, sorted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from olb.data.dataset import Dataset
+from olb.data.errors import DataFormatError
+from olb.data.files import open_text
+from olb.data.registry import DatasetSpec
+
+
+def read_libsvm(path: Path, n_features: int) -> tuple[np.ndarray, list[list[int]]]:
+    """The dense features (n, n_features) and the label list of each line."""
+    rows, columns, values, label_lists = [], [], [], []
+    with open_text(path) as fh:
+        for line_number, line in enumerate(fh, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            head, _, tail = line.partition(" ")
+            if ":" in head:  # no label
+                head, tail = "", line
+            try:
+                labels = [int(label) for label in head.split(",") if label]
+                pairs = [token.split(":") for token in tail.split()]
+                index = [int(i) for i, _ in pairs]
+                cells = [float(v) for _, v in pairs]
+            except ValueError:
+                raise DataFormatError(f"{path}, line {line_number}: expected 'l1,l2,... index:value ...'") from None
+            if index and not 1 <= min(index) <= max(index) <= n_features:
+                raise DataFormatError(f"{path}, line {line_number}: feature index outside 1..{n_features}")
+            rows += [len(label_lists)] * len(index)
+            columns += index
+            values += cells
+            label_lists.append(labels)
+    X = np.zeros((len(label_lists), n_features))
+    X[rows, np.array(columns, dtype=np.int64) - 1] = values
+    return X, label_lists
+
+
+def load_libsvm(spec: DatasetSpec, paths: dict[str, Path]) -> Dataset:
+    """A multi-label data set from one LIBSVM file, or from a train and a test file."""
+    parts = [read_libsvm(paths[role], spec.shape.n_features) for role in spec.parts]
+    label_lists = [labels for _, lists in parts for labels in lists]
+    label_values = sorted({label for labels in label_lists for label in labels})
+    column = {label: k for k, label in enumerate(label_values)}
+    Y = np.zeros((len(label_lists), len(label_values)), dtype=np.int8)
+    for i, labels in enumerate(label_lists):
+        Y[i, [column[label] for label in labels]] = 1
+    return Dataset(
+        name=spec.name,
+        X=np.vstack([X for X, _ in parts]),
+        Y=Y,
+        task="multilabel",
+        feature_names=tuple(f"x{j + 1}" for j in range(spec.shape.n_features)),
+        label_names=tuple(str(label) for label in label_values),
+        n_train=len(parts[0][1]) if "train" in spec.parts else None,
+    )

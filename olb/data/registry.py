@@ -1,0 +1,133 @@
+"""The data set registry: one ``conf/dataset/<name>.yaml`` per data set (schema in ``docs/data.md``)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+import olb
+from olb.data.dataset import Dataset
+from olb.data.errors import DataFormatError, UnknownDatasetError
+
+_COMMON_KEYS = ("name", "task", "format", "source", "files", "shape", "embedded", "quirks")
+_REQUIRED_KEYS = ("name", "task", "format", "shape")
+_LAYOUTS = ({"train", "test"}, {"data"}, set())  # data-file roles, besides the optional "labels" file
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """One file: ``path`` relative to the data dir, its ``sha256`` and a download ``url`` (``None`` if unknown)."""
+
+    path: str
+    sha256: str | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The expected size of the loaded data set (``n_train`` is ``None`` without an official split)."""
+
+    n_examples: int
+    n_train: int | None
+    n_features: int
+    n_labels: int
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A parsed registry entry. Format-specific keys (``target``, ``nominal``, ...) are kept in ``options``."""
+
+    name: str
+    task: str
+    format: str
+    shape: Shape
+    files: dict[str, FileSpec] = field(default_factory=dict)
+    source: str | None = None
+    embedded: bool = False
+    quirks: tuple[str, ...] = ()
+    options: dict = field(default_factory=dict)
+    conf_file: Path | None = None
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The roles of the data files in row order: ``("train", "test")`` or ``("data",)``."""
+        return ("train", "test") if "train" in self.files else ("data",)
+
+    def check(self, dataset: Dataset, paths: dict[str, Path] | None = None) -> Dataset:
+        """Return ``dataset`` if it has the expected shape, else raise `DataFormatError` naming the file."""
+        paths, shape, where = paths or {}, self.shape, f"(expected by {self.conf_file})"
+        if shape.n_train is None:
+            rows = {"data": (dataset.n_examples, shape.n_examples)}
+        else:
+            n_train = dataset.n_train or 0
+            rows = {
+                "train": (dataset.n_train, shape.n_train),
+                "test": (dataset.n_examples - n_train, shape.n_examples - shape.n_train),
+            }
+        for role, (got, want) in rows.items():
+            if got != want:
+                raise DataFormatError(f"{paths.get(role, self.name)}: {got} rows, expected {want} {where}")
+        counts = (
+            (dataset.n_features, shape.n_features, "features"),
+            (dataset.n_labels, shape.n_labels, "labels" if self.task == "multilabel" else "classes"),
+        )
+        for got, want, what in counts:
+            if got != want:
+                files = ", ".join(map(str, paths.values())) or self.name
+                raise DataFormatError(f"{files}: {got} {what}, expected {want} {where}")
+        return dataset
+
+
+def conf_dir() -> Path:
+    """The Hydra config dir: ``$OLB_CONF_DIR`` if set, else ``conf/`` of the repository."""
+    env = os.environ.get("OLB_CONF_DIR")
+    return Path(env) if env else Path(olb.__file__).resolve().parents[1] / "conf"
+
+
+def dataset_names() -> list[str]:
+    """The registered data set names, sorted."""
+    return sorted(p.stem for p in (conf_dir() / "dataset").glob("*.yaml"))
+
+
+def dataset_spec(name: str) -> DatasetSpec:
+    """The parsed registry entry of ``name``; `UnknownDatasetError` if there is none."""
+    path = conf_dir() / "dataset" / f"{name}.yaml"
+    if "/" in name or not path.is_file():
+        raise UnknownDatasetError(
+            f"unknown data set {name!r}; known data sets: {', '.join(dataset_names())} "
+            f"(registry: {path.parent})"
+        )
+    return _parse(path)
+
+
+def _parse(path: Path) -> DatasetSpec:
+    with path.open(encoding="utf-8") as fh:
+        raw = yaml.safe_load(fh)
+    if not isinstance(raw, dict) or any(key not in raw for key in _REQUIRED_KEYS):
+        raise DataFormatError(f"{path}: a registry entry needs the keys {', '.join(_REQUIRED_KEYS)}")
+    if raw["name"] != path.stem:
+        raise DataFormatError(f"{path}: name {raw['name']!r} differs from the file name {path.stem!r}")
+    if raw["task"] not in ("multilabel", "multiclass"):
+        raise DataFormatError(f"{path}: task must be 'multilabel' or 'multiclass', got {raw['task']!r}")
+    try:
+        files = {role: FileSpec(**entry) for role, entry in (raw.get("files") or {}).items()}
+        shape = Shape(**raw["shape"])
+    except TypeError as exc:
+        raise DataFormatError(f"{path}: bad files or shape entry: {exc}") from None
+    if set(files) - {"labels"} not in _LAYOUTS:
+        raise DataFormatError(f"{path}: files must be train + test or a single data file, got {sorted(files)}")
+    return DatasetSpec(
+        name=raw["name"],
+        task=raw["task"],
+        format=raw["format"],
+        shape=shape,
+        files=files,
+        source=raw.get("source"),
+        embedded=bool(raw.get("embedded", False)),
+        quirks=tuple(raw.get("quirks") or ()),
+        options={key: value for key, value in raw.items() if key not in _COMMON_KEYS},
+        conf_file=path,
+    )

@@ -1,0 +1,313 @@
+"""``python -m olb.grid``: plan, check, fan out, record, report.
+
+From Python (tests, notebooks)::
+
+    from olb.grid import compose, run_grid
+    cfg = compose(["datasets=[emotions]", "seeds=2", "num_learners=3", "backend=serial"])
+    outcome = run_grid(cfg, "outputs/try")
+    outcome.table  # pandas DataFrame of table.csv
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+import olb
+from olb.grid.backends import HEARTBEAT, make_backend
+from olb.grid.config import CONF_DIR, register_configs
+from olb.grid.plan import GridConfigError, Plan, check_availability, describe, plan_grid
+from olb.grid.progress import Progress
+from olb.grid.results import (build_table, cells_frame, outcome_from_payload, outcome_from_run, table_markdown)
+
+log = logging.getLogger("olb.grid")
+
+EXIT_OK, EXIT_FAILED_CELLS, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+@dataclass
+class GridOutcome:
+    exit_code: int
+    output_dir: Path
+    cells: pd.DataFrame
+    table: pd.DataFrame
+    plan: Plan
+    n_run: int = 0
+    n_resumed: int = 0
+    n_failed: int = 0
+    n_unavailable: int = 0
+    wall_s: float = 0.0
+    startup_s: float = 0.0
+    parent_run_id: str | None = None
+    tracking_uri: str | None = None
+    files: dict = field(default_factory=dict)
+    failures: list = field(default_factory=list)
+
+
+def code_version() -> str:
+    """olb's version and, in a git checkout, the commit (+dirty). Read-only git calls."""
+    version = olb.__version__
+    repo = Path(olb.__file__).resolve().parents[1]
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True,
+                             timeout=5, env=env)
+        if sha.returncode == 0 and sha.stdout.strip():
+            dirty = subprocess.run(["git", "diff-index", "--quiet", "HEAD", "--"], cwd=repo, capture_output=True,
+                                   timeout=5, env=env).returncode != 0
+            return f"{version}+g{sha.stdout.strip()}{'.dirty' if dirty else ''}"
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return version
+
+
+def compose(overrides: list[str] | None = None) -> DictConfig:
+    """The grid config for ``overrides`` (as on the command line), through Hydra's compose API."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    register_configs()
+    overrides = with_default_experiment(list(overrides or []))
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="olb.grid"):
+        return hydra_compose(config_name="config", overrides=overrides)
+
+
+def with_default_experiment(overrides: list[str]) -> list[str]:
+    """Append ``+experiment=default`` unless an experiment is chosen."""
+    chosen = any(o.lstrip("+~").startswith("experiment=") or o.lstrip("~") == "experiment" for o in overrides)
+    return overrides if chosen else [*overrides, "+experiment=default"]
+
+
+def _cell_task(cell, cfg: DictConfig, data_dir: str | None, plot: bool) -> dict:
+    return {"cell_id": cell.cell_id, "spec": cell.spec_dict(data_dir), "imports": list(cfg.imports),
+            "plot": plot, "title": f"{cell.run_name} ({cell.cell_id})"}
+
+
+def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str] | None = None,
+             stream=None) -> GridOutcome:
+    """Run every cell of ``cfg`` not finished yet, record them, and write cells.csv, table.csv/.md, plots.
+
+    Raises GridConfigError before any work when the config is invalid or (without allow_unavailable) a
+    data set is unavailable.
+    """
+    t_start = time.perf_counter()
+    stream = stream or sys.stdout
+    plan = plan_grid(cfg)
+    for warning in plan.warnings:
+        log.warning("warning: %s", warning)
+    data_dir = cfg.data_dir or os.environ.get("OLB_DATA_DIR") or None
+    availability = check_availability(plan.datasets, data_dir)
+    if availability.unavailable and not cfg.allow_unavailable:
+        lines = "\n".join(f"  - {name}: {msg}" for name, msg in availability.unavailable.items())
+        raise GridConfigError(f"{len(availability.unavailable)} data set(s) unavailable:\n{lines}\n"
+                              "Put the files there, or rerun with allow_unavailable=true to run the rest of the grid "
+                              "(their cells are marked unavailable), or drop them with datasets=[...].")
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    unique = plan.unique_cells
+    by_id = {c.cell_id: c for c in unique}
+    version = code_version()
+    log.info("olb.grid: experiment %r, %d cells (%d unique) on %d data set(s)\n%s", cfg.name, len(plan.cells),
+             len(unique), len(plan.datasets), describe(plan))
+
+    tracker = None
+    if cfg.tracking.enabled:
+        from olb.grid.tracking import Tracker
+
+        tracker = Tracker(cfg.tracking, cfg.tracking.experiment or f"olb/{cfg.name}", version)
+        tracker.mark_stale_parents()
+
+    outcomes: dict[str, dict] = {}
+    if tracker is not None and cfg.resume:
+        finished = tracker.finished_cells()
+        for cid, run in finished.items():
+            if cid in by_id:
+                outcomes[cid] = outcome_from_run(run, by_id[cid])
+    n_resumed = len(outcomes)
+    for c in unique:
+        if c.dataset in availability.unavailable and c.cell_id not in outcomes:
+            outcomes[c.cell_id] = {"status": "UNAVAILABLE", "error": availability.unavailable[c.dataset],
+                                   "metrics": {}, "source": ""}
+    n_unavailable = sum(1 for o in outcomes.values() if o["status"] == "UNAVAILABLE")
+    todo = [c for c in unique if c.cell_id not in outcomes]
+    plot_cells = bool(tracker is not None and cfg.tracking.cell_artifacts)
+    tasks = [_cell_task(c, cfg, data_dir, plot_cells) for c in todo]
+    log.info("olb.grid: %d to run, %d already finished (resume=%s), %d unavailable; output: %s",
+             len(todo), n_resumed, cfg.resume, n_unavailable, out)
+
+    parent_id = None
+    if tracker is not None:
+        params = {"experiment": cfg.name, "n_cells": len(plan.cells), "n_unique_cells": len(unique),
+                  "n_to_run": len(todo), "n_resumed": n_resumed, "algorithms": ",".join(cfg.algorithms),
+                  "datasets": ",".join(plan.datasets), "seeds": str(OmegaConf.to_container(cfg.seeds)
+                                                                   if OmegaConf.is_config(cfg.seeds) else cfg.seeds),
+                  "backend": cfg.backend.name, "resume": cfg.resume}
+        tags = {"olb.output_dir": str(out.resolve()), "olb.overrides": " ".join(overrides or [])}
+        parent_id = tracker.start_parent(f"{cfg.name} {datetime.now():%Y-%m-%d %H:%M:%S}", params, tags,
+                                         OmegaConf.to_yaml(cfg))
+
+    backend = make_backend(cfg.backend)
+    progress = None
+    interrupted = False
+    failures: list[tuple[str, str]] = []
+    n_run = 0
+    last_write = time.perf_counter()
+    fanout_start = time.perf_counter()
+    try:
+        if tasks:
+            backend.start()
+            if backend.name == "ray":
+                log.info("olb.grid: Ray ready in %.1f s with %d CPU(s)", backend.startup_s, backend.cpus)
+            fanout_start = time.perf_counter()
+            progress = Progress(len(unique) - n_unavailable, skipped=n_resumed, desc=cfg.name, slots=backend.cpus)
+            for payload in backend.run(tasks):
+                if payload is HEARTBEAT:
+                    progress.heartbeat(backend.running)
+                    continue
+                cell = by_id[payload["cell_id"]]
+                run_id = tracker.log_cell(cell, payload) if tracker is not None else None
+                outcomes[cell.cell_id] = outcome_from_payload(payload, run_id)
+                n_run += 1
+                if payload["status"] != "FINISHED":
+                    failures.append((cell.run_name, payload.get("traceback") or payload.get("error", "")))
+                    log.error("olb.grid: cell %s (%s) FAILED: %s", cell.cell_id, cell.run_name, payload.get("error"))
+                progress.update(payload["status"], backend.running)
+                if time.perf_counter() - last_write > 10:  # a local copy of the progress, besides MLflow
+                    cells_frame(plan, outcomes).to_csv(out / "cells.csv", index=False)
+                    last_write = time.perf_counter()
+    except KeyboardInterrupt:
+        interrupted = True
+        log.warning("olb.grid: interrupted; %d cell(s) finished in this run are recorded, rerun to complete the grid", n_run)
+    finally:
+        if progress is not None:
+            progress.close()
+        backend.stop()
+    fanout_s = time.perf_counter() - fanout_start
+
+    cells = cells_frame(plan, outcomes)
+    table = build_table(plan, outcomes, cfg.reference, availability.unavailable)
+    files = {"cells": out / "cells.csv", "table_csv": out / "table.csv", "table_md": out / "table.md"}
+    cells.to_csv(files["cells"], index=False)
+    table.to_csv(files["table_csv"], index=False)
+    title = f"{cfg.name}: {cfg.description}" if cfg.description else cfg.name
+    markdown = table_markdown(table, title, list(cfg.table.rows), list(cfg.table.columns), cfg.table.decimals)
+    files["table_md"].write_text(markdown)
+    plot_paths = []
+    if cfg.plots:
+        plot_paths = _plots(plan, outcomes, table, cells, tracker, out / "plots")
+        if plot_paths:
+            files["plots"] = out / "plots"
+
+    n_failed = int((cells.drop_duplicates("cell_id")["status"] == "FAILED").sum())
+    wall_s = time.perf_counter() - t_start
+    ran = cells[(cells["source"] == "run") & (cells["status"] == "FINISHED")].drop_duplicates("cell_id")
+    busy = float(ran["runtime_s"].sum()) if len(ran) else 0.0
+    efficiency = busy / (backend.cpus * fanout_s) if (n_run and fanout_s > 0) else math.nan
+    code = EXIT_INTERRUPTED if interrupted else (EXIT_FAILED_CELLS if n_failed else EXIT_OK)
+    if tracker is not None:
+        status = "KILLED" if interrupted else ("FAILED" if n_failed else "FINISHED")
+        metrics = {"n_run": n_run, "n_resumed": n_resumed, "n_failed": n_failed, "n_unavailable": n_unavailable,
+                   "wall_s": wall_s, "startup_s": backend.startup_s}
+        if not math.isnan(efficiency):
+            metrics["fanout_efficiency"] = efficiency
+        tracker.finish_parent(status, metrics, [files["cells"], files["table_csv"], files["table_md"],
+                                                *([out / "plots"] if plot_paths else [])])
+
+    outcome = GridOutcome(code, out, cells, table, plan, n_run, n_resumed, n_failed, n_unavailable, wall_s,
+                          backend.startup_s, parent_id, tracker.uri if tracker else None, files, failures)
+    _report(outcome, markdown, cfg, efficiency, stream)
+    return outcome
+
+
+def _plots(plan, outcomes, table, cells, tracker, plot_dir: Path) -> list[Path]:
+    from olb.grid import plots
+
+    plot_dir.mkdir(parents=True, exist_ok=True)
+
+    def curve_of(cell, out):
+        if out.get("curve"):
+            return out["curve"]
+        if tracker is not None and out.get("run_id"):
+            try:
+                return tracker.curve(out["run_id"], out.get("primary_metric") or cell.metrics[0])
+            except Exception:  # noqa: BLE001 - a missing curve only thins a plot
+                return None
+        return None
+
+    try:
+        paths = plots.learning_curves(plan, outcomes, table, curve_of, plot_dir)
+        paths += plots.sweeps(plan, cells, plot_dir)
+    except Exception as err:  # noqa: BLE001 - plots never fail a grid
+        log.warning("olb.grid: plots failed: %s", err)
+        paths = []
+    if not paths:
+        try:
+            plot_dir.rmdir()
+        except OSError:
+            pass
+    return paths
+
+
+def _report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: float, stream) -> None:
+    pivot = markdown.split("## All values")[0].strip()
+    print("\n" + pivot + "\n", file=stream)
+    eff = "" if math.isnan(efficiency) else f", fan-out efficiency {efficiency:.0%}"
+    print(f"olb.grid: {len(o.plan.unique_cells)} cells: {o.n_run} run, {o.n_resumed} resumed, {o.n_failed} failed, "
+          f"{o.n_unavailable} unavailable; wall {o.wall_s:.1f} s (start-up {o.startup_s:.1f} s{eff})", file=stream)
+    for name, path in o.files.items():
+        print(f"olb.grid: {name:<9} {path}", file=stream)
+    if o.tracking_uri:
+        print(f"olb.grid: MLflow    {o.tracking_uri} (experiment {cfg.tracking.experiment or 'olb/' + cfg.name!r}, "
+              f"parent run {o.parent_run_id})", file=stream)
+    failed = o.cells[o.cells["status"] == "FAILED"].drop_duplicates("cell_id")
+    if len(failed):
+        print(f"olb.grid: {len(failed)} FAILED cell(s) (tracebacks in their MLflow runs, traceback.txt):", file=stream)
+        for _, r in failed.iterrows():
+            print(f"  {r['cell_id']} {r['algorithm']} {r['dataset']} seed={r['seed']}: {r['error']}", file=stream)
+    if o.exit_code == EXIT_INTERRUPTED:
+        print("olb.grid: interrupted; rerun the same command to complete the grid", file=stream)
+    stream.flush()
+
+
+# -- command line ----------------------------------------------------------------------------------------
+def _sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _hydra_task(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    hc = HydraConfig.get()
+    try:
+        signal.signal(signal.SIGTERM, _sigterm)
+    except ValueError:  # not the main thread
+        pass
+    try:
+        outcome = run_grid(cfg, hc.runtime.output_dir, list(hc.overrides.task))
+    except GridConfigError as err:
+        print(f"olb.grid: error: {err}", file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
+    if outcome.exit_code:
+        sys.exit(outcome.exit_code)
+
+
+def main() -> None:
+    register_configs()
+    import hydra
+
+    sys.argv[1:] = with_default_experiment(sys.argv[1:])
+    app = hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(_hydra_task)
+    app()

@@ -1,0 +1,153 @@
+"""Where cells run. Both backends yield payloads as cells finish (not at the end).
+
+``ray``: one Ray task with one CPU per cell. Without an address a local Ray is started quietly (no dashboard,
+no usage statistics, no auth token, session files under ``backend.temp_dir``) and shut down at the end; with
+an address the grid connects to that cluster and leaves it running. If Ray is already initialized in the
+process (tests, notebooks) it is used as it is and left running. A cell whose worker process dies is
+re-run up to ``backend.max_retries`` times; a cell that raises is not retried (it fails the same way).
+
+``serial``: every cell in the driver process, one after the other, through the same function: the same
+numbers, for debugging.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Iterator
+
+from olb.grid.config import BackendConfig
+from olb.grid.worker import execute_cell
+
+QUIET_RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "RAY_USAGE_STATS_PROMPT_ENABLED": "0"}
+
+HEARTBEAT = None  # yielded when nothing finished within a second, so that the progress bar can refresh
+
+
+class SerialBackend:
+    name = "serial"
+
+    def __init__(self, cfg: BackendConfig | None = None):
+        self.cpus = 1
+        self.running = 0
+        self.startup_s = 0.0
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
+
+    def run(self, tasks: list[dict]) -> Iterator[dict | None]:
+        for task in tasks:
+            self.running = 1
+            payload = execute_cell(task)
+            self.running = 0
+            yield payload
+
+
+class RayBackend:
+    name = "ray"
+
+    def __init__(self, cfg: BackendConfig):
+        self.cfg = cfg
+        self.owned = False
+        self.cpus = 1
+        self.startup_s = 0.0
+        self._in_flight: dict = {}
+
+    @property
+    def running(self) -> int:
+        return min(len(self._in_flight), self.cpus)
+
+    def start(self) -> None:
+        for key, value in QUIET_RAY_ENV.items():
+            os.environ.setdefault(key, value)
+        t0 = time.perf_counter()
+        import ray
+
+        if not ray.is_initialized():
+            ray.init(**ray_init_kwargs(self.cfg))
+            self.owned = True
+        self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        options = {"num_cpus": 1, "max_retries": self.cfg.max_retries, "retry_exceptions": False}
+        if self.cfg.fresh_worker_per_cell:
+            options["max_calls"] = 1
+        self._remote = ray.remote(**options)(execute_cell)
+        self.startup_s = time.perf_counter() - t0
+
+    def stop(self) -> None:
+        import ray
+
+        self.cancel()
+        if self.owned and ray.is_initialized():
+            ray.shutdown()
+        self.owned = False
+
+    def cancel(self) -> None:
+        import ray
+
+        for ref in list(self._in_flight):
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - already finished or the cluster is gone
+                pass
+        self._in_flight.clear()
+
+    def run(self, tasks: list[dict]) -> Iterator[dict | None]:
+        import ray
+        from ray.exceptions import RayError
+
+        pending = deque(tasks)
+        slots = self.cpus * (1 + max(0, self.cfg.queue_per_cpu))
+
+        def refill():
+            while pending and len(self._in_flight) < slots:
+                task = pending.popleft()
+                self._in_flight[self._remote.remote(task)] = task
+
+        refill()
+        while self._in_flight:
+            done, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=1.0)
+            if not done:
+                yield HEARTBEAT
+                continue
+            finished = []
+            for ref in done:
+                task = self._in_flight.pop(ref)
+                try:
+                    finished.append(ray.get(ref))
+                except RayError as err:  # the worker died more than max_retries times, or the task was lost
+                    finished.append(_lost(task, err))
+            refill()  # keep the workers busy while the driver records what finished
+            yield from finished
+
+
+def _lost(task: dict, err: Exception) -> dict:
+    now = time.time()
+    return {"cell_id": task["cell_id"], "status": "FAILED", "error": f"{type(err).__name__}: {err}".strip(),
+            "traceback": f"{type(err).__name__}: {err}", "start_time": now, "end_time": now, "wall_s": 0.0, "cpu_s": 0.0}
+
+
+def ray_init_kwargs(cfg: BackendConfig) -> dict:
+    kwargs = {"include_dashboard": False, "log_to_driver": cfg.log_to_driver, "logging_level": logging.WARNING,
+              "configure_logging": True}
+    if cfg.address:
+        kwargs["address"] = cfg.address
+        return kwargs
+    kwargs.update(address="local", num_cpus=cfg.num_cpus or os.cpu_count() or 1, _temp_dir=cfg.temp_dir,
+                  object_store_memory=int(cfg.object_store_memory_mb) * 1024 * 1024)
+    return kwargs
+
+
+def make_backend(cfg: BackendConfig):
+    if cfg.name == "serial":
+        return SerialBackend(cfg)
+    if cfg.name == "ray":
+        return RayBackend(cfg)
+    raise ValueError(f"backend.name={cfg.name!r} is not allowed; allowed: ray, serial")

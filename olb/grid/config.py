@@ -1,0 +1,143 @@
+"""The grid's structured config: dataclasses that Hydra merges every YAML file and override onto.
+
+Hydra rejects an unknown key or a value of the wrong type while it composes the config (before any work
+starts); :mod:`olb.grid.plan` then checks what a schema cannot: algorithm and data set names against the
+registries and every hyperparameter value against the algorithm's declared :class:`~olb.learners.base.Param`.
+
+Besides the fields below, the top level has one field per hyperparameter name declared by any registered
+algorithm (``num_learners``, ``gamma``, ...) and ``loops``: ``None`` unless set, and when set (a value or a
+list) it replaces that hyperparameter's values for every algorithm of the experiment that has it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+
+import olb
+from olb.registry import ALGORITHMS
+
+CONF_DIR = Path(olb.__file__).resolve().parents[1] / "conf"
+PAPER_TABLES = CONF_DIR / "reference" / "paper_tables.csv"
+
+# Hyperparameter-like axes that are CellSpec fields rather than algorithm hyperparameters.
+SPEC_AXES = ("loops",)
+
+
+@dataclass
+class AlgorithmEntry:
+    """One column of the table: a registered algorithm with its hyperparameter grid.
+
+    ``params`` maps a hyperparameter name to a value or a list of values (lists expand to a Cartesian
+    product); ``loops`` may appear there too. ``per_dataset`` replaces some of them for one data set (the
+    gamma grid of paper 000 depends on the number of labels). ``best_of`` names hyperparameters the table
+    selects over: for each data set the value whose mean over seeds is best is reported.
+    """
+
+    name: Optional[str] = None  # registry name; default: the entry's key in ``algorithm``
+    label: Optional[str] = None  # name in tables and plots; default: the entry's key
+    paper_name: Optional[str] = None  # the algorithm's name in the reference table (paper_tables.csv)
+    params: Dict[str, Any] = field(default_factory=dict)
+    per_dataset: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    best_of: List[str] = field(default_factory=list)
+    protocol: Optional[str] = None  # default: the experiment's protocol
+    datasets: Optional[List[str]] = None  # run this entry only on these data sets (default: all)
+
+
+@dataclass
+class BackendConfig:
+    """Where cells run: ``ray`` (one task with one CPU per cell) or ``serial`` (in the driver process)."""
+
+    name: str = "ray"
+    address: Optional[str] = None  # Ray cluster address ("auto", "ray://host:10001", ...); None: start a local Ray
+    num_cpus: Optional[int] = None  # local Ray: CPUs to use (None: every core)
+    temp_dir: str = "/tmp/olb-ray"  # local Ray's session files (keep it short: Unix sockets live there)
+    object_store_memory_mb: int = 256  # local Ray: cells return small results, no need for a big store
+    max_retries: int = 2  # re-runs of a cell whose worker process died (exceptions are not retried)
+    queue_per_cpu: int = 1  # cells queued per CPU besides the running ones (keeps workers busy)
+    fresh_worker_per_cell: bool = False  # one new worker process per cell (exact peak_rss_mb, ~1 s per cell)
+    log_to_driver: bool = False  # forward workers' stdout/stderr
+
+
+@dataclass
+class TrackingConfig:
+    """MLflow: one experiment per olb experiment, one parent run per invocation, one child run per cell."""
+
+    enabled: bool = True
+    uri: Optional[str] = None  # None: MLflow's default, sqlite:///mlflow.db in the working directory
+    experiment: Optional[str] = None  # MLflow experiment name; None: "olb/<name>"
+    cell_artifacts: bool = True  # curve CSV and curve plot per cell
+    retries: int = 8  # attempts of a write that fails with "database is locked" or a connection error
+
+
+@dataclass
+class ReferenceConfig:
+    """Where the paper's numbers come from and how olb's names map to the file's."""
+
+    file: Optional[str] = str(PAPER_TABLES)
+    paper: Optional[str] = None  # value of the "paper" column, e.g. 000_01d5ef94a9aabcf3
+    table: Optional[str] = None  # value of the "table" column, e.g. "Table 3"
+    metrics: Dict[str, str] = field(default_factory=dict)  # olb metric -> the file's metric name
+    datasets: Dict[str, str] = field(default_factory=dict)  # olb data set -> the file's data set name
+
+
+@dataclass
+class TableConfig:
+    """Layout of table.md: ``rows`` and ``columns`` are taken from dataset, algorithm and metric; an axis
+    used in neither splits the table into sections. ``metrics`` lists the reported metrics (cell metrics
+    and runtime_s, cpu_s, peak_rss_mb); None: the cells' metrics then runtime_s."""
+
+    metrics: Optional[List[str]] = None
+    rows: List[str] = field(default_factory=lambda: ["dataset"])
+    columns: List[str] = field(default_factory=lambda: ["algorithm"])
+    select_by: Optional[str] = None  # metric deciding ``best_of`` (default: the first table metric)
+    decimals: int = 4
+
+
+@dataclass
+class GridBase:
+    """An experiment: which cells to run, how, where to record them and how to report them."""
+
+    name: str = "default"
+    description: str = ""
+    algorithms: List[str] = field(default_factory=lambda: ["adaolmr"])  # keys of ``algorithm`` (or registry names)
+    datasets: List[str] = field(default_factory=lambda: ["emotions"])
+    seeds: Any = 3  # a number n (seeds 0..n-1) or a list of seeds
+    protocol: Optional[str] = None  # None: each algorithm's default protocol
+    metrics: Optional[List[str]] = None  # None: the task's default metrics
+    curve_every: int = 50
+    data_dir: Optional[str] = None  # None: $OLB_DATA_DIR / the data layer's default
+    # entry key -> AlgorithmEntry. Typed Dict[str, Any] so that new entries can be added from the command line
+    # (+algorithm.NAME.params.KEY=...); plan_grid checks every entry against AlgorithmEntry.
+    algorithm: Dict[str, Any] = field(default_factory=dict)
+    table: TableConfig = field(default_factory=TableConfig)
+    reference: ReferenceConfig = field(default_factory=ReferenceConfig)
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    resume: bool = True  # skip cells already finished in the tracking store
+    allow_unavailable: bool = False  # run the rest when a data set has no local copy and cannot be downloaded
+    plots: bool = True
+    imports: List[str] = field(default_factory=list)  # modules to import (driver and workers) before planning
+
+
+def hyperparameter_names() -> list[str]:
+    """Every hyperparameter name of a registered algorithm, plus the spec axes (``loops``)."""
+    names = {key for cls in ALGORITHMS.values() for key in cls.params}
+    reserved = {f.name for f in dataclasses.fields(GridBase)}
+    return sorted((names | set(SPEC_AXES)) - reserved)
+
+
+def make_schema() -> type:
+    """GridBase plus one ``Any = None`` field per hyperparameter name (the command-line shorthand)."""
+    extra = [(name, Any, field(default=None)) for name in hyperparameter_names()]
+    return dataclasses.make_dataclass("GridConfig", extra, bases=(GridBase,))
+
+
+def register_configs() -> None:
+    """Store the schema as ``grid_schema`` (conf/config.yaml names it first in its defaults list)."""
+    cs = ConfigStore.instance()
+    cs.store(name="grid_schema", node=make_schema())

@@ -1,0 +1,118 @@
+"""Plots of a grid (PNG, matplotlib Agg): learning curves per data set, and each metric against every
+numeric hyperparameter that the grid varies (loss against gamma)."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from olb.grid.plan import Plan
+
+
+def _figure(w=6.4, h=4.0):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(w, h), dpi=100)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
+
+
+def learning_curves(plan: Plan, outcomes: dict[str, dict], table: pd.DataFrame, curve_of, out_dir: Path) -> list[Path]:
+    """One figure per data set: the mean (over seeds) running loss of each table row's configuration.
+
+    ``curve_of(cell, outcome)`` returns {"step": [...], "value": [...]} (from the payload or the tracking store).
+    """
+    paths = []
+    for ds in plan.datasets:
+        fig = _figure()
+        ax = fig.add_subplot()
+        drawn = 0
+        for label in dict.fromkeys(table[table["dataset"] == ds]["algorithm"]):
+            rows = table[(table["dataset"] == ds) & (table["algorithm"] == label)]
+            selected = rows.iloc[0]["selected"] if len(rows) else ""
+            cells = [c for c in plan.cells if c.dataset == ds and c.config_label == label
+                     and ", ".join(f"{k}={v}" for k, v in c.varying if k in c.best_of) == selected]
+            frames = []
+            for c in cells:
+                out = outcomes.get(c.cell_id)
+                if not out or out["status"] != "FINISHED":
+                    continue
+                curve = curve_of(c, out)
+                if curve and curve.get("step"):
+                    frames.append(pd.DataFrame({"step": curve["step"], "value": curve["value"]}))
+            if not frames:
+                continue
+            stats = pd.concat(frames).groupby("step")["value"].agg(["mean", "std", "count"]).reset_index()
+            name = label + (f" ({selected})" if selected else "")
+            line, = ax.plot(stats["step"], stats["mean"], label=f"{name}, {len(frames)} seeds")
+            if len(frames) > 1:
+                ax.fill_between(stats["step"], stats["mean"] - stats["std"].fillna(0), stats["mean"] + stats["std"].fillna(0),
+                                color=line.get_color(), alpha=0.15, linewidth=0)
+            drawn += 1
+        if not drawn:
+            continue
+        metric = next((c.metrics[0] for c in plan.cells if c.dataset == ds), "loss")
+        ax.set_xlabel("example (train passes, then test)")
+        ax.set_ylabel(f"running mean {metric} (per phase)")
+        ax.set_title(f"Learning curves on {ds}")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        path = out_dir / f"curves_{_slug(ds)}.png"
+        fig.savefig(path)
+        paths.append(path)
+    return paths
+
+
+def sweeps(plan: Plan, cells: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """For every entry and numeric hyperparameter it varies: the select_by metric against it, per data set."""
+    paths = []
+    metric = plan.select_by
+    done = cells[cells["status"] == "FINISHED"]
+    if done.empty or metric not in done.columns:
+        return paths
+    for key, info in plan.entries.items():
+        ecells = [c for c in plan.cells if c.entry == key]
+        hps = list(dict.fromkeys(k for c in ecells for k, v in c.varying
+                                 if isinstance(v, (int, float)) and not isinstance(v, bool)))
+        for hp in hps:
+            col = hp if hp in done.columns else None
+            if col is None:
+                continue
+            ids = {c.cell_id for c in ecells}
+            part = done[done["cell_id"].isin(ids) & (done["label"] == info["label"])]
+            if part.empty:
+                continue
+            fig = _figure()
+            ax = fig.add_subplot()
+            xs_all = []
+            for ds, sub in part.groupby("dataset", sort=False):
+                stats = sub.groupby(col)[metric].agg(["mean", "std"]).reset_index().sort_values(col)
+                xs_all.extend(stats[col].tolist())
+                ax.errorbar(stats[col], stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=3, label=ds)
+            positive = [x for x in xs_all if x > 0]
+            if positive and len(positive) == len(xs_all) and max(positive) / min(positive) >= 10:
+                ax.set_xscale("log")
+            ax.set_xlabel(hp)
+            ax.set_ylabel(f"{metric} (mean ± std over seeds)")
+            ax.set_title(f"{info['label']}: {metric} against {hp}")
+            ax.legend(fontsize=8)
+            ax.grid(alpha=0.3)
+            fig.tight_layout()
+            path = out_dir / f"{_slug(key)}_{_slug(metric)}_vs_{_slug(hp)}.png"
+            fig.savefig(path)
+            paths.append(path)
+    return paths
+
+
+def finite(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x)) and np.isfinite(x)

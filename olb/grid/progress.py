@@ -1,0 +1,77 @@
+"""Progress of a grid: a tqdm bar on a terminal (cells done, failed, running, ETA), a line every
+``every_s`` seconds otherwise (CI, batch jobs), and a summary line at the end in both cases."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from tqdm import tqdm
+
+
+def _hms(seconds: float) -> str:
+    if seconds != seconds or seconds == float("inf"):
+        return "?"
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class Progress:
+    def __init__(self, total: int, skipped: int = 0, desc: str = "cells", stream=None, every_s: float = 30.0,
+                 slots: int = 1):
+        self.stream = stream or sys.stderr
+        self.total, self.skipped = total, skipped
+        self.done = self.failed = self.running = 0
+        self.slots = max(1, slots)
+        self.t0 = self._last = time.perf_counter()
+        self.every_s = every_s
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.bar = tqdm(total=total, initial=skipped, desc=desc, unit="cell", file=self.stream, disable=not self.tty,
+                        dynamic_ncols=True, smoothing=0.2)
+        self._postfix()
+
+    @property
+    def remaining(self) -> int:
+        return self.total - self.skipped - self.done - self.failed
+
+    def eta(self) -> float:
+        finished = self.done + self.failed
+        if not finished:
+            return float("nan")
+        return (time.perf_counter() - self.t0) / finished * self.remaining
+
+    def _postfix(self) -> None:
+        self.bar.set_postfix_str(f"done={self.skipped + self.done} failed={self.failed} running={self.running} "
+                                 f"eta={_hms(self.eta())}", refresh=False)
+
+    def update(self, status: str, running: int) -> None:
+        if status == "FINISHED":
+            self.done += 1
+        else:
+            self.failed += 1
+        self.running = running
+        self._postfix()
+        self.bar.update(1)
+        self._maybe_line()
+
+    def heartbeat(self, running: int) -> None:
+        self.running = running
+        self._postfix()
+        self.bar.refresh()
+        self._maybe_line()
+
+    def _maybe_line(self) -> None:
+        now = time.perf_counter()
+        if not self.tty and now - self._last >= self.every_s:
+            self._last = now
+            print(self.line(), file=self.stream, flush=True)
+
+    def line(self) -> str:
+        return (f"[olb.grid] {self.skipped + self.done + self.failed}/{self.total} cells: done={self.skipped + self.done} "
+                f"(resumed {self.skipped}) failed={self.failed} running={self.running} "
+                f"elapsed={_hms(time.perf_counter() - self.t0)} eta={_hms(self.eta())}")
+
+    def close(self) -> None:
+        self.bar.close()

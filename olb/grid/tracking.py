@@ -1,0 +1,257 @@
+"""MLflow tracking of a grid: one experiment per olb experiment, one parent run per invocation, one child
+run per cell.
+
+Only the driver writes to the tracking store. Workers return their results (a small payload) and the
+driver logs each cell the moment it arrives, while the other cells keep running: a single writer makes
+parallel cells safe on any store (SQLite included, where concurrent schema creation crashes), and cells on
+other machines of a Ray cluster need no access to the store. Every write is retried with backoff on
+"database is locked" and connection errors (another grid writing to the same SQLite file, a busy server).
+
+A child run's status becomes FINISHED (or FAILED) only after everything about it is logged, so a driver
+killed while logging leaves a RUNNING run that resume does not count as finished.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from olb.grid.config import TrackingConfig
+from olb.grid.plan import Cell
+from olb.grid.worker import curve_csv
+
+log = logging.getLogger("olb.grid")
+
+MAX_PARAM = 6000
+MAX_TAG = 8000
+TRANSIENT = ("database is locked", "database table is locked", "busy", "connection", "timed out", "temporarily",
+             "max retries exceeded", "503", "502", "504")
+
+
+def resolve_uri(uri: str | None) -> str:
+    """``uri`` as given, else MLflow's default (``$MLFLOW_TRACKING_URI``, else sqlite:///mlflow.db in the cwd)."""
+    import mlflow
+
+    if uri:
+        return uri
+    return mlflow.get_tracking_uri()
+
+
+def _quiet_mlflow_logs() -> None:
+    for name in ("alembic", "mlflow", "sqlalchemy", "urllib3", "pooch"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+@dataclass
+class FinishedRun:
+    """A cell finished by an earlier (or this) invocation, as the tracking store has it."""
+
+    run_id: str
+    cell_id: str
+    metrics: dict
+    params: dict
+    start_time: float
+    end_time: float
+
+
+class Tracker:
+    """The driver's MLflow writer."""
+
+    def __init__(self, cfg: TrackingConfig, experiment_name: str, code_version: str = "unknown"):
+        import mlflow
+        from mlflow.tracking import MlflowClient
+
+        _quiet_mlflow_logs()  # after the import: mlflow sets its own logger up when imported
+
+        self.retries = max(1, int(cfg.retries))
+        self.cell_artifacts = cfg.cell_artifacts
+        self.uri = resolve_uri(cfg.uri)
+        self.experiment_name = experiment_name
+        self.code_version = code_version
+        mlflow.set_tracking_uri(self.uri)
+        self.client = MlflowClient(tracking_uri=self.uri)
+        # Creates the store (schema migration) and the experiment once, here, before any cell runs.
+        self.experiment_id = self._retry(self._get_or_create_experiment, experiment_name)
+        self.parent_run_id: str | None = None
+
+    # -- robustness ---------------------------------------------------------------------------------------
+    def _retry(self, fn, *args, **kwargs):
+        delay = 0.05
+        for attempt in range(self.retries):
+            try:
+                return fn(*args, **kwargs)
+            except Exception as err:  # noqa: BLE001 - classified below
+                text = str(err).lower()
+                if attempt + 1 >= self.retries or not any(t in text for t in TRANSIENT):
+                    raise
+                log.debug("MLflow write failed (%s), retrying in %.2fs", err, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    def _get_or_create_experiment(self, name: str) -> str:
+        from mlflow.exceptions import MlflowException
+
+        exp = self.client.get_experiment_by_name(name)
+        if exp is None:
+            try:
+                return self.client.create_experiment(name)
+            except MlflowException as err:  # created meanwhile by another driver
+                exp = self.client.get_experiment_by_name(name)
+                if exp is None:
+                    raise err
+        if exp.lifecycle_stage == "deleted":
+            self.client.restore_experiment(exp.experiment_id)
+        return exp.experiment_id
+
+    # -- queries ------------------------------------------------------------------------------------------
+    def _search(self, filter_string: str, order_by=None) -> list:
+        from mlflow.entities import ViewType
+
+        runs, token = [], None
+        while True:
+            page = self._retry(self.client.search_runs, [self.experiment_id], filter_string=filter_string,
+                               run_view_type=ViewType.ACTIVE_ONLY, max_results=5000, order_by=order_by,
+                               page_token=token)
+            runs.extend(page)
+            token = page.token
+            if not token:
+                return runs
+
+    def finished_cells(self) -> dict[str, FinishedRun]:
+        """cell id -> the newest successful child run of this experiment (any earlier invocation)."""
+        runs = self._search("tags.`olb.status` = 'FINISHED' and attributes.status = 'FINISHED'",
+                            order_by=["attributes.start_time DESC"])
+        found: dict[str, FinishedRun] = {}
+        for run in runs:
+            cid = run.data.tags.get("olb.cell_id")
+            if cid and cid not in found:
+                found[cid] = FinishedRun(run.info.run_id, cid, dict(run.data.metrics), dict(run.data.params),
+                                         run.info.start_time / 1000.0, (run.info.end_time or run.info.start_time) / 1000.0)
+        return found
+
+    def curve(self, run_id: str, metric: str) -> dict:
+        history = self._retry(self.client.get_metric_history, run_id, f"curve/{metric}")
+        history = sorted(history, key=lambda m: m.step)
+        return {"step": [m.step for m in history], "value": [m.value for m in history]}
+
+    def mark_stale_parents(self) -> int:
+        """Parent runs left RUNNING by a driver of this host that no longer exists become KILLED."""
+        host, n = socket.gethostname(), 0
+        for run in self._search(f"tags.`olb.kind` = 'grid' and attributes.status = 'RUNNING' "
+                                f"and tags.`olb.driver_host` = '{host}'"):
+            try:
+                pid = int(run.data.tags.get("olb.driver_pid", "0"))
+            except ValueError:
+                continue
+            if pid and pid != os.getpid() and not _alive(pid):
+                self._retry(self.client.set_terminated, run.info.run_id, "KILLED")
+                n += 1
+        return n
+
+    # -- writes -------------------------------------------------------------------------------------------
+    def start_parent(self, run_name: str, params: dict, tags: dict, config_yaml: str) -> str:
+        all_tags = {"olb.kind": "grid", "olb.experiment": self.experiment_name, "olb.code_version": self.code_version,
+                    "olb.driver_host": socket.gethostname(), "olb.driver_pid": str(os.getpid()), **tags}
+        run = self._retry(self.client.create_run, self.experiment_id, run_name=run_name,
+                          tags={k: _clip(str(v), MAX_TAG) for k, v in all_tags.items()})
+        self.parent_run_id = run.info.run_id
+        self._log_batch(run.info.run_id, params=params)
+        self._retry(self.client.log_text, run.info.run_id, config_yaml, "config.yaml")
+        return run.info.run_id
+
+    def finish_parent(self, status: str, metrics: dict, files: list[Path]) -> None:
+        if self.parent_run_id is None:
+            return
+        run_id = self.parent_run_id
+        self._log_batch(run_id, metrics=metrics)
+        for path in files:
+            if Path(path).is_dir():
+                self._retry(self.client.log_artifacts, run_id, str(path), Path(path).name)
+            elif Path(path).is_file():
+                self._retry(self.client.log_artifact, run_id, str(path))
+        self._retry(self.client.set_terminated, run_id, status)
+
+    def log_cell(self, cell: Cell, payload: dict) -> str:
+        """One child run with the cell's parameters, metrics, curve (one batch), tags and artifacts."""
+        from mlflow.entities import Metric, Param, RunTag
+
+        status = payload["status"]
+        start_ms = int(payload.get("start_time", time.time()) * 1000)
+        end_ms = int(payload.get("end_time", time.time()) * 1000)
+        tags = {"mlflow.runName": cell.run_name, "olb.kind": "cell", "olb.cell_id": cell.cell_id,
+                "olb.experiment": self.experiment_name, "olb.code_version": self.code_version,
+                "olb.entry": cell.entry, "olb.label": cell.label, "olb.host": str(payload.get("host", "")),
+                "olb.status": status}
+        if self.parent_run_id:
+            tags["mlflow.parentRunId"] = self.parent_run_id
+        if status != "FINISHED":
+            tags["olb.error"] = payload.get("error", "")
+        run = self._retry(self.client.create_run, self.experiment_id, start_time=start_ms, run_name=cell.run_name,
+                          tags={k: _clip(str(v), MAX_TAG) for k, v in tags.items() if k != "olb.status"})
+        run_id = run.info.run_id
+
+        params = {"algorithm": cell.algorithm, "dataset": cell.dataset, "seed": cell.seed, "protocol": cell.protocol,
+                  "loops": cell.loops, "metrics": ",".join(cell.metrics), "curve_every": cell.curve_every,
+                  "label": cell.label, "cell_id": cell.cell_id}
+        for key, value in cell.params.items():
+            params[key if key not in params else f"param.{key}"] = value
+        metrics: list[Metric] = []
+        if status == "FINISHED":
+            for key, value in payload["metrics"].items():
+                metrics.append(Metric(key, float(value), end_ms, 0))
+            for key in ("runtime_s", "cpu_s", "wall_s", "setup_s", "peak_rss_mb"):
+                metrics.append(Metric(key, float(payload[key]), end_ms, 0))
+            for phase, timing in payload["phases"].items():
+                for key, value in timing.items():
+                    metrics.append(Metric(f"phase/{phase}/{key}", float(value), end_ms, 0))
+            curve = payload["curve"]
+            name = f"curve/{payload['primary_metric']}"
+            metrics.extend(Metric(name, float(v), end_ms, int(s)) for s, v in zip(curve["step"], curve["value"]))
+            params["phases"] = ",".join(payload["phases"])
+        else:
+            metrics.append(Metric("wall_s", float(payload.get("wall_s", 0.0)), end_ms, 0))
+        self._log_batch(run_id, metrics=metrics, params=params, tags={"olb.status": status})
+
+        files = {}
+        if status == "FINISHED" and self.cell_artifacts:
+            files["curve.csv"] = curve_csv(payload).encode()
+            if payload.get("curve_png"):
+                files["curve.png"] = payload["curve_png"]
+        if status != "FINISHED":
+            files["traceback.txt"] = str(payload.get("traceback", payload.get("error", ""))).encode()
+        if files:
+            with tempfile.TemporaryDirectory(prefix="olb-cell-") as tmp:
+                for fname, data in files.items():
+                    Path(tmp, fname).write_bytes(data)
+                self._retry(self.client.log_artifacts, run_id, tmp)
+        self._retry(self.client.set_terminated, run_id, "FINISHED" if status == "FINISHED" else "FAILED", end_ms)
+        return run_id
+
+    def _log_batch(self, run_id: str, metrics=(), params: dict | None = None, tags: dict | None = None) -> None:
+        from mlflow.entities import Metric, Param, RunTag
+
+        if isinstance(metrics, dict):
+            now = int(time.time() * 1000)
+            metrics = [Metric(k, float(v), now, 0) for k, v in metrics.items()]
+        plist = [Param(str(k), _clip(str(v), MAX_PARAM)) for k, v in (params or {}).items()]
+        tlist = [RunTag(str(k), _clip(str(v), MAX_TAG)) for k, v in (tags or {}).items()]
+        self._retry(self.client.log_batch, run_id, metrics=list(metrics), params=plist, tags=tlist)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else "..." + text[-(limit - 3):]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,201 @@
+"""The baselines of paper 001's Table 1: the best of N online VFDTs, and Oza's online boosting.
+
+Both use the same weak learners as the boosters (:func:`olb.learners.boosting_common.build_weak_learners`:
+by default the vectorized VFDT forest with per-tree random parameters, every tree on all features).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from olb.learners.base import OnlineLearner, Param
+from olb.learners.boosting_common import BOOSTER_PARAMS, build_weak_learners
+from olb.weak import VFDTForest
+
+_TREE_PARAMS = {
+    "num_learners": BOOSTER_PARAMS["num_learners"],
+    "num_covariates": Param(int, 0, low=0, doc="random features per tree; 0 (default): all features"),
+    "weak_learner": BOOSTER_PARAMS["weak_learner"],
+}
+
+
+class BestVFDT(OnlineLearner):
+    """"Best decision tree" (paper 001, Table 1): N VFDTs with random parameters, each trained alone.
+
+    Every tree is fed each example with weight 1 and predicts the argmax of its leaf distribution (the
+    authors' ``utils.train_vfdt``/``test_vfdt``). The paper reports the best of the N trees in hindsight,
+    which no online learner can predict with; this learner predicts with the tree that has been right
+    most often so far (follow the leader, ties to the lower index), and :meth:`stream_report` gives the
+    paper's figure, the best single tree's accuracy over the last ``n_scored`` examples.
+
+    >>> import numpy as np
+    >>> model = BestVFDT(n_features=2, n_labels=3, seed=0, num_learners=5)
+    >>> x = np.array([0.5, 1.0])
+    >>> model.predict_one(x), model.learn_one(x, 2), model.predict_one(x)
+    (0, None, 2)
+    >>> model.stream_report(1)["best_tree_accuracy"]
+    0.0
+    """
+
+    name = "best_vfdt"
+    task = "multiclass"
+    default_protocol = "prequential_last20"
+    params = dict(_TREE_PARAMS)
+
+    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
+        super().__init__(n_features, n_labels, seed, **hyper)
+        self.trees = build_weak_learners(self.weak_learner, self.num_learners, n_features, n_labels,
+                                         self.num_covariates, self.rng)
+        self.correct = np.zeros(self.num_learners, np.int64)
+        self._hits: list[np.ndarray] = []  # per example, which trees were right (bit-packed)
+        self._last = None
+
+    def _predictions(self, x: np.ndarray) -> np.ndarray:
+        if self._last is None or self._last[0] is not x:
+            self._last = (x, self.trees.predict_proba(x).argmax(axis=1))
+        return self._last[1]
+
+    def predict_one(self, x: np.ndarray) -> int:
+        return int(self._predictions(x)[int(self.correct.argmax())])
+
+    def learn_one(self, x: np.ndarray, y) -> None:
+        y = int(y)
+        hits = self._predictions(x) == y
+        self._last = None
+        self.correct += hits
+        self._hits.append(np.packbits(hits))
+        weights = np.zeros((self.num_learners, self.n_labels))
+        weights[:, y] = 1.0
+        self.trees.learn(x, weights)
+
+    def tree_accuracies(self, last: int) -> np.ndarray:
+        """Accuracy of every tree over the last ``last`` examples learned (predict-then-learn)."""
+        if last <= 0 or not self._hits:
+            return np.zeros(self.num_learners)
+        bits = np.unpackbits(np.stack(self._hits[-last:]), axis=1, count=self.num_learners)
+        return bits.mean(axis=0)
+
+    def stream_report(self, n_scored: int) -> dict[str, float]:
+        """The paper's "best decision tree" figure over the final ``n_scored`` examples, and the leader."""
+        acc = self.tree_accuracies(n_scored)
+        return {"best_tree_accuracy": float(acc.max()), "best_tree": int(acc.argmax()),
+                "leader_tree": int(self.correct.argmax())}
+
+
+class OzaBoost(OnlineLearner):
+    """Oza's online boosting (Oza & Russell 2001; Oza 2005), the "Online Boosting" column of Table 1.
+
+    Per example, lambda = 1; tree m is trained with weight K ~ Poisson(lambda) (one weighted update
+    instead of K copies), and if it then classifies x correctly lambda_sc[m] += lambda and
+    lambda *= 1 / (2 (1 - eps_m)), else lambda_sw[m] += lambda and lambda *= 1 / (2 eps_m), with
+    eps_m = lambda_sw[m] / (lambda_sc[m] + lambda_sw[m]). The prediction is the vote of the trees weighted
+    by log((1 - eps_m) / eps_m) (eps_m clipped to [1e-6, 1 - 1e-6]); trees with eps_m >= 1/2 or no
+    history do not vote (if none votes, the first tree predicts).
+
+    With the VFDT forest, "correct after training" is read from the tree's leaf masses plus K on the true
+    class (what the update adds), so all N trees still learn in one vectorized call; this is exact unless
+    that very update splits the leaf. ``weak_learner="river_hoeffding_tree"`` runs river's
+    ``ensemble.AdaBoostClassifier`` (Oza's algorithm, river's soft vote) over river Hoeffding trees with
+    the same random parameter ranges, as a cross-check.
+
+    >>> import numpy as np
+    >>> model = OzaBoost(n_features=2, n_labels=3, seed=0, num_learners=5)
+    >>> x = np.array([0.5, 1.0])
+    >>> model.learn_one(x, 1)
+    >>> model.predict_one(x)
+    1
+    """
+
+    name = "oza"
+    task = "multiclass"
+    default_protocol = "prequential_last20"
+    params = dict(_TREE_PARAMS)
+    EPS_CLIP = 1e-6
+
+    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
+        super().__init__(n_features, n_labels, seed, **hyper)
+        N = self.num_learners
+        if self.weak_learner == "river_hoeffding_tree":
+            self._river = _river_oza(N, n_labels, self.rng)
+            self.trees = None
+        else:
+            self._river = None
+            self.trees = build_weak_learners(self.weak_learner, N, n_features, n_labels, self.num_covariates,
+                                             self.rng)
+        self.lambda_sc = np.zeros(N)
+        self.lambda_sw = np.zeros(N)
+
+    def vote_weights(self) -> np.ndarray:
+        total = self.lambda_sc + self.lambda_sw
+        eps = np.clip(np.divide(self.lambda_sw, total, out=np.ones_like(total), where=total > 0),
+                      self.EPS_CLIP, 1 - self.EPS_CLIP)
+        return np.where(eps < 0.5, np.log((1 - eps) / eps), 0.0)
+
+    def predict_one(self, x: np.ndarray) -> int:
+        if self._river is not None:
+            proba = self._river.predict_proba_one(_as_dict(x))
+            return int(max(proba, key=proba.get)) if proba else 0
+        preds = self.trees.predict_proba(x).argmax(axis=1)
+        w = self.vote_weights()
+        if not (w > 0).any():
+            return int(preds[0])
+        return int(np.bincount(preds, weights=w, minlength=self.n_labels).argmax())
+
+    def learn_one(self, x: np.ndarray, y) -> None:
+        y = int(y)
+        if self._river is not None:
+            self._river.learn_one(_as_dict(x), y)
+            return
+        N = self.num_learners
+        mass = _leaf_masses(self.trees, x)  # (N, k) unnormalized, or None
+        if mass is None:  # generic weak learners: judge by the prediction before the update
+            mass = self.trees.predict_proba(x)
+        # argmax after the update (first index on ties, as in predict_one) is y iff y beats the lower
+        # labels strictly and the higher ones weakly
+        below = mass[:, :y].max(axis=1) if y > 0 else np.full(N, -np.inf)
+        above = mass[:, y + 1:].max(axis=1) if y + 1 < self.n_labels else np.full(N, -np.inf)
+        lam = 1.0
+        counts = np.zeros(N)
+        for m in range(N):
+            kk = float(self.rng.poisson(lam))
+            counts[m] = kk
+            if mass[m, y] + kk > below[m] and mass[m, y] + kk >= above[m]:
+                self.lambda_sc[m] += lam
+                lam *= (self.lambda_sc[m] + self.lambda_sw[m]) / (2.0 * self.lambda_sc[m])
+            else:
+                self.lambda_sw[m] += lam
+                lam *= (self.lambda_sc[m] + self.lambda_sw[m]) / (2.0 * self.lambda_sw[m])
+        weights = np.zeros((N, self.n_labels))
+        weights[:, y] = counts
+        self.trees.learn(x, weights)
+
+
+def _leaf_masses(trees, x: np.ndarray) -> np.ndarray | None:
+    """The VFDT forest's unnormalized leaf prediction masses for x (N, k); None for other weak learners.
+
+    Adding weight K to class y at a leaf raises this mass of y by exactly K (a first-seen class trades its
+    prediction-time 1 for the pseudo-count 1), which is how :class:`OzaBoost` reads "correct after training".
+    """
+    if not isinstance(trees, VFDTForest) or trees.pseudo_count != 1.0:
+        return None
+    leaves = trees._route(trees._project(x))
+    return trees.class_mass[leaves] + ~trees.seen[leaves]
+
+
+def _as_dict(x: np.ndarray) -> dict:
+    return {i: float(v) for i, v in enumerate(x) if not np.isnan(v)}
+
+
+def _river_oza(n_models: int, n_labels: int, rng: np.random.Generator):
+    """river's AdaBoostClassifier over Hoeffding trees with the forest's random parameter ranges."""
+    from river import ensemble, tree
+
+    from olb.weak.base import log_uniform
+
+    model = ensemble.AdaBoostClassifier(tree.HoeffdingTreeClassifier(), n_models=n_models,
+                                        seed=int(rng.integers(2**31)))
+    for i in range(n_models):
+        model[i] = tree.HoeffdingTreeClassifier(
+            grace_period=max(1, int(rng.uniform(5, 20))), delta=log_uniform(rng, 0.01, 0.9),
+            tau=log_uniform(rng, 0.01, 0.9), leaf_prediction="mc")
+    return model

@@ -1,0 +1,408 @@
+"""Online multiclass boosting (paper 001): OnlineMBBM (Algorithm 1) and Adaboost.OLM (Algorithm 2).
+
+Every round, the N weak learners (VFDTs) see x and give distributions h^i over the k classes. Learner i is
+handed a cost matrix C^i computed from the votes s^{i-1} of the learners before it (the true label is not
+known yet), and its single-label prediction is the label of least expected cost under its distribution,
+l^i = argmin_l sum_r h^i[r] C^i[r, l] (the authors' code; the paper leaves it to the weak learner). The
+votes are s^i = s^{i-1} + alpha^i e_{l^i}, and expert i predicts argmax s^i (ties broken at random).
+
+When the label y arrives, learner i is fed (x, y) with an importance weight read off C^i:
+
+* OnlineMBBM: alpha = 1, C^i[r, l] = phi^r_{N-i}(s^{i-1} + e_l), the exact 0-1 potential of the biased
+  uniform baseline (:func:`olb.learners.potentials.mbbm_cost_matrix`, memoized on the canonical state);
+  weight w^i = sum_l (C^i[y, l] - C^i[y, y]); the prediction is the last expert's (simple majority vote).
+* Adaboost.OLM: C^i is the gradient of the multiclass logistic loss at s^{i-1} (eq. 9); weight
+  w^i = -C^i[y, y] / (k - 1); alpha^i follows online gradient descent on the logistic loss with step
+  2 sqrt(2) / ((k - 1) sqrt(t)), projected to [-2, 2]; the prediction is the expert drawn by Hedge,
+  and Hedge's weights are v^i <- v^i exp(-1(yhat^i != y)).
+
+Where the authors' code (``specs/reference_notes.md`` section 3) differs from the paper, the paper is the
+default and the code's choice a named option: ``authors_weights`` (their importance weights),
+``authors_gradient`` (their alpha-derivative, wrong when l^i = y; section 5 item 8) and
+``authors_horizon`` (one more remaining draw in the potentials; item 9).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit
+
+from olb.learners.base import OnlineLearner, Param
+from olb.learners.boosting_common import BOOSTER_PARAMS, build_weak_learners, hedge_draw, hedge_update
+from olb.learners.potentials import baseline, mbbm_cost_matrix
+
+AUTHORS_WEIGHT_CONSTANTS = (5.0, 200.0)  # U[5, 200] per tree in the authors' multiclass driver
+AUTHORS_FIRST_WEIGHT = 5.0  # Adaboost.OLM in the authors' code: tree 1 always gets weight 5
+AUTHORS_WEIGHT_FLOOR = 1e-10
+AUTHORS_MBBM_FACTOR = 0.1
+_TIE_TOL = 1e-9
+
+MULTICLASS_PARAMS = {
+    **BOOSTER_PARAMS,
+    "num_covariates": Param(int, 0, low=0, doc="random features per tree; 0 (default): every tree sees all "
+                            "features, as in the authors' multiclass code"),
+    "authors_weights": Param(bool, False, doc="the authors' importance weights instead of the paper's: a "
+                             "per-tree constant from U[5, 200] times the paper's weight / (k - 1) (times 0.1 "
+                             "for OnlineMBBM), weight 5 for Adaboost.OLM's first tree, floor 1e-10"),
+    "weak_prediction": Param(str, "expected_cost", choices=("expected_cost", "argmax"),
+                             doc="a tree's single label: least expected cost under C^i (authors' code) or "
+                             "its most probable class"),
+}
+
+
+@dataclass
+class _Round:
+    """One example's pass through the N learners (recomputed only if x changes)."""
+
+    x: np.ndarray
+    H: np.ndarray  # (N, k) tree distributions
+    labels: np.ndarray  # (N,) weak single-label predictions l^i
+    states: np.ndarray  # (N + 1, k) votes s^0..s^N
+    experts: np.ndarray  # (N,) argmax s^i, i = 1..N
+    weights: np.ndarray  # (N, k): learner i's importance weight if the label is r (paper's rule)
+
+
+class MulticlassBooster(OnlineLearner):
+    """The shared skeleton of paper 001's two boosters; subclasses choose costs, alpha and the expert."""
+
+    task = "multiclass"
+    default_protocol = "prequential_last20"
+    initial_alpha = 0.0
+
+    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
+        super().__init__(n_features, n_labels, seed, **hyper)
+        N = self.num_learners
+        self.weak = build_weak_learners(self.weak_learner, N, n_features, n_labels, self.num_covariates, self.rng)
+        self.weight_constants = self.rng.uniform(*AUTHORS_WEIGHT_CONSTANTS, size=N) if self.authors_weights else None
+        self.alpha = np.full(N, self.initial_alpha)
+        self.t = 0
+        self._last: _Round | None = None
+
+    # ------------------------------------------------------------------ one round
+    def _round(self, x: np.ndarray) -> _Round:
+        if self._last is not None and self._last.x is x:
+            return self._last
+        N, k = self.num_learners, self.n_labels
+        H = self.weak.predict_proba(x)
+        # random tie breaks: a perturbation far below any real cost difference
+        tie = self.rng.random((2, N, k)) * _TIE_TOL
+        if self.weak_prediction == "argmax":
+            labels = (H + tie[0]).argmax(axis=1)
+            states = self._states(labels)
+            weights = self._weights_at(states[:-1])
+        else:
+            labels, states, weights = self._weak_predictions(H, tie[0])
+        experts = (states[1:] + tie[1]).argmax(axis=1)
+        self._last = _Round(x, H, labels, states, experts, weights)
+        return self._last
+
+    def _states(self, labels: np.ndarray) -> np.ndarray:
+        """Votes s^0..s^N for the weak predictions ``labels`` under the current alpha."""
+        N, k = self.num_learners, self.n_labels
+        votes = np.zeros((N, k))
+        votes[np.arange(N), labels] = self.alpha
+        states = np.zeros((N + 1, k))
+        np.cumsum(votes, axis=0, out=states[1:])
+        return states
+
+    def predict_one(self, x: np.ndarray) -> int:
+        """The predicted class index."""
+        r = self._round(x)
+        return int(r.experts[self._choose_expert()])
+
+    def learn_one(self, x: np.ndarray, y) -> None:
+        """Update with the class index ``y``: every tree is fed (x, y) with its importance weight."""
+        r = self._round(x)
+        self._last = None
+        y = int(y)
+        self.t += 1
+        w = self._importance_weights(r.weights[:, y])
+        weights = np.zeros((self.num_learners, self.n_labels))
+        weights[:, y] = w
+        self.weak.learn(x, weights)
+        self._update_booster(r, y)
+
+    # ------------------------------------------------------------------ the parts that differ
+    def _weak_predictions(self, H: np.ndarray, tie: np.ndarray):
+        """(labels, states, weights) of the round: the chain of least-expected-cost predictions."""
+        raise NotImplementedError
+
+    def _weights_at(self, states: np.ndarray) -> np.ndarray:
+        """(N, k) importance weights of the learners whose preceding votes are ``states`` (N, k)."""
+        raise NotImplementedError
+
+    def _importance_weights(self, paper_weights: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _choose_expert(self) -> int:
+        raise NotImplementedError
+
+    def _update_booster(self, r: _Round, y: int) -> None:
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------------------------------------------
+# Adaboost.OLM
+# ---------------------------------------------------------------------------------------------------
+
+
+def logistic_cost_parts(S: np.ndarray):
+    """For votes S (m, k): G[m, r, l] = 1 / (1 + exp(s[r] - s[l])) and rows[m, r] = sum_{l != r} G[m, r, l].
+
+    The logistic cost matrix of paper 001 eq. (9) is C[r, l] = G[r, l] for l != r and C[r, r] = -rows[r].
+    """
+    G = expit(S[:, None, :] - S[:, :, None])
+    return G, G.sum(axis=2) - 0.5
+
+
+def logistic_cost_matrix(s: np.ndarray) -> np.ndarray:
+    """The (k, k) cost matrix C of eq. (9) at the votes ``s``: row r is the gradient of L^r(s)."""
+    G, rows = logistic_cost_parts(np.asarray(s, float)[None])
+    C = G[0].copy()
+    np.fill_diagonal(C, -rows[0])
+    return C
+
+
+def logistic_loss(s: np.ndarray, y: int) -> float:
+    """Multiclass logistic loss L^y(s) = sum_{l != y} log(1 + exp(s[l] - s[y])) (eq. 8)."""
+    s = np.asarray(s, float)
+    return float(np.logaddexp(0.0, np.delete(s - s[y], y)).sum())
+
+
+def alpha_gradient(S: np.ndarray, labels: np.ndarray, alpha: np.ndarray, y: int, authors: bool = False) -> np.ndarray:
+    """f'(alpha^i) for f(a) = L^y(s^{i-1} + a e_{l^i}), for every learner i at once.
+
+    ``S`` (N, k) holds s^{i-1}. If l^i != y: sigma(s[l] + a - s[y]); if l^i = y: -sum_{j != y} sigma(s[j] - s[y] - a)
+    (the true derivative). ``authors=True`` returns the authors' code's value in the second case,
+    -sum_{j != y} sigma(s[y] + a - s[j]) (= -(k-1) - the true one; reference_notes section 5 item 8).
+    """
+    N = len(S)
+    sy = S[:, y]
+    sl = S[np.arange(N), labels]
+    wrong = expit(sl + alpha - sy)
+    others = np.delete(S, y, axis=1)
+    if authors:
+        right = -expit(sy[:, None] + alpha[:, None] - others).sum(axis=1)
+    else:
+        right = -expit(others - sy[:, None] - alpha[:, None]).sum(axis=1)
+    return np.where(labels == y, right, wrong)
+
+
+class AdaBoostOLM(MulticlassBooster):
+    """Adaboost.OLM (paper 001, Algorithm 2): logistic costs, adaptive alpha, Hedge over the N experts.
+
+    ``authors_gradient`` uses the authors' (wrong) alpha-derivative when a tree predicts the true label.
+
+    >>> import numpy as np
+    >>> model = AdaBoostOLM(n_features=2, n_labels=3, seed=0, num_learners=4)
+    >>> x = np.array([0.5, 1.0])
+    >>> model.predict_one(x) in (0, 1, 2)
+    True
+    >>> model.learn_one(x, 1)
+    >>> set(model.alpha.round(3)) <= {1.414, -0.707}  # step 1.414 at t = 1; slope -1 if l^i = y, else 1/2
+    True
+    """
+
+    name = "adaolm"
+    params = {
+        **MULTICLASS_PARAMS,
+        "authors_gradient": Param(bool, False, doc="the authors' alpha-derivative (wrong when l^i = y)"),
+    }
+
+    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
+        super().__init__(n_features, n_labels, seed, **hyper)
+        self.hedge = np.full(self.num_learners, 1.0 / self.num_learners)
+
+    def _weak_predictions(self, H, tie):
+        """The chain l^i = argmin_l h^i . C(s^{i-1})[:, l], one learner after the other.
+
+        With M[r, l] = sigma(s[l] - s[r]), the expected cost is e = h M + h * (1 M - k) (eq. 9 expanded),
+        a single (2, k) @ (k, k) product per learner.
+        """
+        N, k = H.shape
+        PO = np.ones((N, 2, k))
+        PO[:, 0] = H
+        offset = k * H - tie
+        s = np.zeros(k)
+        labels = np.empty(N, np.intp)
+        alpha = self.alpha.tolist()
+        M = expit(s - s[:, None])
+        for i in range(N):
+            V = PO[i] @ M
+            label = int((V[0] + H[i] * V[1] - offset[i]).argmin())
+            labels[i] = label
+            if alpha[i] != 0.0:
+                s[label] += alpha[i]
+                M = expit(s - s[:, None])
+        states = self._states(labels)
+        return labels, states, self._weights_at(states[:-1])
+
+    def _weights_at(self, states):
+        return logistic_cost_parts(states)[1] / (self.n_labels - 1)
+
+    def _importance_weights(self, paper_weights):
+        if not self.authors_weights:
+            return paper_weights
+        w = np.maximum(self.weight_constants * paper_weights, AUTHORS_WEIGHT_FLOOR)
+        w[0] = AUTHORS_FIRST_WEIGHT
+        return w
+
+    def _choose_expert(self) -> int:
+        return hedge_draw(self.hedge, self.rng)
+
+    def _update_booster(self, r, y):
+        eta = 2.0 * np.sqrt(2.0) / ((self.n_labels - 1) * np.sqrt(self.t))
+        slopes = alpha_gradient(r.states[:-1], r.labels, self.alpha, y, self.authors_gradient)
+        self.alpha = np.clip(self.alpha - eta * slopes, -2.0, 2.0)
+        self.hedge = hedge_update(self.hedge, (r.experts != y).astype(float))
+
+
+# ---------------------------------------------------------------------------------------------------
+# OnlineMBBM
+# ---------------------------------------------------------------------------------------------------
+
+
+class MBBMCosts:
+    """OnlineMBBM cost matrices C[r, l] = phi^r_n(s + e_l) for integer votes s, memoized.
+
+    Potentials are shift invariant and permutation equivariant, so each (n, s) is reduced to a canonical
+    state: the votes sorted in decreasing order, as gaps d = max(s) - s clipped at 2n + 3 (a label that far
+    behind can neither win nor matter to a label that still can). A decided state (leader ahead by n + 2
+    or more) has C = 1 except the leader's row, 0, without computation. The remaining canonical states are
+    computed exactly (``samples == 0``, :func:`~olb.learners.potentials.mbbm_cost_matrix`) or, for the
+    benchmark against the authors' method, by Monte Carlo with ``samples`` draws per entry.
+
+    Exact tables depend only on (k, gamma), so they are shared by every learner of the process
+    (:meth:`shared`); Monte Carlo tables belong to one learner (their values depend on its random draws).
+    """
+
+    _shared: dict[tuple[int, float], MBBMCosts] = {}
+    MAX_EXACT_KEYS = 400_000  # the (n, raw state) front cache is cleared when it grows past this
+
+    def __init__(self, n_labels: int, gamma: float, samples: int = 0, rng: np.random.Generator | None = None):
+        self.k, self.gamma, self.samples = int(n_labels), float(gamma), int(samples)
+        self.rng = rng
+        self._canonical: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
+        self._raw: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
+        self.computed = 0  # canonical states computed (misses)
+
+    @classmethod
+    def shared(cls, n_labels: int, gamma: float) -> MBBMCosts:
+        key = (int(n_labels), float(gamma))
+        if key not in cls._shared:
+            cls._shared[key] = cls(n_labels, gamma)
+        return cls._shared[key]
+
+    def get(self, s: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(C, W) at integer votes ``s`` (int64, (k,)) with ``n`` draws to go; W[r] = sum_l C[r, l] - k C[r, r]."""
+        key = (n, s.tobytes())
+        hit = self._raw.get(key)
+        if hit is not None:
+            return hit
+        order = np.argsort(-s, kind="stable")
+        gaps = np.minimum(s[order[0]] - s[order], 2 * n + 3)
+        can = self._canonical.get((n, gaps.tobytes()))
+        if can is None:
+            can = self._canonical[(n, gaps.tobytes())] = self._compute(gaps, n)
+        inv = np.empty_like(order)
+        inv[order] = np.arange(self.k)
+        C = can[0][np.ix_(inv, inv)]
+        out = (C, can[1][inv])
+        if len(self._raw) >= self.MAX_EXACT_KEYS:
+            self._raw.clear()
+        self._raw[key] = out
+        return out
+
+    def _compute(self, gaps: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        k = self.k
+        if gaps[1] >= n + 2:  # decided: the leader wins whatever the remaining n votes do
+            C = np.ones((k, k))
+            C[0] = 0.0
+            return C, np.zeros(k)
+        self.computed += 1
+        if self.samples:
+            C = self._monte_carlo(-gaps.astype(float), n)
+        else:
+            C = mbbm_cost_matrix(-gaps.astype(float), n, self.gamma)
+        return C, C.sum(axis=1) - k * np.diag(C)
+
+    def _monte_carlo(self, s: np.ndarray, n: int) -> np.ndarray:
+        """The authors' estimator: each phi^r_n(s + e_l) from ``samples`` multinomial draws (ties are errors)."""
+        k = self.k
+        C = np.empty((k, k))
+        for r in range(k):
+            X = self.rng.multinomial(n, baseline(k, [r], self.gamma), size=(k, self.samples))  # (l, M, k)
+            totals = s + np.eye(k)[:, None, :] + X
+            others = np.delete(totals, r, axis=2).max(axis=2)
+            C[r] = (others >= totals[:, :, r]).mean(axis=1)
+        return C
+
+
+class OnlineMBBM(MulticlassBooster):
+    """OnlineMBBM (paper 001, Algorithm 1): 0-1 loss potentials with edge gamma, alpha = 1, majority vote.
+
+    Learner i (1-based) gets C^i[r, l] = phi^r_{N-i}(s^{i-1} + e_l) (eq. 4) and weight
+    w^i = sum_l (C^i[y, l] - C^i[y, y]) (Algorithm 1, line 10). ``authors_horizon`` uses N - i + 1 draws as
+    the authors' code does; ``potential_samples`` > 0 replaces the exact potentials by the authors'
+    Monte Carlo estimate with that many samples (benchmarks only).
+
+    >>> import numpy as np
+    >>> model = OnlineMBBM(n_features=2, n_labels=3, seed=0, num_learners=4, gamma=0.1)
+    >>> x = np.array([0.5, 1.0])
+    >>> model.predict_one(x) in (0, 1, 2)
+    True
+    >>> model.learn_one(x, 1)
+    >>> model.alpha
+    array([1., 1., 1., 1.])
+    """
+
+    name = "onlinembbm"
+    initial_alpha = 1.0
+    params = {
+        **MULTICLASS_PARAMS,
+        "gamma": Param(float, 0.1, low=0.0, high=1.0, open_low=True, open_high=True, doc="edge of the baseline"),
+        "authors_horizon": Param(bool, False, doc="N - i + 1 remaining draws for learner i (authors' code) "
+                                 "instead of the paper's N - i"),
+        "potential_samples": Param(int, 0, low=0, doc="0: exact potentials; M > 0: the authors' Monte Carlo "
+                                   "with M samples per potential (for benchmarks)"),
+    }
+
+    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
+        super().__init__(n_features, n_labels, seed, **hyper)
+        if self.potential_samples:
+            self.costs = MBBMCosts(n_labels, self.gamma, self.potential_samples, self.rng)
+        else:
+            self.costs = MBBMCosts.shared(n_labels, self.gamma)
+        shift = 0 if self.authors_horizon else 1
+        self.horizons = [self.num_learners - i - shift for i in range(self.num_learners)]
+
+    def _weak_predictions(self, H, tie):
+        N, k = H.shape
+        s = np.zeros(k, np.int64)
+        labels = np.empty(N, np.intp)
+        weights = np.empty((N, k))
+        get = self.costs.get
+        for i, n in enumerate(self.horizons):
+            C, W = get(s, n)
+            weights[i] = W
+            label = int((H[i] @ C + tie[i]).argmin())
+            labels[i] = label
+            s[label] += 1
+        return labels, self._states(labels), weights
+
+    def _weights_at(self, states):
+        return np.stack([self.costs.get(s.astype(np.int64), n)[1] for s, n in zip(states, self.horizons)])
+
+    def _importance_weights(self, paper_weights):
+        if not self.authors_weights:
+            return paper_weights
+        scaled = AUTHORS_MBBM_FACTOR * self.weight_constants * paper_weights / (self.n_labels - 1)
+        return np.maximum(scaled, AUTHORS_WEIGHT_FLOOR)
+
+    def _choose_expert(self) -> int:
+        return self.num_learners - 1
+
+    def _update_booster(self, r, y):
+        pass  # alpha stays 1; no other booster state

@@ -1,0 +1,206 @@
+"""Online boosting for multi-label ranking with top-k feedback (paper 004): TopOpt and TopAda.
+
+Paper 004 (Zhang et al.) runs paper 000's boosting schema (:class:`~olb.learners.mlr_boosting.MLRBooster`:
+N weak learners, experts s^j = sum_{i<=j} alpha^i h^i, cost vectors, relevant labels fed with importance
+weight max(c) - c[l]) when the learner only learns, for the k labels it ranked on top, whether each is
+relevant (Algorithm 1):
+
+1. the chosen expert's ranking sigma(s^{i_t}) is randomized (:mod:`olb.learners.exploration`: ``uniform``
+   or ``single_swap``); the explored ranking r~ is the prediction (``predict_one`` returns a tie-free score
+   vector whose ranking is r~, so the protocol scores the rank loss of r~ and reads its top k);
+2. the protocol answers with a :class:`~olb.learners.exploration.TopKFeedback` (top-k labels of r~ and
+   their relevance; never the label set or its size);
+3. every pairwise quantity (potentials, logistic loss, rank loss) is estimated by eq. 1: a sum over the
+   observed (relevant, irrelevant) pairs, each weighted by 1 / P(both in the top k), with the exact P of
+   the scheme (optionally clipped to [0.005, 0.995], App. C.2).
+
+Only observed relevant labels are fed to the weak learners (the others are unknown).
+
+:class:`TopOpt` (Top-k BBM, Algorithm 2): alpha = 1, the last expert predicts, c^i[l] = Phi-hat^{N-i}(s^{i-1} + e_l)
+with the exact surrogate potential of :class:`~olb.learners.potentials.TopkPairPotential` (unweighted hinge,
+baseline u_a^gamma). :class:`TopAda` (Top-k Adaptive, Algorithm 3): costs are the gradient of the estimated
+unweighted logistic loss, alpha follows projected SGD with step 8 rho sqrt(2) / (m^2 sqrt(t)) (the alpha
+gradient optionally clipped to [-1, 1], App. C.2) and Hedge weighs the experts by the estimated rank loss.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+
+from olb.learners.base import Param
+from olb.learners.boosting_common import BOOSTER_PARAMS, hedge_draw, hedge_update
+from olb.learners.exploration import (EXPLORATIONS, TopKFeedback, importance_weights, make_exploration,
+                                      observed_pairs, ranking, ranking_scores)
+from olb.learners.mlr_boosting import MLRBooster
+from olb.learners.potentials import TopkPairPotential
+
+TOPK_PARAMS = {
+    "k": Param(int, 3, low=2, doc="number of top-ranked labels whose relevance is revealed (k < number of labels)"),
+    "rho": Param(float, 0.02, low=0.0, high=1.0, open_low=True, open_high=True, doc="exploration rate"),
+    "exploration": Param(str, "uniform", choices=tuple(EXPLORATIONS),
+                         doc="randomization: uniform permutation (Sec. 2.2) or two single swaps (App. B.1, "
+                             "k >= 3, rho < 0.25)"),
+    "clip_probabilities": Param(bool, True, doc="clip pair probabilities to [0.005, 0.995] before 1/P "
+                                "(paper 004, App. C.2; biased but tames the variance)"),
+}
+
+
+class TopKBooster(MLRBooster):
+    """Algorithm 1 of paper 004 on top of paper 000's booster; subclasses give costs, alpha and the expert."""
+
+    feedback = "topk"
+
+    def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
+        checked = self.validate(hyper)
+        k, m = checked["k"], int(n_labels)
+        if k >= m:
+            raise ValueError(f"{self.name}: k={k} must be smaller than the number of labels ({m}); "
+                             "top-k feedback with k >= m would reveal the whole label set")
+        if checked["exploration"] == "single_swap" and (k < 3 or checked["rho"] >= 0.25):
+            raise ValueError(f"{self.name}: exploration='single_swap' needs k >= 3 and rho < 0.25 (paper 004, "
+                             f"App. B.1); got k={k}, rho={checked['rho']}")
+        super().__init__(n_features, n_labels, seed, **hyper)
+        self.explorer = make_exploration(self.exploration, n_labels, self.k, self.rho)
+        self._round = None  # what predict_one decided: (H, states, in_top of sigma(s), explored top k)
+
+    def predict_one(self, x: np.ndarray) -> np.ndarray:
+        """Scores of the explored ranking r~ (tie-free: m for its first label down to 1 for its last)."""
+        H, states = self._experts(x)
+        order = ranking(states[1 + self._choose_expert()])
+        explored = self.explorer.explore(order, self.rng)
+        in_top = np.zeros(self.n_labels, bool)
+        in_top[order[: self.k]] = True
+        self._round = (H, states, in_top, explored[: self.k])
+        return ranking_scores(explored)
+
+    def learn_one(self, x: np.ndarray, feedback: TopKFeedback) -> None:
+        """Update from the relevance of the top k labels of the ranking the last ``predict_one`` output."""
+        if not isinstance(feedback, TopKFeedback):
+            raise TypeError(f"{self.name} learns from TopKFeedback, got {type(feedback).__name__}")
+        if self._round is None:
+            raise RuntimeError(f"{self.name}: learn_one needs the ranking of a preceding predict_one")
+        H, states, in_top, top = self._round
+        if not np.array_equal(feedback.labels, top):
+            raise ValueError(f"{self.name}: feedback on labels {feedback.labels.tolist()} but the ranking "
+                             f"output had top {self.k} labels {top.tolist()}")
+        self._round = self._last = None
+        self.t += 1
+        a, b = observed_pairs(feedback)
+        if a.size == 0:
+            return  # no observed (relevant, irrelevant) pair: every estimate and cost is 0
+        w = importance_weights(self.explorer.pair_probabilities(in_top, a, b), self.clip_probabilities)
+        costs = self._cost_vectors(states, a, b, w)  # (N, m): c-hat^i from s^{i-1}
+        self._update_booster(H, states, a, b, w)
+        fed = np.zeros(self.n_labels, bool)
+        fed[feedback.labels[feedback.relevant]] = True
+        self.weak.learn(x, np.where(fed, costs.max(axis=1, keepdims=True) - costs, 0.0))
+
+    def _cost_vectors(self, states, a, b, w) -> np.ndarray:
+        raise NotImplementedError
+
+    def _update_booster(self, H, states, a, b, w) -> None:
+        raise NotImplementedError
+
+
+class TopOpt(TopKBooster):
+    """Top-k BBM (paper 004, Algorithm 2): potential costs from observed pairs, alpha = 1, last expert.
+
+    c-hat^i[l] = sum_{observed (a, b)} Lambda^{a,b,N-i}(s^{i-1} + e_l) / P(a, b), Lambda the exact pair
+    potential of the hinge (margin + s[b] - s[a])_+ under N - i draws from u_a^gamma. ``margin`` is 1 in
+    the paper, 0 in the authors' code.
+
+    >>> import numpy as np
+    >>> from olb.learners.exploration import TopKFeedback
+    >>> model = TopOpt(n_features=2, n_labels=4, seed=0, num_learners=3, gamma=0.2, k=2, rho=0.1)
+    >>> x = np.array([0.5, -1.0])
+    >>> scores = model.predict_one(x)
+    >>> model.learn_one(x, TopKFeedback.from_prediction(scores, np.array([0, 1, 0, 0]), k=2))
+    >>> model.t
+    1
+    """
+
+    name = "topopt"
+    initial_alpha = 1.0
+    params = {
+        **BOOSTER_PARAMS,
+        **TOPK_PARAMS,
+        "gamma": Param(float, 0.1, low=0.0, high=1.0, open_low=True, open_high=True, doc="edge of the baseline u_a^gamma"),
+        "margin": Param(float, 1.0, low=0.0, doc="hinge margin inside the potential (authors' code: 0)"),
+    }
+
+    def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
+        super().__init__(n_features, n_labels, seed, **hyper)
+        self.potential = TopkPairPotential(self.num_learners, n_labels, self.gamma, margin=self.margin)
+
+    def _choose_expert(self) -> int:
+        return self.num_learners - 1
+
+    def _cost_vectors(self, states, a, b, w):
+        N = self.num_learners
+        return np.stack([self.potential.cost_vector(states[i], a, b, N - 1 - i, w) for i in range(N)])
+
+    def _update_booster(self, H, states, a, b, w):
+        pass  # alpha stays 1 and there is no other booster state
+
+
+class TopAda(TopKBooster):
+    """Top-k Adaptive (paper 004, Algorithm 3): estimated logistic gradients, SGD on alpha, Hedge.
+
+    With the observed pairs (a, b) and weights w = 1/P(a, b):
+    c-hat^i = grad L-hat_log(s^{i-1}), L-hat_log(s) = sum w log(1 + exp(s[b] - s[a])) (unnormalized: |R| is
+    unknown); alpha^i <- clip(alpha^i - eta_t g^i, -2, 2) with g^i = c-hat^{i+1} . h^i the derivative of
+    L-hat_log(s^{i-1} + alpha h^i) (clipped to [-1, 1] when ``clip_gradient``) and
+    eta_t = 8 rho sqrt(2) / (m^2 sqrt(t)); Hedge v^i <- v^i exp(-L-hat_rnk(s^i)), L-hat_rnk = sum w 1(s[b] >= s[a]).
+
+    >>> import numpy as np
+    >>> from olb.learners.exploration import TopKFeedback
+    >>> model = TopAda(n_features=2, n_labels=4, seed=0, num_learners=3, k=2, rho=0.1)
+    >>> x = np.array([0.5, -1.0])
+    >>> scores = model.predict_one(x)
+    >>> feedback = TopKFeedback.from_prediction(scores, np.array([1, 0, 0, 0]), k=2)
+    >>> feedback  # all scores tie at first: sigma keeps labels 0, 1 on top (no exploration this round)
+    TopKFeedback(labels=[0, 1], relevant=[True, False])
+    >>> model.learn_one(x, feedback)
+    >>> model._gradients[0]  # grad of w log(1 + exp(s[1] - s[0])) at s = 0; w = 1/P, P = 0.9 + 0.1 * 2/12
+    array([-0.54545455,  0.54545455,  0.        ,  0.        ])
+    """
+
+    name = "topada"
+    params = {
+        **BOOSTER_PARAMS,
+        **TOPK_PARAMS,
+        "clip_gradient": Param(bool, True, doc="clip the alpha-gradient estimate to [-1, 1] (paper 004, App. C.2)"),
+    }
+
+    def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
+        super().__init__(n_features, n_labels, seed, **hyper)
+        self.hedge = np.full(self.num_learners, 1.0 / self.num_learners)
+        self.step = 8.0 * self.rho * np.sqrt(2.0) / n_labels**2  # eta_t = step / sqrt(t)
+        self._gradients = None
+
+    def _choose_expert(self) -> int:
+        return hedge_draw(self.hedge, self.rng)
+
+    def _cost_vectors(self, states, a, b, w):
+        # grad of sum_p w_p log(1 + exp(s[b_p] - s[a_p])): +w sigma at b_p, -w sigma at a_p; rows s^0..s^N
+        sig = w * expit(states[:, b] - states[:, a])  # (N + 1, P)
+        grad = np.zeros_like(states)
+        for p in range(len(a)):  # P <= k^2 / 4 pairs
+            grad[:, b[p]] += sig[:, p]
+            grad[:, a[p]] -= sig[:, p]
+        self._gradients = grad
+        return grad[:-1]
+
+    def _update_booster(self, H, states, a, b, w):
+        slopes = np.einsum("ik,ik->i", self._gradients[1:], H)  # d/d alpha of L-hat_log(s^{i-1} + alpha h^i)
+        if self.clip_gradient:
+            slopes = np.clip(slopes, -1.0, 1.0)
+        self.alpha = np.clip(self.alpha - self.step / np.sqrt(self.t) * slopes, -2.0, 2.0)
+        losses = self._rank_loss_estimates(states, a, b, w)
+        self.hedge = hedge_update(self.hedge, losses - losses.min())  # shift: same update, no underflow
+
+    @staticmethod
+    def _rank_loss_estimates(states, a, b, w) -> np.ndarray:
+        """L-hat_rnk(s^i) for the experts i = 1..N: sum w 1(s[b] >= s[a]), ties count (paper 004, Sec. 3.3.2)."""
+        return (states[1:, b] >= states[1:, a]) @ w

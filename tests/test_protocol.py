@@ -1,0 +1,96 @@
+"""The one evaluation loop: phases, feedback, scoring, curves, timings; and a cell end to end."""
+
+import numpy as np
+import pytest
+
+from olb.data.dataset import Dataset
+from olb.learners.base import OnlineLearner
+from olb.protocol import make_phases, run_stream
+from olb.run import CellSpec, main, parse_cli, run_cell
+
+
+def _dataset(n_train=30, n_test=10, task="multilabel"):
+    rng = np.random.default_rng(0)
+    n = n_train + n_test
+    X = rng.normal(size=(n, 4))
+    Y = (X[:, :3] > 0).astype(np.int8) if task == "multilabel" else (X[:, 0] > 0).astype(np.int64)
+    labels = ("a", "b", "c") if task == "multilabel" else ("neg", "pos")
+    return Dataset("toy", X, Y, task, tuple("f%d" % i for i in range(4)), labels, n_train)
+
+
+class Recorder(OnlineLearner):
+    """Predicts the first three features as scores (a perfect ranker on the toy data) and counts updates."""
+
+    name = "recorder"
+
+    def __init__(self, n_features, n_labels, seed=None, **hyper):
+        super().__init__(n_features, n_labels, seed, **hyper)
+        self.updates = []
+
+    def predict_one(self, x):
+        return x[:3].copy()
+
+    def learn_one(self, x, feedback):
+        self.updates.append(np.asarray(feedback).copy())
+
+
+def test_train_test_protocol_scores_the_test_split_and_keeps_learning():
+    data = _dataset()
+    learner = Recorder(4, 3)
+    result = run_stream(learner, data, make_phases(data, "train_test", loops=2), curve_every=7)
+    assert [*result.phases] == ["train_loop1", "train_loop2", "test"]
+    assert len(learner.updates) == 2 * 30 + 10
+    assert np.array_equal(learner.updates[-1], data.Y[-1])  # full-information feedback is the label vector
+    assert result.metrics == {"rank_loss": 0.0}
+    assert result.phases["test"]["n_examples"] == 10 and result.cpu_s >= 0 and result.peak_rss_mb > 0
+    steps = result.curve["step"]
+    assert steps[-1] == 70 and (np.diff(steps) > 0).all()
+    assert set(result.curve["phase"]) == {0, 1, 2}
+
+
+def test_train_frozen_protocol_does_not_update_on_test():
+    data = _dataset()
+    learner = Recorder(4, 3)
+    run_stream(learner, data, make_phases(data, "train_frozen"))
+    assert len(learner.updates) == 30
+
+
+def test_prequential_last20_shuffles_by_seed_and_scores_the_final_fifth():
+    data = _dataset(n_train=40, n_test=10)
+    a = make_phases(data, "prequential_last20", rng=np.random.default_rng(1))
+    b = make_phases(data, "prequential_last20", rng=np.random.default_rng(1))
+    assert [p.name for p in a] == ["stream", "last20"] and len(a[1].rows) == 10
+    assert np.array_equal(np.concatenate([p.rows for p in a]), np.concatenate([p.rows for p in b]))
+    assert sorted(np.concatenate([p.rows for p in a])) == list(range(50))
+
+
+def test_protocol_errors_name_the_problem():
+    data = _dataset()
+    with pytest.raises(ValueError, match="unknown protocol 'online'"):
+        make_phases(data, "online")
+    with pytest.raises(ValueError, match="loops must be a positive integer, got 0"):
+        make_phases(data, "train_test", loops=0)
+    no_split = Dataset("nosplit", data.X, data.Y, "multilabel", data.feature_names, data.label_names, None)
+    with pytest.raises(ValueError, match="dataset 'nosplit' has none"):
+        make_phases(no_split, "train_test")
+    with pytest.raises(ValueError, match=r"unknown metric\(s\) \['auc'\]"):
+        run_stream(Recorder(4, 3), data, make_phases(data, "train_test"), metrics=("auc",))
+
+
+def test_a_cell_runs_from_python_and_is_deterministic():
+    spec = CellSpec("adaolmr", "emotions", seed=3, params={"num_learners": 4})
+    first, second = run_cell(spec), run_cell(spec)
+    assert first.metrics == second.metrics
+    assert 0.0 < first.metrics["rank_loss"] < 0.5
+    assert first.params["num_learners"] == 4 and first.params["num_covariates"] == 20
+    assert np.array_equal(first.stream.curve["value"], second.stream.curve["value"])
+
+
+def test_a_cell_runs_from_the_command_line(capsys):
+    assert main(["algorithm=onlinebmr", "dataset=emotions", "seed=1", "num_learners=3", "gamma=0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "rank_loss:" in out and "gamma: 0.1" in out
+    assert main(["algorithm=onlinebmr", "dataset=emotions", "gamma=2"]) == 2
+    assert "gamma=2 is out of range" in capsys.readouterr().err
+    spec = parse_cli(["algorithm=adaolmr", "dataset=yeast", "metrics=[rank_loss]", "num_learners=5"])
+    assert spec.metrics == ("rank_loss",) and spec.params == {"num_learners": 5}

@@ -1,0 +1,100 @@
+"""The vectorized VFDT forest: predictions, splits, missing values, randomness, and the river adapter."""
+
+import numpy as np
+import pytest
+
+from olb.weak import RiverWeakLearners, VFDTForest, make_weak_learners
+from olb.weak.vfdt import _entropy
+
+
+def _stream(n, rng):
+    X = rng.uniform(size=(n, 3))
+    return X, (X[:, 1] > 0.6).astype(int)  # class depends on feature 1 only
+
+
+def _train(forest, X, y, weight=1.0):
+    for x, label in zip(X, y):
+        W = np.zeros((forest.n_learners, forest.n_labels))
+        W[:, label] = weight
+        forest.learn(x, W)
+
+
+def test_empty_trees_predict_uniformly_and_pseudo_counts_smooth():
+    forest = VFDTForest(2, 3, 4, seed=0)
+    assert np.allclose(forest.predict_proba(np.zeros(3)), 0.25)
+    forest.learn(np.zeros(3), np.array([[3.0, 0, 0, 0], [0, 0, 0, 0]]))
+    # class 0: pseudo-count 1 + weight 3; unseen classes count 1 each
+    assert np.allclose(forest.predict_proba(np.zeros(3))[0], [4 / 7, 1 / 7, 1 / 7, 1 / 7])
+    assert np.allclose(forest.predict_proba(np.zeros(3))[1], 0.25)
+
+
+def test_trees_split_on_the_informative_feature_and_predict_it():
+    rng = np.random.default_rng(1)
+    forest = VFDTForest(5, 3, 2, seed=1, tau_range=(0.05, 0.05))
+    X, y = _stream(400, rng)
+    _train(forest, X, y)
+    assert forest.n_leaves > 5
+    roots = forest.root
+    assert (forest.split_feature[roots] == 1).all()
+    assert np.allclose(forest.threshold[roots], 0.6, atol=0.1)
+    Xt, yt = _stream(200, rng)
+    predicted = np.array([forest.predict_proba(x).mean(axis=0).argmax() for x in Xt])
+    assert (predicted == yt).mean() > 0.95
+
+
+def test_info_gain_of_a_perfect_split_is_the_prior_entropy():
+    pre = np.array([5.0, 5.0])
+    gain = VFDTForest._info_gain(pre, np.array([[5.0, 0.0]]), np.array([[0.0, 5.0]]))
+    assert gain[0] == pytest.approx(1.0)
+    # a branch holding less than 1% of the weight makes the candidate invalid
+    assert VFDTForest._info_gain(pre, np.array([[10.0, 10.0]]), np.array([[0.01, 0.0]]))[0] == -np.inf
+    assert _entropy(np.array([1.0, 1.0, 2.0])) == pytest.approx(1.5)
+
+
+def test_missing_values_are_skipped_in_statistics_and_routed():
+    rng = np.random.default_rng(2)
+    forest = VFDTForest(3, 3, 2, seed=2, tau_range=(0.05, 0.05))
+    X, y = _stream(300, rng)
+    X[::7, 0] = np.nan
+    _train(forest, X, y)
+    assert np.isfinite(forest.g_mean[: forest.n_nodes]).all()
+    p = forest.predict_proba(np.array([np.nan, np.nan, np.nan]))
+    assert np.allclose(p.sum(axis=1), 1.0)
+
+
+def test_random_parameters_covariates_and_seed_determinism():
+    a = VFDTForest(50, 72, 6, num_covariates=20, seed=7, importance_scale_range=(3, 10))
+    b = VFDTForest(50, 72, 6, num_covariates=20, seed=7, importance_scale_range=(3, 10))
+    assert a.covariates.shape == (50, 20)
+    assert all(len(set(row)) == 20 for row in a.covariates)
+    assert ((a.delta >= 0.01) & (a.delta <= 0.9)).all() and ((a.grace >= 5) & (a.grace <= 20)).all()
+    assert ((a.importance_scale >= 3) & (a.importance_scale <= 10)).all()
+    assert np.array_equal(a.covariates, b.covariates) and np.array_equal(a.tau, b.tau)
+    assert VFDTForest(4, 10, 3, num_covariates=20, seed=0).covariates.shape == (4, 10)
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(200, 72)), rng.integers(0, 6, 200)
+    _train(a, X, y, weight=2.0)
+    _train(b, X, y, weight=2.0)
+    assert np.array_equal(a.predict_proba(X[0]), b.predict_proba(X[0]))
+
+
+def test_storage_grows_beyond_initial_capacity():
+    rng = np.random.default_rng(4)
+    forest = VFDTForest(1, 3, 2, seed=4, tau_range=(0.5, 0.9), grace_range=(1, 2))
+    X, y = _stream(2000, rng)
+    y = ((X[:, 0] * 10).astype(int) % 2)  # many alternating bands need many leaves
+    _train(forest, X, y)
+    assert forest.n_nodes > 4
+    assert len(forest.split_feature) >= forest.n_nodes
+
+
+def test_river_adapter_boosts_river_classifiers():
+    pool = make_weak_learners("river_hoeffding_tree", 3, 5, 3, num_covariates=2, importance_scale_range=None, seed=0)
+    assert isinstance(pool, RiverWeakLearners)
+    x = np.arange(5.0)
+    assert np.allclose(pool.predict_proba(x), 1 / 3)
+    pool.learn(x, np.array([[1.0, 0, 0], [0, 2.0, 0], [0, 0, 0]]))
+    H = pool.predict_proba(x)
+    assert np.allclose(H.sum(axis=1), 1) and H[0].argmax() == 0 and H[1].argmax() == 1
+    with pytest.raises(ValueError, match="unknown weak learner 'bogus'"):
+        make_weak_learners("bogus", 3, 5, 3, 2, None, 0)
