@@ -7,10 +7,12 @@ To add an algorithm: subclass :class:`olb.learners.base.OnlineLearner`, give it 
 from __future__ import annotations
 
 from olb.learners.base import OnlineLearner
+from olb.learners.baselines import BestVFDT, OzaBoost
 from olb.learners.mlr_boosting import AdaOLMR, OnlineBMR
+from olb.learners.multiclass_boosting import AdaBoostOLM, OnlineMBBM
 from olb.learners.topk_boosting import TopAda, TopOpt
 
-_BUILTIN = (AdaOLMR, OnlineBMR, TopOpt, TopAda)
+_BUILTIN = (AdaOLMR, OnlineBMR, TopOpt, TopAda, AdaBoostOLM, OnlineMBBM, BestVFDT, OzaBoost)
 
 ALGORITHMS: dict[str, type[OnlineLearner]] = {cls.name: cls for cls in _BUILTIN}
 

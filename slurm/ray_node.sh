@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Run one Ray node (head or worker) in the foreground and stop it, with every process it started, on exit.
+# Run one Ray node (head or worker) in the foreground; stop it, with every process it started, on exit.
 #
-# slurm/olb_grid.sbatch starts this once per node with `srun`; it also works without Slurm (the tests start a
+# slurm/olb_grid.sbatch starts it once per node with `srun`; it also works without Slurm (the tests start a
 # two-node cluster on loopback with it):
 #
-#   slurm/ray_node.sh head   --port-base 23000 --node-ip 127.0.0.1 --num-cpus 1 --temp-dir /tmp/olbray-x
-#   slurm/ray_node.sh worker --port-base 23400 --head 127.0.0.1:23000 --num-cpus 1 --temp-dir /tmp/olbray-x
+#   slurm/ray_node.sh head   --port-base 23000 --node-ip 127.0.0.2 --num-cpus 1 --temp-dir /tmp/olbray-h
+#   slurm/ray_node.sh worker --port-base 23400 --node-ip 127.0.0.3 --head 127.0.0.2:23000 --num-cpus 1 \
+#                            --temp-dir /tmp/olbray-w
 #
-# Ports (all on this node) are laid out from --port-base (see port_layout below), so two jobs that share a node
-# need port bases at least OLB_RAY_PORT_BLOCK (400) apart. `ray start --block` runs in its own session (setsid):
-# every Ray process of this node has that session id, and the session leader's PID is written to --pid-file.
-# On SIGTERM/SIGINT/SIGHUP/SIGUSR1 or when Ray exits, the node is stopped: SIGTERM to `ray start` (which stops its
-# processes), then SIGKILL to whatever still has the session id. Nothing is matched by name.
+# Options: --num-cpus (default: SLURM_CPUS_PER_TASK, else SLURM_CPUS_ON_NODE), --pid-file FILE (the session id
+# of the node's Ray processes), --python (default: $OLB_PYTHON).
+# Every port of the node lies in [--port-base, --port-base + 400) (layout below): nodes that share a machine
+# need port bases 400 apart. `ray start --block` runs in a session of its own (setsid), so every Ray process
+# of the node has that session id. On SIGTERM/SIGINT/SIGHUP/SIGUSR1 (the batch script's stop request) the node
+# is stopped: SIGTERM to `ray start` (it stops its processes), then SIGKILL to whatever still has the session
+# id; a detached janitor does the same if this script is killed first. Nothing is matched by name.
 set -uo pipefail
 
 PROG="ray_node.sh"
@@ -20,7 +23,7 @@ die() { echo "$PROG: error: $*" >&2; exit 2; }
 role="${1:-}"
 case "$role" in
   head|worker) shift ;;
-  -h|--help|"") sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; [ -n "$role" ] && exit 0; exit 2 ;;
+  -h|--help|"") awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; [ -n "$role" ] && exit 0; exit 2 ;;
   *) die "first argument must be 'head' or 'worker', got '$role'" ;;
 esac
 
@@ -58,9 +61,9 @@ case "$temp_dir" in /*) ;; *) die "--temp-dir must be an absolute path, got '$te
 ray_bin="$(dirname "$python")/ray"
 if [ -x "$ray_bin" ]; then ray_cmd=("$ray_bin"); else ray_cmd=("$python" -m ray.scripts.scripts); fi
 
-# Port layout (offsets from the base): 0 GCS (head only), 1 spare, 2 dashboard (head only), 3 node manager,
-# 4 object manager, 5 dashboard agent gRPC, 6 dashboard agent HTTP, 7 metrics export, 8 runtime-env agent,
-# 50..399 worker processes.
+# Port layout (offsets from the base): 0 GCS, 1 Ray Client (with ray[client]), 2 dashboard (these three on the
+# head only), 3 node manager, 4 object manager, 5 dashboard agent gRPC, 6 dashboard agent HTTP, 7 metrics export,
+# 8 runtime-env agent, 50..399 worker processes.
 p() { echo $((port_base + $1)); }
 port_is_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 for off in 3 4 5 6 7 8; do
@@ -86,6 +89,8 @@ args=(start --block --disable-usage-stats --temp-dir="$temp_dir" --num-cpus="$nu
 if [ "$role" = head ]; then
   args+=(--head --port="$(p 0)" --include-dashboard=false
          --dashboard-port="$(p 2)")
+  # With ray[client] installed the head also serves Ray Client, on 10001 unless told otherwise.
+  "$python" -c "import grpc" 2>/dev/null && args+=(--ray-client-server-port="$(p 1)")
 else
   args+=(--address="$head_addr")
 fi
@@ -99,14 +104,39 @@ echo "$PROG: $(date '+%F %T') starting Ray $role on $host: ${num_cpus} CPUs, por
 
 ray_pid=""
 stopping=0
-session_pids() {  # PIDs whose session id is $1 (field 6 of /proc/PID/stat, after the parenthesised command)
+session_pids() {  # live PIDs whose session id is $1 (/proc/PID/stat after the command: state ppid pgrp session)
   local sid="$1" f rest
   for f in /proc/[0-9]*/stat; do
-    rest="$(cat "$f" 2>/dev/null)" || continue
+    read -r rest 2>/dev/null <"$f" || continue
     rest="${rest##*) }"
     set -- $rest
-    [ "${4:-}" = "$sid" ] && { f="${f#/proc/}"; echo "${f%/stat}"; }
+    [ "${4:-}" = "$sid" ] && [ "$1" != Z ] && { f="${f#/proc/}"; echo "${f%/stat}"; }
   done
+}
+start_time() { local rest; read -r rest 2>/dev/null <"/proc/$1/stat" || return 1; rest="${rest##*) }"; set -- $rest; echo "${20}"; }
+# The janitor outlives this script: when Slurm cancels a job it may SIGKILL this script while Ray is still
+# stopping, and a Ray worker the raylet spawned at that moment would be left behind (reparented to init, out
+# of Slurm's reach with proctrack/linuxproc). Detached, it waits for `ray start` to end, gives the session 10 s
+# to empty, SIGKILLs what remains of it, removes the temp dir (if this script created it) and exits.
+janitor() {
+  local sid="$1" t0 left i
+  trap '' TERM INT HUP USR1 PIPE
+  t0="$(start_time "$sid")" || t0=""
+  while [ -n "$t0" ] && [ "$(start_time "$sid" 2>/dev/null)" = "$t0" ]; do sleep 1; done
+  for ((i = 0; i < 40; i++)); do
+    left="$(session_pids "$sid" | tr '\n' ' ')"
+    [ -n "${left// /}" ] || break
+    sleep 0.25
+  done
+  for i in 1 2 3; do
+    left="$(session_pids "$sid" | tr '\n' ' ')"
+    [ -n "${left// /}" ] || break
+    kill -KILL $left 2>/dev/null
+    sleep 0.5
+  done
+  if [ "$created_temp" = 1 ] && [ "${OLB_KEEP_RAY_TMP:-0}" != 1 ] && [ -d "$temp_dir" ]; then
+    rm -rf "$temp_dir"
+  fi
 }
 stop_ray() {
   [ "$stopping" = 1 ] && return
@@ -148,6 +178,7 @@ trap stop_ray EXIT
 setsid "${ray_cmd[@]}" "${args[@]}" </dev/null &
 ray_pid=$!
 [ -n "$pid_file" ] && echo "$ray_pid" >"$pid_file"
+( janitor "$ray_pid" </dev/null >/dev/null 2>&1 & )
 wait "$ray_pid"
 rc=$?
 [ "$stopping" = 1 ] || echo "$PROG: $(date '+%F %T') ray start exited with status $rc on $host" >&2

@@ -11,6 +11,7 @@ import bz2
 import gzip
 import os
 from pathlib import Path, PurePosixPath
+from typing import TextIO
 
 import pooch
 
@@ -32,7 +33,7 @@ def cache_dir() -> Path:
 
 
 def locate(spec: DatasetSpec, data_dir: str | os.PathLike | None = None) -> dict[str, Path]:
-    """The local path of each of the data set's files, by role; downloads what is missing.
+    """The local path of each of the data set's files, by role (downloading into the cache if need be).
 
     Raises `DatasetUnavailable` (before any download) if some file is neither local nor downloadable,
     and `DownloadError` if a download fails or its checksum differs.
@@ -54,7 +55,7 @@ def locate(spec: DatasetSpec, data_dir: str | os.PathLike | None = None) -> dict
     return {role: _download(spec, file, root) for role, file in spec.files.items()}
 
 
-def open_text(path: Path):
+def open_text(path: Path) -> TextIO:
     """Open a text file for reading, decompressing ``.gz`` and ``.bz2`` files on the fly."""
     opener = {".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix, open)
     return opener(path, "rt", encoding="utf-8", newline="")

@@ -29,7 +29,7 @@ from olb.grid.backends import HEARTBEAT, make_backend
 from olb.grid.config import CONF_DIR, register_configs
 from olb.grid.plan import GridConfigError, Plan, check_availability, describe, plan_grid
 from olb.grid.progress import Progress
-from olb.grid.results import (build_table, cells_frame, outcome_from_payload, outcome_from_run, table_markdown)
+from olb.grid.results import build_table, cells_frame, outcome_from_payload, outcome_from_run, table_markdown
 
 log = logging.getLogger("olb.grid")
 
@@ -49,10 +49,14 @@ class GridOutcome:
     n_unavailable: int = 0
     wall_s: float = 0.0
     startup_s: float = 0.0
+    fanout_s: float = 0.0  # wall time from the first submitted cell to the last result
+    efficiency: float = math.nan  # sum of cell runtimes / (CPUs x fanout_s)
+    cpus: int = 1
     parent_run_id: str | None = None
     tracking_uri: str | None = None
     files: dict = field(default_factory=dict)
     failures: list = field(default_factory=list)
+    untracked: list = field(default_factory=list)  # cells that finished but could not be logged to MLflow
 
 
 def code_version() -> str:
@@ -115,6 +119,9 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
         raise GridConfigError(f"{len(availability.unavailable)} data set(s) unavailable:\n{lines}\n"
                               "Put the files there, or rerun with allow_unavailable=true to run the rest of the grid "
                               "(their cells are marked unavailable), or drop them with datasets=[...].")
+    for name, msg in availability.unavailable.items():
+        log.warning("olb.grid: data set %r is unavailable; its cells are marked unavailable "
+                    "(allow_unavailable=true): %s", name, msg)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     unique = plan.unique_cells
@@ -127,8 +134,13 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
     if cfg.tracking.enabled:
         from olb.grid.tracking import Tracker
 
-        tracker = Tracker(cfg.tracking, cfg.tracking.experiment or f"olb/{cfg.name}", version)
-        tracker.mark_stale_parents()
+        try:
+            tracker = Tracker(cfg.tracking, cfg.tracking.experiment or f"olb/{cfg.name}", version)
+            tracker.mark_stale_parents()
+        except Exception as err:  # noqa: BLE001 - unreachable server, unwritable file, bad URI
+            raise GridConfigError(f"tracking.uri={cfg.tracking.uri or 'default'}: cannot open the MLflow tracking "
+                                  f"store: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''} "
+                                  "(tracking=off runs without MLflow)") from None
 
     outcomes: dict[str, dict] = {}
     if tracker is not None and cfg.resume:
@@ -163,6 +175,7 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
     progress = None
     interrupted = False
     failures: list[tuple[str, str]] = []
+    untracked: list[str] = []
     n_run = 0
     last_write = time.perf_counter()
     fanout_start = time.perf_counter()
@@ -178,7 +191,14 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
                     progress.heartbeat(backend.running)
                     continue
                 cell = by_id[payload["cell_id"]]
-                run_id = tracker.log_cell(cell, payload) if tracker is not None else None
+                run_id = None
+                if tracker is not None:
+                    try:
+                        run_id = tracker.log_cell(cell, payload)
+                    except Exception as err:  # noqa: BLE001 - keep the grid going; the result stays in cells.csv
+                        untracked.append(cell.cell_id)
+                        log.error("olb.grid: could not record cell %s in MLflow (%s: %s); a rerun will run it again",
+                                  cell.cell_id, type(err).__name__, err)
                 outcomes[cell.cell_id] = outcome_from_payload(payload, run_id)
                 n_run += 1
                 if payload["status"] != "FINISHED":
@@ -203,7 +223,11 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
     cells.to_csv(files["cells"], index=False)
     table.to_csv(files["table_csv"], index=False)
     title = f"{cfg.name}: {cfg.description}" if cfg.description else cfg.name
-    markdown = table_markdown(table, title, list(cfg.table.rows), list(cfg.table.columns), cfg.table.decimals)
+    if overrides:
+        title += f"\n\nCommand-line overrides: `{' '.join(overrides)}`"
+    reference = " ".join(str(x) for x in (cfg.reference.paper, cfg.reference.table) if x)
+    markdown = table_markdown(table, title, list(cfg.table.rows), list(cfg.table.columns), cfg.table.decimals,
+                              f"paper {reference}" if reference else "")
     files["table_md"].write_text(markdown)
     plot_paths = []
     if cfg.plots:
@@ -216,18 +240,25 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
     ran = cells[(cells["source"] == "run") & (cells["status"] == "FINISHED")].drop_duplicates("cell_id")
     busy = float(ran["runtime_s"].sum()) if len(ran) else 0.0
     efficiency = busy / (backend.cpus * fanout_s) if (n_run and fanout_s > 0) else math.nan
-    code = EXIT_INTERRUPTED if interrupted else (EXIT_FAILED_CELLS if n_failed else EXIT_OK)
+    code = EXIT_INTERRUPTED if interrupted else (EXIT_FAILED_CELLS if (n_failed or untracked) else EXIT_OK)
     if tracker is not None:
         status = "KILLED" if interrupted else ("FAILED" if n_failed else "FINISHED")
         metrics = {"n_run": n_run, "n_resumed": n_resumed, "n_failed": n_failed, "n_unavailable": n_unavailable,
                    "wall_s": wall_s, "startup_s": backend.startup_s}
         if not math.isnan(efficiency):
             metrics["fanout_efficiency"] = efficiency
-        tracker.finish_parent(status, metrics, [files["cells"], files["table_csv"], files["table_md"],
-                                                *([out / "plots"] if plot_paths else [])])
+        try:
+            tracker.finish_parent(status, metrics, [files["cells"], files["table_csv"], files["table_md"],
+                                                    *([out / "plots"] if plot_paths else [])])
+        except Exception as err:  # noqa: BLE001 - the files are written; say so and go on
+            log.error("olb.grid: could not record the grid's parent run in MLflow (%s: %s)", type(err).__name__, err)
+            code = code or EXIT_FAILED_CELLS
 
-    outcome = GridOutcome(code, out, cells, table, plan, n_run, n_resumed, n_failed, n_unavailable, wall_s,
-                          backend.startup_s, parent_id, tracker.uri if tracker else None, files, failures)
+    outcome = GridOutcome(exit_code=code, output_dir=out, cells=cells, table=table, plan=plan, n_run=n_run,
+                          n_resumed=n_resumed, n_failed=n_failed, n_unavailable=n_unavailable, wall_s=wall_s,
+                          startup_s=backend.startup_s, fanout_s=fanout_s if n_run else 0.0, efficiency=efficiency,
+                          cpus=backend.cpus, parent_run_id=parent_id, tracking_uri=tracker.uri if tracker else None,
+                          files=files, failures=failures, untracked=untracked)
     _report(outcome, markdown, cfg, efficiency, stream)
     return outcome
 
@@ -277,6 +308,9 @@ def _report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: float, s
         print(f"olb.grid: {len(failed)} FAILED cell(s) (tracebacks in their MLflow runs, traceback.txt):", file=stream)
         for _, r in failed.iterrows():
             print(f"  {r['cell_id']} {r['algorithm']} {r['dataset']} seed={r['seed']}: {r['error']}", file=stream)
+    if o.untracked:
+        print(f"olb.grid: {len(o.untracked)} finished cell(s) could not be recorded in MLflow (in cells.csv only; "
+              "a rerun runs them again)", file=stream)
     if o.exit_code == EXIT_INTERRUPTED:
         print("olb.grid: interrupted; rerun the same command to complete the grid", file=stream)
     stream.flush()
@@ -287,9 +321,14 @@ def _sigterm(signum, frame):
     raise KeyboardInterrupt
 
 
+_TASK_STARTED = False
+
+
 def _hydra_task(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
+    global _TASK_STARTED
+    _TASK_STARTED = True
     hc = HydraConfig.get()
     try:
         signal.signal(signal.SIGTERM, _sigterm)
@@ -310,4 +349,9 @@ def main() -> None:
 
     sys.argv[1:] = with_default_experiment(sys.argv[1:])
     app = hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(_hydra_task)
-    app()
+    try:
+        app()
+    except SystemExit as exit_:
+        if exit_.code == 1 and not _TASK_STARTED:  # Hydra could not compose the config (message printed above)
+            raise SystemExit(EXIT_CONFIG) from None
+        raise

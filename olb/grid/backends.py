@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -21,7 +23,10 @@ from collections.abc import Iterator
 from olb.grid.config import BackendConfig
 from olb.grid.worker import execute_cell
 
-QUIET_RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "RAY_USAGE_STATS_PROMPT_ENABLED": "0"}
+# No auth token warning, no usage statistics (nor their prompt), and no C++ failure signal handler: with it a
+# SIGTERM to the driver aborts the process with a stack dump instead of ending the grid through Python.
+QUIET_RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "RAY_USAGE_STATS_PROMPT_ENABLED": "0",
+                 "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1"}
 
 HEARTBEAT = None  # yielded when nothing finished within a second, so that the progress bar can refresh
 
@@ -72,8 +77,13 @@ class RayBackend:
         import ray
 
         if not ray.is_initialized():
+            main_thread = threading.current_thread() is threading.main_thread()
+            previous = signal.getsignal(signal.SIGTERM) if main_thread else None
             ray.init(**ray_init_kwargs(self.cfg))
             self.owned = True
+            if main_thread and previous is not None:
+                # ray.init makes SIGTERM a bare sys.exit; keep the grid's handler (it records the interruption)
+                signal.signal(signal.SIGTERM, previous)
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         options = {"num_cpus": 1, "max_retries": self.cfg.max_retries, "retry_exceptions": False}
         if self.cfg.fresh_worker_per_cell:

@@ -13,7 +13,7 @@ import hashlib
 import importlib
 import itertools
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -357,10 +357,6 @@ def describe(plan: Plan) -> str:
         for ds in plan.datasets:
             cs = [c for c in plan.cells if c.entry == key and c.dataset == ds]
             if cs:
-                configs = {(c.params.items().__repr__(), c.loops) for c in cs}
+                configs = {(tuple(sorted(c.params.items(), key=lambda kv: kv[0])), c.loops) for c in cs}
                 lines.append(f"  {info['label']:<22} {ds:<14} {len(configs)} config(s) x {len({c.seed for c in cs})} seed(s)")
     return "\n".join(lines)
-
-
-def as_json(cell: Cell) -> dict:
-    return asdict(cell)

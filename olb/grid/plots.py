@@ -3,11 +3,9 @@ numeric hyperparameter that the grid varies (loss against gamma)."""
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from olb.grid.plan import Plan
@@ -112,7 +110,3 @@ def sweeps(plan: Plan, cells: pd.DataFrame, out_dir: Path) -> list[Path]:
             fig.savefig(path)
             paths.append(path)
     return paths
-
-
-def finite(x) -> bool:
-    return x is not None and not (isinstance(x, float) and math.isnan(x)) and np.isfinite(x)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 
@@ -28,8 +29,9 @@ class Progress:
         self.t0 = self._last = time.perf_counter()
         self.every_s = every_s
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        sized = shutil.get_terminal_size((0, 0)).columns > 0  # a pseudo-terminal without a size draws nothing
         self.bar = tqdm(total=total, initial=skipped, desc=desc, unit="cell", file=self.stream, disable=not self.tty,
-                        dynamic_ncols=True, smoothing=0.2)
+                        dynamic_ncols=sized, ncols=None if sized else 110, smoothing=0.2)
         self._postfix()
 
     @property

@@ -116,7 +116,7 @@ def build_table(plan: Plan, outcomes: dict[str, dict], ref_cfg, unavailable: dic
                 rest = tuple((k, v) for k, v in c.varying if k not in c.best_of)
                 sel = tuple((k, v) for k, v in c.varying if k in c.best_of)
                 by_rest.setdefault(rest, {}).setdefault(sel, []).append(c)
-            for rest, groups in by_rest.items():
+            for groups in by_rest.values():
                 label = next(iter(groups.values()))[0].config_label
                 scored = {sel: _stats([value(c, plan.select_by) for c in cs])[0] for sel, cs in groups.items()}
                 finite = {sel: s for sel, s in scored.items() if not math.isnan(s)}
@@ -131,7 +131,7 @@ def build_table(plan: Plan, outcomes: dict[str, dict], ref_cfg, unavailable: dic
                     note = f"{n_failed} failed"
                 if not note and all(outcomes.get(c.cell_id, {}).get("status", "NOT_RUN") == "NOT_RUN" for c in chosen):
                     note = "not run"
-                selected = ", ".join(f"{k}={v}" for k, v in pick) if len(groups) > 1 else ""
+                selected = ", ".join(f"{k}={v}" for k, v in pick) if (len(groups) > 1 and finite) else ""
                 for metric in plan.table_metrics:
                     mean, std, n = _stats([value(c, metric) for c in chosen])
                     paper, pnote = paper_value(ref, ref_cfg, info["paper_name"], ds, metric)
@@ -196,8 +196,10 @@ def pivot_markdown(table: pd.DataFrame, rows: list[str], columns: list[str], dec
     return "\n".join(out).rstrip() + "\n"
 
 
-def table_markdown(table: pd.DataFrame, title: str, rows: list[str], columns: list[str], decimals: int) -> str:
-    legend = "Each entry: mean ± std over seeds [the paper's value] (the selected hyperparameter)."
+def table_markdown(table: pd.DataFrame, title: str, rows: list[str], columns: list[str], decimals: int,
+                   reference: str = "") -> str:
+    source = f" ({reference})" if reference else ""
+    legend = f"Each entry: mean ± std over seeds [the paper's value{source}] (the selected hyperparameter)."
     long_body = []
     for _, r in table.iterrows():
         d = 2 if r["metric"] in RUNTIME_COLUMNS else decimals

@@ -18,6 +18,7 @@ import os
 import socket
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,8 +30,8 @@ log = logging.getLogger("olb.grid")
 
 MAX_PARAM = 6000
 MAX_TAG = 8000
-TRANSIENT = ("database is locked", "database table is locked", "busy", "connection", "timed out", "temporarily",
-             "max retries exceeded", "503", "502", "504")
+# SQLite under concurrent writers. (MLflow's REST client retries HTTP errors and lost connections itself.)
+TRANSIENT = ("database is locked", "database table is locked", "database is busy")
 
 
 def resolve_uri(uri: str | None) -> str:
@@ -60,7 +61,7 @@ class FinishedRun:
 
 
 class Tracker:
-    """The driver's MLflow writer."""
+    """The driver's MLflow writer. Writes are retried with backoff while SQLite reports a lock."""
 
     def __init__(self, cfg: TrackingConfig, experiment_name: str, code_version: str = "unknown"):
         import mlflow
@@ -73,10 +74,14 @@ class Tracker:
         self.uri = resolve_uri(cfg.uri)
         self.experiment_name = experiment_name
         self.code_version = code_version
+        if self.uri.startswith(("http://", "https://")):
+            _check_server(self.uri)
         mlflow.set_tracking_uri(self.uri)
-        self.client = MlflowClient(tracking_uri=self.uri)
-        # Creates the store (schema migration) and the experiment once, here, before any cell runs.
-        self.experiment_id = self._retry(self._get_or_create_experiment, experiment_name)
+        # Creates the store (schema migration) and the experiment once, here, before any cell runs; on SQLite
+        # under a file lock, so that grids started at the same time on a fresh store do not race in the migration.
+        with _sqlite_lock(self.uri):
+            self.client = MlflowClient(tracking_uri=self.uri)
+            self.experiment_id = self._retry(self._get_or_create_experiment, experiment_name)
         self.parent_run_id: str | None = None
 
     # -- robustness ---------------------------------------------------------------------------------------
@@ -99,7 +104,9 @@ class Tracker:
         exp = self.client.get_experiment_by_name(name)
         if exp is None:
             try:
-                return self.client.create_experiment(name)
+                # "model training" experiment: the UI's runs view, not the GenAI traces overview
+                return self.client.create_experiment(name, tags={"mlflow.experimentKind": "custom_model_development",
+                                                                 "olb.kind": "experiment"})
             except MlflowException as err:  # created meanwhile by another driver
                 exp = self.client.get_experiment_by_name(name)
                 if exp is None:
@@ -178,7 +185,7 @@ class Tracker:
 
     def log_cell(self, cell: Cell, payload: dict) -> str:
         """One child run with the cell's parameters, metrics, curve (one batch), tags and artifacts."""
-        from mlflow.entities import Metric, Param, RunTag
+        from mlflow.entities import Metric
 
         status = payload["status"]
         start_ms = int(payload.get("start_time", time.time()) * 1000)
@@ -241,6 +248,40 @@ class Tracker:
         plist = [Param(str(k), _clip(str(v), MAX_PARAM)) for k, v in (params or {}).items()]
         tlist = [RunTag(str(k), _clip(str(v), MAX_TAG)) for k, v in (tags or {}).items()]
         self._retry(self.client.log_batch, run_id, metrics=list(metrics), params=plist, tags=tlist)
+
+
+@contextmanager
+def _sqlite_lock(uri: str):
+    """An exclusive lock for a sqlite URI's database file (nothing for other stores), kept in the temp dir."""
+    import fcntl
+    import hashlib
+
+    path = uri[len("sqlite:///"):].split("?")[0] if uri.startswith("sqlite:///") else None
+    if not path or path.startswith(":memory:"):
+        yield
+        return
+    key = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:16]
+    lock = Path(tempfile.gettempdir()) / f"olb-sqlite-{key}.lock"
+    with open(lock, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _check_server(uri: str, attempts: int = 3) -> None:
+    """Fail fast (seconds, not MLflow's minutes of retries) when a tracking server does not answer."""
+    import requests
+
+    for attempt in range(attempts):
+        try:
+            requests.get(uri.rstrip("/") + "/health", timeout=5)
+            return  # any answer: the server is there (auth or a proxy may answer differently)
+        except requests.RequestException as err:
+            if attempt + 1 == attempts:
+                raise ConnectionError(f"no MLflow server answers at {uri}: {err}") from None
+            time.sleep(1.0)
 
 
 def _clip(text: str, limit: int) -> str:

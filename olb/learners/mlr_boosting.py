@@ -151,7 +151,7 @@ class OnlineBMR(MLRBooster):
 
     def _cost_vectors(self, states, relevant):
         N = self.num_learners
-        return np.stack([self.potential.cost_vector(states[i], relevant, N - 1 - i) for i in range(N)])
+        return self.potential.cost_vectors(states[:-1], relevant, np.arange(N - 1, -1, -1))  # horizon N - i
 
     def _update_booster(self, H, states, relevant):
         pass  # alpha stays 1 and there is no other booster state

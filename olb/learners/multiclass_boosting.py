@@ -1,15 +1,17 @@
 """Online multiclass boosting (paper 001): OnlineMBBM (Algorithm 1) and Adaboost.OLM (Algorithm 2).
 
 Every round, the N weak learners (VFDTs) see x and give distributions h^i over the k classes. Learner i is
-handed a cost matrix C^i computed from the votes s^{i-1} of the learners before it (the true label is not
+handed a cost matrix computed from the votes s^{i-1} of the learners before it (the true label is not
 known yet), and its single-label prediction is the label of least expected cost under its distribution,
-l^i = argmin_l sum_r h^i[r] C^i[r, l] (the authors' code; the paper leaves it to the weak learner). The
-votes are s^i = s^{i-1} + alpha^i e_{l^i}, and expert i predicts argmax s^i (ties broken at random).
+l^i = argmin_l sum_r h^i[r] C[r, l] (the paper leaves this to the weak learner; the authors' code does
+this with the unnormalized matrix). The votes are s^i = s^{i-1} + alpha^i e_{l^i}, and expert i predicts
+argmax s^i (all ties broken at random).
 
 When the label y arrives, learner i is fed (x, y) with an importance weight read off C^i:
 
 * OnlineMBBM: alpha = 1, C^i[r, l] = phi^r_{N-i}(s^{i-1} + e_l), the exact 0-1 potential of the biased
   uniform baseline (:func:`olb.learners.potentials.mbbm_cost_matrix`, memoized on the canonical state);
+  the learner predicts with the normalized matrix D^i of eq. (5), the one Algorithm 1 passes to it;
   weight w^i = sum_l (C^i[y, l] - C^i[y, y]); the prediction is the last expert's (simple majority vote).
 * Adaboost.OLM: C^i is the gradient of the multiclass logistic loss at s^{i-1} (eq. 9); weight
   w^i = -C^i[y, y] / (k - 1); alpha^i follows online gradient descent on the logistic loss with step
@@ -18,8 +20,9 @@ When the label y arrives, learner i is fed (x, y) with an importance weight read
 
 Where the authors' code (``specs/reference_notes.md`` section 3) differs from the paper, the paper is the
 default and the code's choice a named option: ``authors_weights`` (their importance weights),
-``authors_gradient`` (their alpha-derivative, wrong when l^i = y; section 5 item 8) and
-``authors_horizon`` (one more remaining draw in the potentials; item 9).
+``authors_gradient`` (their alpha-derivative, wrong when l^i = y; section 5 item 8),
+``authors_horizon`` (one more remaining draw in the potentials; item 9), ``weak_prediction="expected_cost"``
+for OnlineMBBM (their unnormalized C^i) and ``potential_samples=100`` (their Monte Carlo potentials).
 """
 
 from __future__ import annotations
@@ -268,18 +271,23 @@ class MBBMCosts:
     """OnlineMBBM cost matrices C[r, l] = phi^r_n(s + e_l) for integer votes s, memoized.
 
     Potentials are shift invariant and permutation equivariant, so each (n, s) is reduced to a canonical
-    state: the votes sorted in decreasing order, as gaps d = max(s) - s clipped at 2n + 3 (a label that far
-    behind can neither win nor matter to a label that still can). A decided state (leader ahead by n + 2
+    state: the votes sorted in decreasing order, as gaps d = max(s) - s. A label with d > n + 1 cannot win
+    (its row is all 1); with g the largest gap of a label that can, gaps are clipped at g + n + 2, beyond
+    which a label can catch no label that can still win, even with one more vote. A decided state (leader ahead by n + 2
     or more) has C = 1 except the leader's row, 0, without computation. The remaining canonical states are
     computed exactly (``samples == 0``, :func:`~olb.learners.potentials.mbbm_cost_matrix`) or, for the
     benchmark against the authors' method, by Monte Carlo with ``samples`` draws per entry.
 
     Exact tables depend only on (k, gamma), so they are shared by every learner of the process
-    (:meth:`shared`); Monte Carlo tables belong to one learner (their values depend on its random draws).
+    (:meth:`shared`, the two most recent (k, gamma)); Monte Carlo tables belong to one learner (their values
+    depend on its random draws). Both caches are bounded (cleared when full), which changes no value.
     """
 
     _shared: dict[tuple[int, float], MBBMCosts] = {}
-    MAX_EXACT_KEYS = 400_000  # the (n, raw state) front cache is cleared when it grows past this
+    MAX_SHARED = 2  # exact tables kept per process (the most recently used (k, gamma))
+    MAX_RAW_KEYS = 400_000  # the (n, raw votes) front cache is cleared when it grows past this
+    MAX_CANONICAL_KEYS = 1_000_000  # ~0.8 KB each for k = 5; cleared when it grows past this
+    ZERO = 1e-12
 
     def __init__(self, n_labels: int, gamma: float, samples: int = 0, rng: np.random.Generator | None = None):
         self.k, self.gamma, self.samples = int(n_labels), float(gamma), int(samples)
@@ -291,42 +299,57 @@ class MBBMCosts:
     @classmethod
     def shared(cls, n_labels: int, gamma: float) -> MBBMCosts:
         key = (int(n_labels), float(gamma))
-        if key not in cls._shared:
-            cls._shared[key] = cls(n_labels, gamma)
-        return cls._shared[key]
+        costs = cls._shared.pop(key, None) or cls(n_labels, gamma)
+        cls._shared[key] = costs  # most recent last
+        while len(cls._shared) > cls.MAX_SHARED:
+            del cls._shared[next(iter(cls._shared))]
+        return costs
 
-    def get(self, s: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """(C, W) at integer votes ``s`` (int64, (k,)) with ``n`` draws to go; W[r] = sum_l C[r, l] - k C[r, r]."""
+    def get(self, s: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(C, W, D) at integer votes ``s`` (int64, (k,)) with ``n`` draws to go.
+
+        W[r] = sum_l (C[r, l] - C[r, r]) is the weight of Algorithm 1 (line 10) if the label is r, and
+        D[r, l] = (C[r, l] - C[r, r]) / W[r] the normalized cost matrix of eq. (5) (a zero row where W[r] = 0).
+        Differences below ``ZERO`` (the exact potentials' accuracy is ~1e-14) count as 0.
+        """
         key = (n, s.tobytes())
         hit = self._raw.get(key)
         if hit is not None:
             return hit
         order = np.argsort(-s, kind="stable")
-        gaps = np.minimum(s[order[0]] - s[order], 2 * n + 3)
+        gaps = s[order[0]] - s[order]
+        live = gaps[gaps <= n + 1]  # labels that can still win; the others' rows are all 1
+        np.minimum(gaps, live[-1] + n + 2, out=gaps)  # labels no live label can be caught by are alike
         can = self._canonical.get((n, gaps.tobytes()))
         if can is None:
+            if len(self._canonical) >= self.MAX_CANONICAL_KEYS:
+                self._canonical.clear()
             can = self._canonical[(n, gaps.tobytes())] = self._compute(gaps, n)
         inv = np.empty_like(order)
         inv[order] = np.arange(self.k)
-        C = can[0][np.ix_(inv, inv)]
-        out = (C, can[1][inv])
-        if len(self._raw) >= self.MAX_EXACT_KEYS:
+        grid = np.ix_(inv, inv)
+        out = (can[0][grid], can[1][inv], can[2][grid])
+        if len(self._raw) >= self.MAX_RAW_KEYS:
             self._raw.clear()
         self._raw[key] = out
         return out
 
-    def _compute(self, gaps: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def _compute(self, gaps: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         k = self.k
         if gaps[1] >= n + 2:  # decided: the leader wins whatever the remaining n votes do
             C = np.ones((k, k))
             C[0] = 0.0
-            return C, np.zeros(k)
+            return C, np.zeros(k), np.zeros((k, k))
         self.computed += 1
         if self.samples:
             C = self._monte_carlo(-gaps.astype(float), n)
         else:
             C = mbbm_cost_matrix(-gaps.astype(float), n, self.gamma)
-        return C, C.sum(axis=1) - k * np.diag(C)
+        diff = C - np.diag(C)[:, None]
+        diff[diff < self.ZERO] = 0.0
+        W = diff.sum(axis=1)
+        D = np.divide(diff, W[:, None], out=np.zeros_like(diff), where=W[:, None] > 0)
+        return C, W, D
 
     def _monte_carlo(self, s: np.ndarray, n: int) -> np.ndarray:
         """The authors' estimator: each phi^r_n(s + e_l) from ``samples`` multinomial draws (ties are errors)."""
@@ -343,10 +366,16 @@ class MBBMCosts:
 class OnlineMBBM(MulticlassBooster):
     """OnlineMBBM (paper 001, Algorithm 1): 0-1 loss potentials with edge gamma, alpha = 1, majority vote.
 
-    Learner i (1-based) gets C^i[r, l] = phi^r_{N-i}(s^{i-1} + e_l) (eq. 4) and weight
+    Learner i (1-based) gets C^i[r, l] = phi^r_{N-i}(s^{i-1} + e_l) (eq. 4), predicts the label of least
+    expected normalized cost D^i (eq. 5; ``weak_prediction``) and is fed weight
     w^i = sum_l (C^i[y, l] - C^i[y, y]) (Algorithm 1, line 10). ``authors_horizon`` uses N - i + 1 draws as
     the authors' code does; ``potential_samples`` > 0 replaces the exact potentials by the authors'
     Monte Carlo estimate with that many samples (benchmarks only).
+
+    Why D and not C: near a decided vote the entries of C differ by tiny amounts, and the row of the
+    trailing label (where a vote is pivotal) outweighs the leader's row by orders of magnitude, so the
+    expected C-cost sends trees' votes to the runner-up even when the tree believes the leader; D puts
+    every row on the same scale (see docs/multiclass.md).
 
     >>> import numpy as np
     >>> model = OnlineMBBM(n_features=2, n_labels=3, seed=0, num_learners=4, gamma=0.1)
@@ -365,8 +394,15 @@ class OnlineMBBM(MulticlassBooster):
         "gamma": Param(float, 0.1, low=0.0, high=1.0, open_low=True, open_high=True, doc="edge of the baseline"),
         "authors_horizon": Param(bool, False, doc="N - i + 1 remaining draws for learner i (authors' code) "
                                  "instead of the paper's N - i"),
+        "weak_prediction": Param(str, "normalized_cost", choices=("normalized_cost", "expected_cost", "argmax"),
+                                 doc="a tree's single label: least expected cost under the normalized D^i of "
+                                 "eq. (5) that Algorithm 1 passes to the learner, under the raw C^i (authors' "
+                                 "code), or its most probable class"),
         "potential_samples": Param(int, 0, low=0, doc="0: exact potentials; M > 0: the authors' Monte Carlo "
                                    "with M samples per potential (for benchmarks)"),
+        "normalize_weights": Param(bool, False, doc="divide learner i's weight by the largest weight it has "
+                                   "been sent so far (an online estimate of the paper's w^{i*}), so every "
+                                   "learner sees weights in (0, 1]"),
     }
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
@@ -377,17 +413,19 @@ class OnlineMBBM(MulticlassBooster):
             self.costs = MBBMCosts.shared(n_labels, self.gamma)
         shift = 0 if self.authors_horizon else 1
         self.horizons = [self.num_learners - i - shift for i in range(self.num_learners)]
+        self.max_weight = np.zeros(self.num_learners)
+        self._matrix = 2 if self.weak_prediction == "normalized_cost" else 0
 
     def _weak_predictions(self, H, tie):
         N, k = H.shape
         s = np.zeros(k, np.int64)
         labels = np.empty(N, np.intp)
         weights = np.empty((N, k))
-        get = self.costs.get
+        get, which = self.costs.get, self._matrix
         for i, n in enumerate(self.horizons):
-            C, W = get(s, n)
-            weights[i] = W
-            label = int((H[i] @ C + tie[i]).argmin())
+            entry = get(s, n)
+            weights[i] = entry[1]
+            label = int((H[i] @ entry[which] + tie[i]).argmin())
             labels[i] = label
             s[label] += 1
         return labels, self._states(labels), weights
@@ -396,6 +434,10 @@ class OnlineMBBM(MulticlassBooster):
         return np.stack([self.costs.get(s.astype(np.int64), n)[1] for s, n in zip(states, self.horizons)])
 
     def _importance_weights(self, paper_weights):
+        if self.normalize_weights:
+            np.maximum(self.max_weight, paper_weights, out=self.max_weight)
+            paper_weights = np.divide(paper_weights, self.max_weight, out=np.zeros_like(paper_weights),
+                                      where=self.max_weight > 0)
         if not self.authors_weights:
             return paper_weights
         scaled = AUTHORS_MBBM_FACTOR * self.weight_constants * paper_weights / (self.n_labels - 1)

@@ -140,7 +140,8 @@ class _DifferenceLaw:
         self._top = float(width - 2)
 
     def _rows(self, t, n):
-        return self._tab[n][np.clip(t + self._off, 1.0, self._top).astype(np.intp)]
+        """Table rows at horizon n (an int, or an int array broadcasting against t) and floor(t)."""
+        return self._tab[n, np.clip(t + self._off, 1.0, self._top).astype(np.intp)]
 
     def expected_hinge(self, t, n: int) -> np.ndarray:
         """E[(t - D_n)_+] elementwise."""
@@ -226,24 +227,32 @@ class PairwisePotential:
         return float(h.sum()) / (rel.size * irr.size)
 
     def cost_vector(self, s, y, n: int) -> np.ndarray:
-        """c[l] = phi^n(s + e_l) for every label l (paper 000 eq. 2), shape (k,).
+        """c[l] = phi^n(s + e_l) for every label l (paper 000 eq. 2), shape (k,)."""
+        return self.cost_vectors(np.asarray(s, float)[None], y, np.array([n]))[0]
 
+    def cost_vectors(self, S, y, horizons) -> np.ndarray:
+        """Cost vectors of many states at once: row i is c[l] = phi^{horizons[i]}(S[i] + e_l), shape (m, k).
+
+        OnlineBMR needs one per weak learner (state s^{i-1}, horizon N - i) on every example.
         Adding e_l only moves the pairs containing l (their hinge argument by -1 if l in Y, +1 if
-        not), so c = phi^n(s) + row / column corrections: O(|Y||Y^c|) work, one table gather.
+        not), so c = phi^n(s) + row / column corrections: O(|Y||Y^c|) work per state, one table gather.
         """
-        _check_horizon(n, self.num_learners)
-        s = np.asarray(s, float)
+        horizons = np.asarray(horizons, np.intp)
+        for n in (horizons.min(), horizons.max()) if horizons.size else ():
+            _check_horizon(int(n), self.num_learners)
+        S = np.asarray(S, float)
         rel, irr = _split(y)
-        c = np.zeros(self.n_labels)
+        C = np.zeros(S.shape)
         if rel.size == 0 or irr.size == 0:
-            return c
+            return C
         # pair (l, r): t = margin + s[r] - s[l]; adding e_l moves t by -1, adding e_r by +1
-        h = self.law(rel.size).hinge_and_steps(self.margin + s[irr] - s[rel, None], n)
-        c[rel] = h[..., 1].sum(axis=1)
-        c[irr] = h[..., 2].sum(axis=0)
-        c += h[..., 0].sum()
-        c /= rel.size * irr.size
-        return c
+        t = self.margin + S[:, None, irr] - S[:, rel, None]  # (m, |Y|, |Y^c|)
+        h = self.law(rel.size).hinge_and_steps(t, horizons[:, None, None])
+        C[:, rel] = h[..., 1].sum(axis=2)
+        C[:, irr] = h[..., 2].sum(axis=1)
+        C += h[..., 0].sum(axis=(1, 2))[:, None]
+        C /= rel.size * irr.size
+        return C
 
 
 class TopkPairPotential:

@@ -43,6 +43,10 @@ TOPK_PARAMS = {
                              "k >= 3, rho < 0.25)"),
     "clip_probabilities": Param(bool, True, doc="clip pair probabilities to [0.005, 0.995] before 1/P "
                                 "(paper 004, App. C.2; biased but tames the variance)"),
+    "weight_scale": Param(float, 1.0, low=0.0, open_low=True,
+                          doc="constant factor on the importance weights sent to the weak learners (not in the "
+                              "paper; relative weights are unchanged, it sets how fast the VFDTs grow, see "
+                              "docs/topk.md: 0.01 keeps TopAda's trees within memory on 101-label data)"),
 }
 
 
@@ -94,7 +98,7 @@ class TopKBooster(MLRBooster):
         self._update_booster(H, states, a, b, w)
         fed = np.zeros(self.n_labels, bool)
         fed[feedback.labels[feedback.relevant]] = True
-        self.weak.learn(x, np.where(fed, costs.max(axis=1, keepdims=True) - costs, 0.0))
+        self.weak.learn(x, np.where(fed, self.weight_scale * (costs.max(axis=1, keepdims=True) - costs), 0.0))
 
     def _cost_vectors(self, states, a, b, w) -> np.ndarray:
         raise NotImplementedError

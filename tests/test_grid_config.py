@@ -1,0 +1,163 @@
+"""olb.grid: config composition, expansion into cells, validation before any work (no Ray, no MLflow)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra.errors import ConfigCompositionException
+
+from olb.grid import GridConfigError, cell_id, compose, plan_grid
+from olb.grid.plan import check_availability
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def plan(*overrides):
+    return plan_grid(compose(list(overrides)))
+
+
+def test_default_grid_expands():
+    p = plan()
+    # Ada.OLMR: 1 config; OnlineBMR: gamma in {0.1, 0.01}; 3 seeds
+    assert len(p.cells) == (1 + 2) * 3
+    assert {c.seed for c in p.cells} == {0, 1, 2}
+    assert {c.dataset for c in p.cells} == {"emotions"}
+    assert len({c.cell_id for c in p.cells}) == len(p.cells)
+    bmr = [c for c in p.cells if c.algorithm == "onlinebmr"]
+    assert sorted({c.params["gamma"] for c in bmr}) == [0.01, 0.1]
+    assert all(c.params["num_learners"] == 10 for c in p.cells)
+    # resolved params carry the algorithm's defaults
+    assert bmr[0].params["margin"] == 1.0 and bmr[0].params["invalid_baseline"] == "cap"
+    assert p.table_metrics == ["rank_loss", "runtime_s"] and p.select_by == "rank_loss"
+
+
+def test_table3_settings_and_per_dataset_gamma_grids():
+    p = plan("+experiment=table3", "datasets=[emotions,m-reduced]")
+    assert {c.seed for c in p.cells} == set(range(10))
+    assert all(c.params["num_learners"] == 100 and c.params["num_covariates"] == 20 for c in p.cells)
+    gammas = {ds: sorted({c.params["gamma"] for c in p.cells if c.algorithm == "onlinebmr" and c.dataset == ds})
+              for ds in ("emotions", "m-reduced")}
+    assert gammas == {"emotions": [0.001, 0.01, 0.1, 0.2], "m-reduced": [0.001, 0.005, 0.01, 0.05]}
+    assert len(p.cells) == 2 * 10 + 2 * 4 * 10
+    assert p.entries["onlinebmr"]["best_of"] == ("gamma",)
+    assert p.entries["onlinebmr"]["paper_name"] == "OnlineBMR (best of 4 gamma)"
+
+
+def test_command_line_restrictions_and_hyperparameter_shorthand():
+    p = plan("+experiment=table3", "datasets=[emotions,m-reduced]", "algorithms=[onlinebmr]", "seeds=3",
+             "num_learners=7", "gamma=[0.3]")
+    assert {c.algorithm for c in p.cells} == {"onlinebmr"}
+    assert {c.seed for c in p.cells} == {0, 1, 2}
+    assert {c.params["num_learners"] for c in p.cells} == {7}
+    assert {c.params["gamma"] for c in p.cells} == {0.3}  # replaces the per-dataset grid too
+    assert len(p.cells) == 2 * 3
+    p = plan("seeds=[4,9]", "loops=[1,2]", "algorithms=[adaolmr]")
+    assert sorted({(c.seed, c.loops) for c in p.cells}) == [(4, 1), (4, 2), (9, 1), (9, 2)]
+    assert len({c.cell_id for c in p.cells}) == 4
+    # a hyperparameter no selected algorithm has is harmless, and reported
+    p = plan("algorithms=[adaolmr]", "gamma=0.5")
+    assert any("gamma" in w for w in p.warnings)
+
+
+def test_cell_ids_are_stable_and_depend_only_on_the_result_determining_fields():
+    base = dict(algorithm="onlinebmr", dataset="emotions", seed=1, params={"gamma": 0.1, "num_learners": 5},
+                protocol="train_test", loops=1, metrics=("rank_loss",), curve_every=50)
+    a = cell_id(**base)
+    assert a == cell_id(**{**base, "params": {"num_learners": 5, "gamma": 0.1}})  # key order
+    assert len(a) == 16 and int(a, 16) >= 0
+    for change in ({"seed": 2}, {"params": {"gamma": 0.2, "num_learners": 5}}, {"loops": 2},
+                   {"metrics": ("rank_loss", "hamming_loss")}, {"curve_every": 10}, {"dataset": "yeast"}):
+        assert cell_id(**{**base, **change}) != a
+    # labels, entry names and data_dir do not enter the id; the same config gives the same id everywhere
+    p1 = plan("algorithms=[adaolmr]", "algorithm.adaolmr.label=Other", "data_dir=/somewhere")
+    p2 = plan("algorithms=[adaolmr]")
+    assert [c.cell_id for c in p1.cells] == [c.cell_id for c in p2.cells]
+    out = subprocess.run([sys.executable, "-c", "from olb.grid import compose, plan_grid;"
+                          "print(' '.join(c.cell_id for c in plan_grid(compose(['algorithms=[adaolmr]'])).cells))"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [c.cell_id for c in p2.cells]
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    (["algorithms=[nope]"], ["unknown algorithm 'nope'", "adaolmr", "onlinebmr"]),
+    (["datasets=[nope]"], ["unknown data set 'nope'", "emotions", "yeast"]),
+    (["gamma=1.5"], ["gamma=1.5", "out of range", "0.0 < value < 1.0"]),
+    (["gamma=[0.1,0]"], ["gamma=0", "0.0 < value < 1.0"]),
+    (["num_learners=-1"], ["num_learners=-1", "1 <= value"]),
+    (["num_learners=2.5"], ["num_learners=2.5", "not an integer"]),
+    (["weak_learner=oak"], ["weak_learner='oak'", "one of"]),
+    (["seeds=0"], ["seeds=0", "positive integer"]),
+    (["seeds=[1,1]"], ["repeated seed"]),
+    (["loops=0"], ["loops=0", "integer >= 1"]),
+    (["metrics=[nope]"], ["unknown metric 'nope'", "rank_loss"]),
+    (["protocol=nope"], ["protocol='nope'", "train_test"]),
+    (["table.rows=[foo]"], ["table.rows", "'foo'", "dataset, algorithm, metric"]),
+    (["table.metrics=[accuracy]"], ["table.metrics", "'accuracy'", "rank_loss"]),
+    (["algorithm.adaolmr.best_of=[gamma]"], ["best_of", "'gamma'", "num_learners"]),
+    (["+algorithm.adaolmr.typo=1"], ["algorithm.adaolmr", "typo", "allowed keys", "best_of"]),
+    (["+algorithm.onlinebmr.params.gama=[0.1]"], ["unknown hyperparameter 'gama'", "gamma"]),
+    (["+algorithm.adaolmr.per_dataset.nope={num_learners:2}"], ["per_dataset", "unknown data set 'nope'"]),
+    (["+foo=1"], ["foo: unknown key", "datasets"]),
+    (["+backend.foo=1"], ["backend.foo: unknown key", "max_retries"]),
+    (["datasets=[balance]"], ["solves multilabel", "'balance' is multiclass"]),
+])
+def test_invalid_configs_fail_before_any_work_naming_key_and_allowed_values(overrides, expected):
+    with pytest.raises(GridConfigError) as err:
+        plan(*overrides)
+    for text in expected:
+        assert text in str(err.value)
+
+
+@pytest.mark.parametrize("overrides", [["foo=1"], ["curve_every=abc"], ["backend.max_retries=x"], ["backend=nope"]])
+def test_hydra_rejects_unknown_keys_and_wrong_types(overrides):
+    with pytest.raises(ConfigCompositionException):
+        compose(overrides)
+
+
+def test_unavailable_data_set_is_reported_with_where_to_put_files(tmp_path):
+    env = {**os.environ, "OLB_CACHE_DIR": str(tmp_path / "cache")}
+    # full mediamill is not available offline: the driver says so before any work and exits 2
+    proc = subprocess.run([sys.executable, "-m", "olb.grid", "datasets=[emotions,mediamill]", "algorithms=[adaolmr]",
+                           "tracking=off", "backend=serial", f"hydra.run.dir={tmp_path / 'out'}"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "mediamill" in proc.stderr and "allow_unavailable=true" in proc.stderr
+    assert "mediamill/mediamill-train.arff" in proc.stderr  # which files, and where they go
+    assert not (tmp_path / "out" / "cells.csv").exists()
+
+
+def test_availability_check_finds_embedded_and_synthetic_data(monkeypatch, tmp_path):
+    monkeypatch.setenv("OLB_CACHE_DIR", str(tmp_path))
+    a = check_availability(["emotions", "synthetic-mediamill"], None)
+    assert a.available == ["emotions", "synthetic-mediamill"] and not a.unavailable
+
+
+def test_cli_config_error_exit_code(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "olb.grid", "gamma=2", "tracking=off",
+                           f"hydra.run.dir={tmp_path / 'out'}"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2
+    assert "gamma=2" in proc.stderr and "0.0 < value < 1.0" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "olb.grid", "curve_every=abc", f"hydra.run.dir={tmp_path / 'out'}"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2  # Hydra's composition errors too (1 means: some cell failed)
+    assert "curve_every" in proc.stderr and "Integer" in proc.stderr
+
+
+def test_unreachable_tracking_server_fails_fast_before_any_work(tmp_path):
+    import socket
+    import time
+
+    from olb.grid import run_grid
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once the socket is closed
+    t0 = time.monotonic()
+    with pytest.raises(GridConfigError, match="no MLflow server answers"):
+        run_grid(compose(["backend=serial", f"tracking.uri=http://127.0.0.1:{port}"]), tmp_path / "out")
+    assert time.monotonic() - t0 < 60
+    assert not (tmp_path / "out" / "cells.csv").exists()

@@ -1,0 +1,162 @@
+"""olb.grid end to end in the driver process (backend=serial, MLflow on SQLite): outputs, resume, failure
+isolation, unavailable data sets."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+import olb.grid.testing  # noqa: F401 - registers _grid_stub in this process
+from olb.grid import compose, run_grid
+
+TINY = ["backend=serial", "seeds=2", "num_learners=2", "algorithm.onlinebmr.params.gamma=[0.1,0.01]"]
+
+
+def tracked(tmp_path, name, *extra):
+    return compose([*TINY, f"name={name}", f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", *extra])
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("grid")
+    outcome = run_grid(tracked(tmp, "tiny"), tmp / "out1")
+    return tmp, outcome
+
+
+def test_outputs(first_run):
+    tmp, o = first_run
+    assert o.exit_code == 0 and o.n_run == 6 and o.n_failed == 0
+    cells = pd.read_csv(o.files["cells"])
+    assert len(cells) == 6 and set(cells["status"]) == {"FINISHED"}
+    for col in ("cell_id", "algorithm", "dataset", "num_learners", "gamma", "seed", "status", "runtime_s", "rank_loss"):
+        assert col in cells.columns
+    assert cells["rank_loss"].between(0, 1).all()
+    table = pd.read_csv(o.files["table_csv"])
+    assert list(table.columns[:8]) == ["dataset", "algorithm", "metric", "mean", "std", "n_seeds", "paper", "diff"]
+    bmr = table[(table["algorithm"] == "OnlineBMR") & (table["metric"] == "rank_loss")].iloc[0]
+    assert bmr["paper"] == pytest.approx(0.1654) and bmr["n_seeds"] == 2
+    assert bmr["diff"] == pytest.approx(bmr["mean"] - 0.1654)
+    # "best of gamma": the gamma with the best mean over seeds
+    means = cells[cells["algorithm"] == "onlinebmr"].groupby("gamma")["rank_loss"].mean()
+    assert bmr["mean"] == pytest.approx(means.min())
+    assert bmr["selected"] == f"gamma={means.idxmin()}"
+    md = o.files["table_md"].read_text()
+    assert "| emotions |" in md and "[0.1600]" in md and "[0.1654]" in md
+    plots = sorted(p.name for p in (o.output_dir / "plots").iterdir())
+    assert plots == ["curves_emotions.png", "onlinebmr_rank_loss_vs_gamma.png"]
+
+
+def test_mlflow_records(first_run):
+    from mlflow.tracking import MlflowClient
+
+    tmp, o = first_run
+    client = MlflowClient(o.tracking_uri)
+    exp = client.get_experiment_by_name("olb/tiny")
+    runs = client.search_runs([exp.experiment_id], max_results=100)
+    children = [r for r in runs if r.data.tags.get("olb.kind") == "cell"]
+    parents = [r for r in runs if r.data.tags.get("olb.kind") == "grid"]
+    assert len(children) == 6 and len(parents) == 1
+    assert all(r.data.tags["mlflow.parentRunId"] == o.parent_run_id for r in children)
+    assert parents[0].info.status == "FINISHED"
+    run = next(r for r in children if r.data.params["algorithm"] == "onlinebmr")
+    for key in ("algorithm", "dataset", "seed", "num_learners", "gamma", "margin", "loops", "protocol", "cell_id"):
+        assert key in run.data.params
+    for key in ("rank_loss", "runtime_s", "cpu_s", "peak_rss_mb", "phase/train/wall_s", "phase/test/cpu_s"):
+        assert key in run.data.metrics
+    curve = client.get_metric_history(run.info.run_id, "curve/rank_loss")
+    assert len(curve) > 5 and curve[-1].value == pytest.approx(run.data.metrics["rank_loss"], abs=0.2)
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"curve.csv", "curve.png"}
+    assert {a.path for a in client.list_artifacts(o.parent_run_id)} >= {"cells.csv", "table.csv", "table.md",
+                                                                         "config.yaml", "plots"}
+    assert run.data.tags["olb.code_version"].startswith("0.")
+
+
+def test_rerun_resumes_everything_and_gives_the_same_table(first_run):
+    tmp, o1 = first_run
+    o2 = run_grid(tracked(tmp, "tiny"), tmp / "out2")
+    assert o2.exit_code == 0 and o2.n_run == 0 and o2.n_resumed == 6
+    cols = ["dataset", "algorithm", "metric", "n_seeds", "paper", "selected"]
+    loss1 = o1.table[o1.table["metric"] == "rank_loss"]
+    loss2 = o2.table[o2.table["metric"] == "rank_loss"]
+    pd.testing.assert_frame_equal(loss1[cols].reset_index(drop=True), loss2[cols].reset_index(drop=True))
+    assert loss1["mean"].tolist() == loss2["mean"].tolist() and loss1["std"].tolist() == loss2["std"].tolist()
+    assert set(o2.cells["source"]) == {"resumed"}
+    assert (o2.output_dir / "plots" / "curves_emotions.png").exists()  # curves come back from the store
+
+
+def test_partial_resume_and_forced_fresh_run(first_run):
+    tmp, o1 = first_run
+    # one more seed: only the new cells run
+    o3 = run_grid(tracked(tmp, "tiny", "seeds=3"), tmp / "out3")
+    assert o3.n_resumed == 6 and o3.n_run == 3
+    same = o3.cells.merge(o1.cells, on="cell_id", suffixes=("", "_1"))
+    assert len(same) == 6 and (same["rank_loss"] == same["rank_loss_1"]).all()
+    o4 = run_grid(tracked(tmp, "tiny", "resume=false", "algorithms=[adaolmr]"), tmp / "out4")
+    assert o4.n_resumed == 0 and o4.n_run == 2
+
+
+def test_failure_isolation(first_run, tmp_path):
+    store = first_run[0] / "mlflow.db"  # the module's store (a new SQLite store costs seconds of migrations)
+    cfg = compose(["backend=serial", "seeds=2", "name=failing", f"tracking.uri=sqlite:///{store}",
+                   "imports=[olb.grid.testing]", "algorithms=[_grid_stub,adaolmr]", "num_learners=2",
+                   "+algorithm._grid_stub.params.fail_at=[-1,5]"])
+    o = run_grid(cfg, tmp_path / "out")
+    assert o.exit_code == 1 and o.n_failed == 2 and o.n_run == 6
+    cells = pd.read_csv(o.files["cells"])
+    failed = cells[cells["status"] == "FAILED"]
+    assert len(failed) == 2 and set(failed["fail_at"]) == {5}
+    assert failed["error"].str.contains("injected failure at update 5").all()
+    assert (cells[cells["status"] == "FINISHED"]["rank_loss"].notna()).sum() == 4
+    table = pd.read_csv(o.files["table_csv"], keep_default_na=False)
+    assert set(table[table["algorithm"] == "_grid_stub (fail_at=5)"]["note"]) == {"2 failed"}
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(o.tracking_uri)
+    run_id = failed.iloc[0]["run_id"]
+    run = client.get_run(run_id)
+    assert run.info.status == "FAILED" and "RuntimeError" in run.data.tags["olb.error"]
+    text = client.download_artifacts(run_id, "traceback.txt", str(tmp_path))
+    assert "Traceback" in open(text).read()
+    assert client.get_run(o.parent_run_id).info.status == "FAILED"
+    # a rerun retries only the failed cells (they fail again)
+    again = run_grid(cfg, tmp_path / "out2")
+    assert again.n_resumed == 4 and again.n_run == 2 and again.exit_code == 1
+
+
+def test_allow_unavailable_marks_cells(tmp_path, monkeypatch):
+    monkeypatch.setenv("OLB_CACHE_DIR", str(tmp_path / "cache"))
+    cfg = compose(["backend=serial", "seeds=1", "num_learners=2", "algorithms=[adaolmr]", "tracking=off",
+                   "datasets=[emotions,mediamill]", "allow_unavailable=true"])
+    o = run_grid(cfg, tmp_path / "out")
+    assert o.exit_code == 0 and o.n_unavailable == 1 and o.n_run == 1
+    assert dict(zip(o.cells["dataset"], o.cells["status"])) == {"emotions": "FINISHED", "mediamill": "UNAVAILABLE"}
+    row = o.table[(o.table["dataset"] == "mediamill") & (o.table["metric"] == "rank_loss")].iloc[0]
+    assert row["note"] == "unavailable" and math.isnan(row["mean"]) and row["paper"] == pytest.approx(0.0508)
+    assert "| mediamill | unavailable [0.0508] |" in o.files["table_md"].read_text()
+
+
+def test_concurrent_grids_share_a_fresh_sqlite_store(tmp_path):
+    """Two drivers started together on a store that does not exist yet (schema creation, one experiment)."""
+    import subprocess
+    import sys
+
+    uri = f"sqlite:///{tmp_path / 'shared.db'}"
+    procs = [subprocess.Popen([sys.executable, "-m", "olb.grid", "backend=serial", "imports=[olb.grid.testing]",
+                               "algorithms=[_grid_stub]", f"seeds={n}", "name=shared", f"tracking.uri={uri}",
+                               "plots=false", f"hydra.run.dir={tmp_path / f'out{i}'}"],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for i, n in enumerate((6, 8))]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("olb/shared")
+    runs = client.search_runs([exp.experiment_id], "tags.`olb.kind` = 'cell'", max_results=100)
+    assert all(r.info.status == "FINISHED" for r in runs)
+    # seeds 0..5 may have run twice (both drivers started before either finished them), 6..7 once
+    assert {int(r.data.params["seed"]) for r in runs} == set(range(8))
+    cells = pd.read_csv(tmp_path / "out1" / "cells.csv")
+    assert len(cells) == 8 and (cells["status"] == "FINISHED").all()
