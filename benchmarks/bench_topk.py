@@ -90,6 +90,7 @@ def main() -> None:
               f"{'diff':>6} | {'cpu s':>7} | {'wall s':>7} | {'paper s':>7} | {'speed-up':>8} | {'peak MB':>7} |")
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
+    notes = []
     for dataset, algorithm in itertools.product(args.datasets, args.algorithms):
         groups = {}
         for r in rows:
@@ -107,6 +108,11 @@ def main() -> None:
         print(f"| {dataset:<10} | {algorithm:<9} | {'' if gamma is None else gamma:>5} | {mean:>8.4f} ± {sd:<6.4f} | "
               f"{paper:>5.2f} | {mean - paper:>+6.3f} | {cpu:>7.1f} | {wall:>7.1f} | {paper_s:>7.0f} | "
               f"{paper_s / cpu:>7.1f}x | {max(r['peak_rss_mb'] for r in runs):>7.0f} |")
+        if len(groups) > 1:
+            each = ", ".join(f"{g}: {statistics.fmean(r['loss'] for r in rs):.4f}" for g, rs in sorted(groups.items()))
+            notes.append(f"{algorithm} on {dataset}, mean loss per gamma: {each}")
+    for note in notes:
+        print(note)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ import re
 import sys
 import time
 
+from olb.grid.tracking import pid_alive
+
 PROG = "olb-slurm"
 
 
@@ -88,13 +90,6 @@ def expand_cpus(spec: str, nodes: int) -> list[int]:
 
 
 # -- wait ---------------------------------------------------------------------------------------------------
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 
@@ -110,7 +105,7 @@ def wait(address: str, nodes: int, cpus: float | None, timeout: float, watch: li
 
     def check_watched():
         for pid, label in watched.items():
-            if not _alive(pid):
+            if not pid_alive(pid):
                 fail(f"Ray on {label} exited before the cluster was complete; see its log", 3)
 
     import logging

@@ -155,7 +155,7 @@ class Tracker:
                 pid = int(run.data.tags.get("olb.driver_pid", "0"))
             except ValueError:
                 continue
-            if pid and pid != os.getpid() and not _alive(pid):
+            if pid and pid != os.getpid() and not pid_alive(pid):
                 self._retry(self.client.set_terminated, run.info.run_id, "KILLED")
                 n += 1
         return n
@@ -288,7 +288,8 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else "..." + text[-(limit - 3):]
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this PID exists (on this host)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

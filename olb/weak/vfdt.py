@@ -227,6 +227,7 @@ class VFDTForest(WeakLearners):
         if not usable.any():
             return
         frac = np.arange(1, _N_THRESHOLDS + 1) / (_N_THRESHOLDS + 1)
+        lo, hi = np.where(usable, lo, 0.0), np.where(usable, hi, 0.0)  # unobserved features: no candidates
         thresholds = lo[:, None] + (hi - lo)[:, None] * frac  # (d', T)
         mean = self.g_mean[leaf]
         sigma = np.sqrt(np.maximum(np.divide(self.g_m2[leaf], W, out=np.zeros_like(W), where=has), _MIN_VARIANCE))
