@@ -14,7 +14,9 @@ relevant (Algorithm 1):
    observed (relevant, irrelevant) pairs, each weighted by 1 / P(both in the top k), with the exact P of
    the scheme (optionally clipped to [0.005, 0.995], App. C.2).
 
-Only observed relevant labels are fed to the weak learners (the others are unknown).
+Only observed relevant labels are fed to the weak learners (the others are unknown), with weight
+``weight_scale * (max c - c[l])`` (``weight_scale`` = 1 is the paper; see docs/topk.md for why the 101-label
+experiments use 0.01 for TopAda).
 
 :class:`TopOpt` (Top-k BBM, Algorithm 2): alpha = 1, the last expert predicts, c^i[l] = Phi-hat^{N-i}(s^{i-1} + e_l)
 with the exact surrogate potential of :class:`~olb.learners.potentials.TopkPairPotential` (unweighted hinge,
