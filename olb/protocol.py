@@ -135,7 +135,11 @@ def run_stream(learner, dataset: Dataset, phases: list[Phase], metrics: tuple[st
                 curve["value"].append(running.value())
         timings[phase.name] = {"wall_s": time.perf_counter() - wall0, "cpu_s": time.process_time() - cpu0,
                                "n_examples": int(len(phase.rows))}
-    return StreamResult({name: float(acc.value()) for name, acc in final.items()},
+    results = {name: float(acc.value()) for name, acc in final.items()}
+    if getattr(learner, "report_metrics", None):  # figures known only at the end of the stream (OnlineLearner.stream_report)
+        report = learner.stream_report(sum(len(p.rows) for p in phases if p.scored))
+        results.update({name: float(report[name]) for name in learner.report_metrics})
+    return StreamResult(results,
                         {key: np.asarray(values) for key, values in curve.items()}, timings, _peak_rss_mb(),
                         primary.name)
 

@@ -47,6 +47,16 @@ def test_table3_settings_and_per_dataset_gamma_grids():
     assert p.entries["onlinebmr"]["paper_name"] == "OnlineBMR (best of 4 gamma)"
 
 
+def test_learner_report_figures_are_table_metrics():
+    p = plan("+experiment=multiclass_table1", "datasets=[balance]", "algorithms=[best_vfdt,adaolm]")
+    assert p.table_metrics == ["accuracy", "best_tree_accuracy", "runtime_s"]
+    assert p.lower_is_better["best_tree_accuracy"] is False  # declared by BestVFDT.report_metrics
+    assert {c.algorithm: c.measured for c in p.cells} == {"best_vfdt": ("accuracy", "best_tree_accuracy"),
+                                                          "adaolm": ("accuracy",)}
+    with pytest.raises(GridConfigError, match="best_tree_accuracy"):  # no learner of this grid reports it
+        plan("+experiment=multiclass_table1", "datasets=[balance]", "algorithms=[adaolm]")
+
+
 def test_command_line_restrictions_and_hyperparameter_shorthand():
     p = plan("+experiment=table3", "datasets=[emotions,m-reduced]", "algorithms=[onlinebmr]", "seeds=3",
              "num_learners=7", "gamma=[0.3]")

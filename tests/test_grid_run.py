@@ -4,6 +4,7 @@ isolation, unavailable data sets."""
 from __future__ import annotations
 
 import math
+import socket
 
 import pandas as pd
 import pytest
@@ -83,6 +84,7 @@ def test_rerun_resumes_everything_and_gives_the_same_table(first_run):
     pd.testing.assert_frame_equal(loss1[cols].reset_index(drop=True), loss2[cols].reset_index(drop=True))
     assert loss1["mean"].tolist() == loss2["mean"].tolist() and loss1["std"].tolist() == loss2["std"].tolist()
     assert set(o2.cells["source"]) == {"resumed"}
+    assert set(o2.cells["host"]) == set(o1.cells["host"]) == {socket.gethostname()}  # where it ran, kept on resume
     assert (o2.output_dir / "plots" / "curves_emotions.png").exists()  # curves come back from the store
 
 

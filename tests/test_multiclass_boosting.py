@@ -196,9 +196,10 @@ def test_mice_missing_values(load):
 def test_best_vfdt_reports_the_best_tree_in_hindsight(load):
     balance = subset(load("balance"), 200)
     learner, result = stream(BestVFDT, balance, num_learners=6)
-    report = learner.stream_report(40)
+    report = learner.stream_report(40)  # prequential_last20 of 200 examples scores the last 40
     accuracies = learner.tree_accuracies(40)
     assert report["best_tree_accuracy"] == accuracies.max() >= result.metrics["accuracy"] - 0.2
+    assert result.metrics["best_tree_accuracy"] == report["best_tree_accuracy"]  # recorded by the protocol
     assert learner.correct.sum() == pytest.approx(learner.tree_accuracies(200).sum() * 200)
 
 

@@ -147,10 +147,12 @@ def test_a_node_that_never_joins_times_out_with_a_message(cluster):
 
 
 def test_grid_runs_across_both_nodes(cluster, tmp_path):
+    # no backend.address: the grid takes the cluster from RAY_ADDRESS, as under `ray job submit`
     cmd = [sys.executable, "-m", "olb.grid", "num_learners=2", "seeds=2", "plots=false",
            "tracking.cell_artifacts=false", f"tracking.uri=sqlite:///{tmp_path}/mlflow.db",
-           f"backend.address={cluster.address}", "imports=[olb_node_probe]", f"hydra.run.dir={tmp_path}/out"]
-    r = subprocess.run(cmd, env=cluster.env, cwd=tmp_path, capture_output=True, text=True, timeout=400)
+           "imports=[olb_node_probe]", f"hydra.run.dir={tmp_path}/out"]
+    env = {**cluster.env, "RAY_ADDRESS": cluster.address}
+    r = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=400)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out + cluster.logs()
     assert "Ray ready" in out and "with 2 CPU(s)" in out, out
@@ -160,6 +162,7 @@ def test_grid_runs_across_both_nodes(cluster, tmp_path):
     assert (tmp_path / "out" / "table.md").exists()
     probes = cluster.probes()
     assert {ip for _, ip in probes} == {HEAD_IP, WORKER_IP}, probes
+    assert set(cells["node_ip"]) == {HEAD_IP, WORKER_IP}  # cells.csv says where each cell ran
     assert len({node for node, _ in probes}) == 2, probes
 
 

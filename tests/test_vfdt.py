@@ -57,7 +57,7 @@ def test_missing_values_are_skipped_in_statistics_and_routed():
     X, y = _stream(300, rng)
     X[::7, 0] = np.nan
     _train(forest, X, y)
-    assert np.isfinite(forest.g_mean[: forest.n_nodes]).all()
+    assert np.isfinite(forest.g_mean[: forest.n_slots]).all()
     p = forest.predict_proba(np.array([np.nan, np.nan, np.nan]))
     assert np.allclose(p.sum(axis=1), 1.0)
 
@@ -86,6 +86,11 @@ def test_storage_grows_beyond_initial_capacity():
     _train(forest, X, y)
     assert forest.n_nodes > 4
     assert len(forest.split_feature) >= forest.n_nodes
+    # split statistics are kept for leaves only: one slot per leaf, each leaf its own
+    leaves = forest.split_feature[: forest.n_nodes] < 0
+    assert forest.n_slots == forest.n_leaves == leaves.sum()
+    assert (forest.slot[: forest.n_nodes][~leaves] == -1).all()
+    assert sorted(forest.slot[: forest.n_nodes][leaves]) == list(range(forest.n_slots))
 
 
 def test_river_adapter_boosts_river_classifiers():

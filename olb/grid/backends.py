@@ -1,8 +1,9 @@
 """Where cells run. Both backends yield payloads as cells finish (not at the end).
 
-``ray``: one Ray task with one CPU per cell. Without an address a local Ray is started quietly (no dashboard,
-no usage statistics, no auth token, session files under ``backend.temp_dir``) and shut down at the end; with
-an address the grid connects to that cluster and leaves it running. If Ray is already initialized in the
+``ray``: one Ray task with one CPU per cell. Without an address (``backend.address``, else the environment's
+``RAY_ADDRESS``, which ``ray job submit`` sets) a local Ray is started quietly (no dashboard, no usage statistics,
+no auth token, session files under ``backend.temp_dir``) and shut down at the end; with an address the grid
+connects to that cluster and leaves it running. If Ray is already initialized in the
 process (tests, notebooks) it is used as it is and left running. A cell whose worker process dies is
 re-run up to ``backend.max_retries`` times; a cell that raises is not retried (it fails the same way).
 
@@ -147,8 +148,9 @@ def _lost(task: dict, err: Exception) -> dict:
 def ray_init_kwargs(cfg: BackendConfig) -> dict:
     kwargs = {"include_dashboard": False, "log_to_driver": cfg.log_to_driver, "logging_level": logging.WARNING,
               "configure_logging": True}
-    if cfg.address:
-        kwargs["address"] = cfg.address
+    address = cfg.address or os.environ.get("RAY_ADDRESS")  # Ray's own variable, set by `ray job submit`
+    if address:
+        kwargs["address"] = address
         return kwargs
     kwargs.update(address="local", num_cpus=cfg.num_cpus or os.cpu_count() or 1, _temp_dir=cfg.temp_dir,
                   object_store_memory=int(cfg.object_store_memory_mb) * 1024 * 1024)

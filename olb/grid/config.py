@@ -53,7 +53,7 @@ class BackendConfig:
     """Where cells run: ``ray`` (one task with one CPU per cell) or ``serial`` (in the driver process)."""
 
     name: str = "ray"
-    address: Optional[str] = None  # Ray cluster address ("auto", "ray://host:10001", ...); None: start a local Ray
+    address: Optional[str] = None  # Ray cluster address ("auto", "ray://host:10001", ...); None: $RAY_ADDRESS, else a local Ray
     num_cpus: Optional[int] = None  # local Ray: CPUs to use (None: every core)
     temp_dir: str = "/tmp/olb-ray"  # local Ray's session files (keep it short: Unix sockets live there)
     object_store_memory_mb: int = 256  # local Ray: cells return small results, no need for a big store

@@ -47,6 +47,12 @@ class Cell:
     varying: tuple[tuple[str, Any], ...] = ()  # hyperparameters that vary within (entry, dataset), with values
     best_of: tuple[str, ...] = ()
     paper_name: str | None = None
+    reports: tuple[str, ...] = ()  # end-of-stream figures of the learner (OnlineLearner.report_metrics)
+
+    @property
+    def measured(self) -> tuple[str, ...]:
+        """Everything the cell records besides runtimes: its metrics, then the learner's report figures."""
+        return (*self.metrics, *self.reports)
 
     def spec_dict(self, data_dir: str | None = None) -> dict:
         """Keyword arguments of :class:`olb.run.CellSpec`."""
@@ -298,14 +304,15 @@ def plan_grid(cfg: DictConfig) -> Plan:
                 for seed in seeds:
                     cid = cell_id(algo, ds, seed, params, protocol, loops, metrics, cfg.curve_every)
                     cells.append(Cell(cid, key, label, algo, ds, seed, params, protocol, loops, metrics,
-                                      cfg.curve_every, varying, best_of, entries[key]["paper_name"]))
+                                      cfg.curve_every, varying, best_of, entries[key]["paper_name"],
+                                      tuple(cls.report_metrics)))
     for hp in sorted(set(shorthand) - used_shorthand):
         warnings.append(f"{hp}={shorthand[hp]!r} applies to none of the selected algorithms ({', '.join(selected)})")
     if not cells:
         raise GridConfigError("the grid is empty: no (algorithm, data set) pair to run")
 
-    cell_metrics = sorted({m for c in cells for m in c.metrics}, key=lambda m: min(
-        c.metrics.index(m) for c in cells if m in c.metrics))
+    cell_metrics = sorted({m for c in cells for m in c.measured}, key=lambda m: min(
+        c.measured.index(m) for c in cells if m in c.measured))
     table_metrics = list(_plain(cfg.table.metrics) or [*cell_metrics, "runtime_s"])
     for m in table_metrics:
         if m not in cell_metrics and m not in RUNTIME_COLUMNS:
@@ -321,7 +328,8 @@ def plan_grid(cfg: DictConfig) -> Plan:
                 raise GridConfigError(f"table.{where}: {axis!r} is not allowed; allowed: {', '.join(axes_allowed)}")
     if set(cfg.table.rows) & set(cfg.table.columns):
         raise GridConfigError(f"table.rows {list(cfg.table.rows)} and table.columns {list(cfg.table.columns)} overlap")
-    lower = {m: (METRICS[m].lower_is_better if m in METRICS else True) for m in table_metrics}
+    reported = {m: lower for c in cells for m, lower in get_algorithm(c.algorithm).report_metrics.items()}
+    lower = {m: METRICS[m].lower_is_better if m in METRICS else reported.get(m, True) for m in table_metrics}
     return Plan(cells, datasets, entries, table_metrics, select_by, lower, warnings)
 
 

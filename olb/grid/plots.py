@@ -24,6 +24,18 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
 
 
+def _save(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
+    """Label, legend and grid, then write ``fig`` to ``path``."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    return path
+
+
 def learning_curves(plan: Plan, outcomes: dict[str, dict], table: pd.DataFrame, curve_of, out_dir: Path) -> list[Path]:
     """One figure per data set: the mean (over seeds) running loss of each table row's configuration.
 
@@ -59,15 +71,8 @@ def learning_curves(plan: Plan, outcomes: dict[str, dict], table: pd.DataFrame, 
         if not drawn:
             continue
         metric = next((c.metrics[0] for c in plan.cells if c.dataset == ds), "loss")
-        ax.set_xlabel("example (train passes, then test)")
-        ax.set_ylabel(f"running mean {metric} (per phase)")
-        ax.set_title(f"Learning curves on {ds}")
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        path = out_dir / f"curves_{_slug(ds)}.png"
-        fig.savefig(path)
-        paths.append(path)
+        paths.append(_save(fig, ax, "example (train passes, then test)", f"running mean {metric} (per phase)",
+                           f"Learning curves on {ds}", out_dir / f"curves_{_slug(ds)}.png"))
     return paths
 
 
@@ -100,13 +105,6 @@ def sweeps(plan: Plan, cells: pd.DataFrame, out_dir: Path) -> list[Path]:
             positive = [x for x in xs_all if x > 0]
             if positive and len(positive) == len(xs_all) and max(positive) / min(positive) >= 10:
                 ax.set_xscale("log")
-            ax.set_xlabel(hp)
-            ax.set_ylabel(f"{metric} (mean ± std over seeds)")
-            ax.set_title(f"{info['label']}: {metric} against {hp}")
-            ax.legend(fontsize=8)
-            ax.grid(alpha=0.3)
-            fig.tight_layout()
-            path = out_dir / f"{_slug(key)}_{_slug(metric)}_vs_{_slug(hp)}.png"
-            fig.savefig(path)
-            paths.append(path)
+            paths.append(_save(fig, ax, hp, f"{metric} (mean ± std over seeds)", f"{info['label']}: {metric} against {hp}",
+                               out_dir / f"{_slug(key)}_{_slug(metric)}_vs_{_slug(hp)}.png"))
     return paths

@@ -16,7 +16,8 @@ STATUS_ORDER = ("FINISHED", "FAILED", "UNAVAILABLE", "NOT_RUN")
 def outcome_from_payload(payload: dict, run_id: str | None) -> dict:
     out = {"status": payload["status"], "run_id": run_id, "source": "run", "error": payload.get("error", ""),
            "metrics": dict(payload.get("metrics", {})), "curve": payload.get("curve"),
-           "primary_metric": payload.get("primary_metric")}
+           "primary_metric": payload.get("primary_metric"), "host": payload.get("host", ""),
+           "node_ip": payload.get("node_ip", "")}
     for key in (*RUNTIME_COLUMNS, "wall_s"):
         out[key] = payload.get(key, math.nan)
     return out
@@ -25,16 +26,17 @@ def outcome_from_payload(payload: dict, run_id: str | None) -> dict:
 def outcome_from_run(run, cell: Cell) -> dict:
     """A cell finished by an earlier invocation, from its MLflow run."""
     out = {"status": "FINISHED", "run_id": run.run_id, "source": "resumed", "error": "",
-           "metrics": {m: run.metrics.get(m, math.nan) for m in cell.metrics}, "curve": None,
-           "primary_metric": cell.metrics[0]}
+           "metrics": {m: run.metrics.get(m, math.nan) for m in cell.measured}, "curve": None,
+           "primary_metric": cell.metrics[0], "host": run.tags.get("olb.host", ""),
+           "node_ip": run.tags.get("olb.node_ip", "")}
     for key in (*RUNTIME_COLUMNS, "wall_s"):
         out[key] = run.metrics.get(key, math.nan)
     return out
 
 
 def cells_frame(plan: Plan, outcomes: dict[str, dict]) -> pd.DataFrame:
-    """One row per cell: id, algorithm, data set, every hyperparameter, seed, status, runtime, metrics."""
-    metric_names = list(dict.fromkeys(m for c in plan.cells for m in c.metrics))
+    """One row per cell: id, algorithm, data set, every hyperparameter, seed, status, runtime, metrics, where it ran."""
+    metric_names = list(dict.fromkeys(m for c in plan.cells for m in c.measured))
     rows = []
     for cell in plan.cells:
         row = cell.record()
@@ -44,13 +46,15 @@ def cells_frame(plan: Plan, outcomes: dict[str, dict]) -> pd.DataFrame:
             row[key] = out.get(key, math.nan)
         for m in metric_names:
             row[m] = out.get("metrics", {}).get(m, math.nan)
+        row["host"], row["node_ip"] = out.get("host", ""), out.get("node_ip", "")
         row["run_id"] = out.get("run_id") or ""
         row["source"] = out.get("source", "")
         row["error"] = (out.get("error") or "").splitlines()[0][:300] if out.get("error") else ""
         rows.append(row)
     df = pd.DataFrame(rows)
     fixed = ["cell_id", "label", "algorithm", "dataset"]
-    tail = ["loops", "protocol", "seed", "status", *RUNTIME_COLUMNS, *metric_names, "run_id", "source", "error"]
+    tail = ["loops", "protocol", "seed", "status", *RUNTIME_COLUMNS, *metric_names, "host", "node_ip", "run_id",
+            "source", "error"]
     hp = [c for c in df.columns if c not in fixed and c not in tail]
     return df[fixed + hp + tail]
 

@@ -56,6 +56,7 @@ class FinishedRun:
     cell_id: str
     metrics: dict
     params: dict
+    tags: dict
     start_time: float
     end_time: float
 
@@ -138,6 +139,7 @@ class Tracker:
             cid = run.data.tags.get("olb.cell_id")
             if cid and cid not in found:
                 found[cid] = FinishedRun(run.info.run_id, cid, dict(run.data.metrics), dict(run.data.params),
+                                         dict(run.data.tags),
                                          run.info.start_time / 1000.0, (run.info.end_time or run.info.start_time) / 1000.0)
         return found
 
@@ -193,7 +195,7 @@ class Tracker:
         tags = {"mlflow.runName": cell.run_name, "olb.kind": "cell", "olb.cell_id": cell.cell_id,
                 "olb.experiment": self.experiment_name, "olb.code_version": self.code_version,
                 "olb.entry": cell.entry, "olb.label": cell.label, "olb.host": str(payload.get("host", "")),
-                "olb.status": status}
+                "olb.node_ip": str(payload.get("node_ip", "")), "olb.status": status}
         if self.parent_run_id:
             tags["mlflow.parentRunId"] = self.parent_run_id
         if status != "FINISHED":

@@ -19,7 +19,8 @@ def execute_cell(task: dict) -> dict:
     """Run ``task["spec"]`` (CellSpec keyword arguments) and return the payload the driver records."""
     started = time.time()
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    base = {"cell_id": task["cell_id"], "start_time": started, "host": socket.gethostname(), "pid": os.getpid()}
+    base = {"cell_id": task["cell_id"], "start_time": started, "host": socket.gethostname(), "node_ip": _node_ip(),
+            "pid": os.getpid()}
     try:
         for module in task.get("imports", ()):
             importlib.import_module(module)
@@ -55,6 +56,14 @@ def execute_cell(task: dict) -> dict:
         except Exception:  # noqa: BLE001 - a plot is never worth a failed cell
             payload["curve_png"] = None
     return payload
+
+
+def _node_ip() -> str:
+    """The Ray node's IP when running as a Ray task, else "" (serial backend)."""
+    import sys
+
+    ray = sys.modules.get("ray")  # imported by the Ray worker process; never imported here for the serial backend
+    return ray.util.get_node_ip_address() if ray is not None and ray.is_initialized() else ""
 
 
 def curve_csv(payload: dict) -> str:

@@ -62,6 +62,10 @@ class OnlineLearner:
     Subclasses declare ``params`` (name -> :class:`Param`), the ``task`` they solve and the ``feedback``
     they need, and implement ``predict_one``/``learn_one``. The constructor receives the stream's shape
     (``n_features``, ``n_labels``), the hyperparameters, and a ``seed`` that fixes every random draw.
+
+    A learner with figures that only exist at the end of the stream (e.g. the best tree in hindsight)
+    implements ``stream_report(n_scored) -> dict`` and names them in ``report_metrics`` (name -> lower is
+    better); the protocol records them next to the metrics.
     """
 
     name: ClassVar[str]
@@ -69,6 +73,7 @@ class OnlineLearner:
     feedback: ClassVar[str] = "full"  # or "topk"
     default_protocol: ClassVar[str] = "train_test"
     params: ClassVar[dict[str, Param]] = {}
+    report_metrics: ClassVar[dict[str, bool]] = {}
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
         self.n_features, self.n_labels = int(n_features), int(n_labels)

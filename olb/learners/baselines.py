@@ -41,6 +41,7 @@ class BestVFDT(OnlineLearner):
     task = "multiclass"
     default_protocol = "prequential_last20"
     params = dict(_TREE_PARAMS)
+    report_metrics = {"best_tree_accuracy": False}  # higher is better
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)

@@ -156,6 +156,11 @@ class _DifferenceLaw:
         return t[..., None] * r[..., :3] + r[..., 3:]
 
 
+def _check_gamma(gamma: float) -> None:
+    if not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma must lie in [0, 1], got {gamma}")
+
+
 def _check_horizon(n: int, n_max: float = np.inf) -> None:
     if not 0 <= n <= n_max:
         raise ValueError(f"number of remaining draws n={n} outside 0..{n_max} (num_learners)")
@@ -188,8 +193,7 @@ class PairwisePotential:
                  invalid_baseline: str = "cap"):
         if invalid_baseline not in ("cap", "raise"):
             raise ValueError(f"invalid_baseline must be 'cap' or 'raise', got {invalid_baseline!r}")
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma must lie in [0, 1], got {gamma}")
+        _check_gamma(gamma)
         self.num_learners = int(num_learners)
         self.n_labels = int(n_labels)
         self.gamma = float(gamma)
@@ -265,8 +269,7 @@ class TopkPairPotential:
     """
 
     def __init__(self, num_learners: int, n_labels: int, gamma: float, margin: float = 1.0):
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma must lie in [0, 1], got {gamma}")
+        _check_gamma(gamma)
         self.num_learners = int(num_learners)
         self.n_labels = int(n_labels)
         self.gamma = float(gamma)
@@ -351,8 +354,7 @@ class ZeroOnePotential:
     def __init__(self, n_labels: int, gamma: float, tol: float = 1e-15):
         if n_labels < 2:
             raise ValueError(f"OnlineMBBM needs at least 2 labels, got {n_labels}")
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma must lie in [0, 1], got {gamma}")
+        _check_gamma(gamma)
         self.n_labels = int(n_labels)
         self.gamma = float(gamma)
         self.tol = float(tol)

@@ -110,44 +110,55 @@ class VFDTForest(WeakLearners):
         self._trees = np.arange(N)
         self._d = self.covariates.shape[1]
         self._init_storage(capacity=4 * N)
-        self.root = np.array([self._new_leaf(np.zeros(n_labels), np.zeros(n_labels, bool)) for _ in range(N)])
+        self.root = np.array([self._new_leaf(np.zeros(n_labels), np.zeros(n_labels, bool), self._new_slot())
+                              for _ in range(N)])
 
     # ------------------------------------------------------------------ storage
+    # Nodes (internal and leaves) live in small per-node arrays. The Gaussian statistics, d' x k estimators
+    # per leaf (80 KB for d' = 20, k = 101), live in a pool of slots indexed by ``slot[node]``: a splitting
+    # leaf hands its slot, cleared, to its left child, so the pool holds one slot per leaf, not per node.
+    _NODE_ARRAYS = ("split_feature", "threshold", "left", "right", "nan_left", "slot", "class_mass", "seen",
+                    "weight_at_last_attempt")
+    _SLOT_ARRAYS = ("g_weight", "g_mean", "g_m2", "g_min", "g_max")
+    _FILL = {"split_feature": -1, "slot": -1, "g_min": np.inf, "g_max": -np.inf}
+
     def _init_storage(self, capacity: int) -> None:
         k, d = self.n_labels, self._d
-        self.n_nodes = 0
-        # nodes (internal and leaves)
+        self.n_nodes = self.n_slots = 0
         self.split_feature = np.full(capacity, -1, np.int64)  # -1: leaf
         self.threshold = np.zeros(capacity)
         self.left = np.zeros(capacity, np.int64)
         self.right = np.zeros(capacity, np.int64)
         self.nan_left = np.zeros(capacity, bool)
-        # leaf statistics, indexed by node id (internal nodes keep their last values, unused)
+        self.slot = np.full(capacity, -1, np.int64)  # -1: internal node
         self.class_mass = np.zeros((capacity, k))
         self.seen = np.zeros((capacity, k), bool)
         self.weight_at_last_attempt = np.zeros(capacity)
-        self.g_weight = np.zeros((capacity, d, k))
-        self.g_mean = np.zeros((capacity, d, k))
-        self.g_m2 = np.zeros((capacity, d, k))
-        self.g_min = np.full((capacity, d, k), np.inf)
-        self.g_max = np.full((capacity, d, k), -np.inf)
+        for name in self._SLOT_ARRAYS:
+            setattr(self, name, np.full((capacity, d, k), self._FILL.get(name, 0.0)))
 
-    _NODE_ARRAYS = ("split_feature", "threshold", "left", "right", "nan_left", "class_mass", "seen",
-                    "weight_at_last_attempt", "g_weight", "g_mean", "g_m2", "g_min", "g_max")
-    _FILL = {"split_feature": -1, "g_min": np.inf, "g_max": -np.inf}
-
-    def _grow(self) -> None:
-        old = len(self.split_feature)
-        for name in self._NODE_ARRAYS:
+    def _grow(self, names: tuple[str, ...]) -> None:
+        for name in names:
             arr = getattr(self, name)
-            extra = np.full((old,) + arr.shape[1:], self._FILL.get(name, 0), arr.dtype)
+            extra = np.full((max(len(arr) // 2, 1),) + arr.shape[1:], self._FILL.get(name, 0), arr.dtype)
             setattr(self, name, np.concatenate([arr, extra]))
 
-    def _new_leaf(self, class_mass: np.ndarray, seen: np.ndarray) -> int:
+    def _new_slot(self) -> int:
+        if self.n_slots == len(self.g_weight):
+            self._grow(self._SLOT_ARRAYS)
+        self.n_slots += 1
+        return self.n_slots - 1
+
+    def _clear_slot(self, slot: int) -> None:
+        for name in self._SLOT_ARRAYS:
+            getattr(self, name)[slot] = self._FILL.get(name, 0.0)
+
+    def _new_leaf(self, class_mass: np.ndarray, seen: np.ndarray, slot: int) -> int:
         if self.n_nodes == len(self.split_feature):
-            self._grow()
+            self._grow(self._NODE_ARRAYS)
         node = self.n_nodes
         self.n_nodes += 1
+        self.slot[node] = slot
         self.class_mass[node] = class_mass
         self.seen[node] = seen
         self.weight_at_last_attempt[node] = class_mass.sum()
@@ -193,16 +204,17 @@ class VFDTForest(WeakLearners):
         xv = xs[tree]  # (P, d')
         wv = np.where(np.isnan(xv), 0.0, w[:, None])
         xv = np.nan_to_num(xv)
-        total = self.g_weight[node, :, label] + wv
-        mean = self.g_mean[node, :, label]
+        s = self.slot[node]
+        total = self.g_weight[s, :, label] + wv
+        mean = self.g_mean[s, :, label]
         diff = xv - mean
         new_mean = mean + np.divide(wv * diff, total, out=np.zeros_like(diff), where=total > 0)
-        self.g_m2[node, :, label] += wv * diff * (xv - new_mean)
-        self.g_mean[node, :, label] = new_mean
-        self.g_weight[node, :, label] = total
+        self.g_m2[s, :, label] += wv * diff * (xv - new_mean)
+        self.g_mean[s, :, label] = new_mean
+        self.g_weight[s, :, label] = total
         observed = wv > 0
-        self.g_min[node, :, label] = np.where(observed, np.minimum(self.g_min[node, :, label], xv), self.g_min[node, :, label])
-        self.g_max[node, :, label] = np.where(observed, np.maximum(self.g_max[node, :, label], xv), self.g_max[node, :, label])
+        self.g_min[s, :, label] = np.where(observed, np.minimum(self.g_min[s, :, label], xv), self.g_min[s, :, label])
+        self.g_max[s, :, label] = np.where(observed, np.maximum(self.g_max[s, :, label], xv), self.g_max[s, :, label])
         # split attempts where the grace period has passed and more than one class was seen
         touched = np.unique(leaves[np.unique(tree)])
         owner = self._owner_of(touched, leaves)
@@ -219,22 +231,23 @@ class VFDTForest(WeakLearners):
 
     def _attempt_split(self, leaf: int, tree: int, n: float) -> None:
         pre = self.class_mass[leaf]
-        W = self.g_weight[leaf]  # (d', k)
+        s = self.slot[leaf]
+        W, g_min, g_max = self.g_weight[s], self.g_min[s], self.g_max[s]  # (d', k)
         has = W > 0
-        lo = np.where(has, self.g_min[leaf], np.inf).min(axis=1)  # (d',)
-        hi = np.where(has, self.g_max[leaf], -np.inf).max(axis=1)
+        lo = np.where(has, g_min, np.inf).min(axis=1)  # (d',)
+        hi = np.where(has, g_max, -np.inf).max(axis=1)
         usable = hi > lo
         if not usable.any():
             return
         frac = np.arange(1, _N_THRESHOLDS + 1) / (_N_THRESHOLDS + 1)
         lo, hi = np.where(usable, lo, 0.0), np.where(usable, hi, 0.0)  # unobserved features: no candidates
         thresholds = lo[:, None] + (hi - lo)[:, None] * frac  # (d', T)
-        mean = self.g_mean[leaf]
-        sigma = np.sqrt(np.maximum(np.divide(self.g_m2[leaf], W, out=np.zeros_like(W), where=has), _MIN_VARIANCE))
+        mean = self.g_mean[s]
+        sigma = np.sqrt(np.maximum(np.divide(self.g_m2[s], W, out=np.zeros_like(W), where=has), _MIN_VARIANCE))
         t = thresholds[:, :, None]  # (d', T, 1)
         left = W[:, None, :] * ndtr((t - mean[:, None, :]) / sigma[:, None, :])
-        left = np.where(t < self.g_min[leaf][:, None, :], 0.0, left)
-        left = np.where(t > self.g_max[leaf][:, None, :], W[:, None, :], left)
+        left = np.where(t < g_min[:, None, :], 0.0, left)
+        left = np.where(t > g_max[:, None, :], W[:, None, :], left)
         right = W[:, None, :] - left
         merit = self._info_gain(pre, left, right)  # (d', T)
         merit[~usable] = -np.inf
@@ -261,14 +274,15 @@ class VFDTForest(WeakLearners):
         return np.where(two_branches, merit, -np.inf)
 
     def _split(self, leaf: int, feature: int, threshold: float, left_mass: np.ndarray, right_mass: np.ndarray) -> None:
-        left_node = self._new_leaf(left_mass, left_mass > 0)
-        right_node = self._new_leaf(right_mass, right_mass > 0)
+        slot = self.slot[leaf]
+        self._clear_slot(slot)
+        left_node = self._new_leaf(left_mass, left_mass > 0, slot)
+        right_node = self._new_leaf(right_mass, right_mass > 0, self._new_slot())
         self.split_feature[leaf] = feature
         self.threshold[leaf] = threshold
         self.left[leaf], self.right[leaf] = left_node, right_node
         self.nan_left[leaf] = left_mass.sum() >= right_mass.sum()
-        for name in ("g_weight", "g_mean", "g_m2", "g_min", "g_max"):
-            getattr(self, name)[leaf] = self._FILL.get(name, 0)  # free the statistics of the old leaf
+        self.slot[leaf] = -1
 
     @property
     def n_leaves(self) -> int:
