@@ -47,6 +47,29 @@ def test_table3_settings_and_per_dataset_gamma_grids():
     assert p.entries["onlinebmr"]["paper_name"] == "OnlineBMR (best of 4 gamma)"
 
 
+TABLE5 = {  # paper 004, Table 5: (N, rho, loops) of TopOpt / TopAda
+    "emotions": ((50, 0.02, 20), (50, 0.02, 10)), "scene": ((50, 0.02, 10), (50, 0.04, 10)),
+    "yeast": ((30, 0.03, 10), (60, 0.04, 10)), "m-reduced": ((20, 0.04, 20), (60, 0.06, 20))}
+
+
+def test_topk_experiments_follow_table5_and_share_cells():
+    datasets = "datasets=[emotions,scene,yeast,m-reduced]"
+    p1, p2 = plan("+experiment=topk_table1", datasets), plan("+experiment=topk_table2", datasets)
+    for c in p2.cells:
+        if c.algorithm in ("topopt", "topada"):
+            n, rho, loops = TABLE5[c.dataset][c.algorithm == "topada"]
+            assert (c.params["num_learners"], c.params["rho"], c.loops, c.params["k"]) == (n, rho, loops, 3)
+            assert c.params["exploration"] == ("single_swap" if c.entry.endswith("_s") else "uniform")
+    gammas = {c.params["gamma"] for c in p2.cells if c.algorithm == "topopt"}
+    assert gammas == {0.1, 0.2, 0.3, 0.4} and len({c.seed for c in p2.cells}) == 10
+    # Table 2 resumes Table 1's cells, and the full-information columns are Table 3's cells
+    assert {c.cell_id for c in p1.cells} < {c.cell_id for c in p2.cells}
+    full = {c.cell_id for c in p1.cells if c.algorithm in ("onlinebmr", "adaolmr")}
+    assert full == {c.cell_id for c in plan("+experiment=table3", datasets).cells}
+    figure = plan("+experiment=topk_figure1")
+    assert sorted({c.params["k"] for c in figure.cells}) == [3, 5, 8, 11] and len(figure.cells) == 40
+
+
 def test_learner_report_figures_are_table_metrics():
     p = plan("+experiment=multiclass_table1", "datasets=[balance]", "algorithms=[best_vfdt,adaolm]")
     assert p.table_metrics == ["accuracy", "best_tree_accuracy", "runtime_s"]
