@@ -113,6 +113,7 @@ def run_stream(learner, dataset: Dataset, phases: list[Phase], metrics: tuple[st
     final = {m.name: m.accumulator() for m in chosen}
     feedback = _feedback_builder(learner)
     X, Y = dataset.X, dataset.Y
+    _reset_peak_rss()
     timings: dict[str, dict[str, float]] = {}
     curve: dict[str, list] = {"step": [], "phase": [], "value": []}
     step = 0
@@ -158,5 +159,20 @@ def _view(prediction, needs: str):
     return prediction[needs] if isinstance(prediction, dict) else prediction
 
 
+def _reset_peak_rss() -> None:
+    """Start this stream's peak-memory window (Linux: reset VmHWM), so that a worker process that runs
+    several cells reports each cell's own peak, not the largest of all cells so far."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:  # not Linux (or not permitted): the process-lifetime peak below
+        pass
+
+
 def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    """Peak resident memory (MB) since :func:`_reset_peak_rss`: the data, the learner and what it allocated."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024.0
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

@@ -34,6 +34,29 @@ class Recorder(OnlineLearner):
         self.updates.append(np.asarray(feedback).copy())
 
 
+class Hoarder(Recorder):
+    """Keeps ``mb`` megabytes alive after its first update (touching every page)."""
+
+    name = "hoarder"
+
+    def __init__(self, n_features, n_labels, seed=None, mb=0, **hyper):
+        super().__init__(n_features, n_labels, seed, **hyper)
+        self.mb, self.blob = mb, None
+
+    def learn_one(self, x, feedback):
+        if self.blob is None:
+            self.blob = np.ones(self.mb * 131072)  # 8-byte floats
+
+
+def test_peak_memory_is_per_stream_not_per_process():
+    """A worker process runs many cells: each reports its own peak (Linux VmHWM reset), not the process's."""
+    data = _dataset()
+    phases = make_phases(data, "train_test", loops=1)
+    big = run_stream(Hoarder(4, 3, mb=300), data, phases).peak_rss_mb
+    small = run_stream(Hoarder(4, 3, mb=1), data, phases).peak_rss_mb
+    assert big > small + 250, (big, small)
+
+
 def test_train_test_protocol_scores_the_test_split_and_keeps_learning():
     data = _dataset()
     learner = Recorder(4, 3)

@@ -59,7 +59,7 @@ class BackendConfig:
     object_store_memory_mb: int = 256  # local Ray: cells return small results, no need for a big store
     max_retries: int = 2  # re-runs of a cell whose worker process died (exceptions are not retried)
     queue_per_cpu: int = 1  # cells queued per CPU besides the running ones (keeps workers busy)
-    fresh_worker_per_cell: bool = False  # one new worker process per cell (exact peak_rss_mb, ~1 s per cell)
+    fresh_worker_per_cell: bool = False  # one new worker process per cell (~1 s per cell; isolates cells fully)
     log_to_driver: bool = False  # forward workers' stdout/stderr
 
 
