@@ -6,47 +6,19 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import pandas as pd
 
 import olb.grid.testing  # noqa: F401 - registers _grid_stub in this process
 from olb.grid import compose, run_grid
+from support import finished_cells, session_processes
 
 COMMON = ["imports=[olb.grid.testing]", "algorithms=[_grid_stub]", "+algorithm._grid_stub.params.delay_s=1.0",
           "seeds=6", "name=killed", "plots=false"]
-
-
-def finished_cells(db: Path) -> int:
-    if not db.exists():
-        return 0
-    try:
-        with sqlite3.connect(db, timeout=5) as con:
-            return con.execute("SELECT COUNT(*) FROM runs r JOIN tags t ON r.run_uuid = t.run_uuid WHERE "
-                               "r.status = 'FINISHED' AND t.key = 'olb.kind' AND t.value = 'cell'").fetchone()[0]
-    except sqlite3.Error:  # tables not created yet, or locked
-        return 0
-
-
-def session_processes(sid: int) -> dict[int, str]:
-    """pid -> command of every process in session ``sid`` (the driver's own session: start_new_session)."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()
-            if int(fields[3]) == sid and fields[0] != "Z":
-                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
-        except (OSError, ValueError):
-            continue
-    return found
 
 
 def test_killed_driver_loses_nothing_and_the_rerun_completes_the_grid(tmp_path):
@@ -59,13 +31,13 @@ def test_killed_driver_loses_nothing_and_the_rerun_completes_the_grid(tmp_path):
                             cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.time() + 240
-        while finished_cells(db) < 2:
+        while len(finished_cells(db)) < 2:
             assert proc.poll() is None, (tmp_path / "driver.log").read_text()
             assert time.time() < deadline, "no cell finished in time"
             time.sleep(0.2)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        done_before = finished_cells(db)
+        done_before = len(finished_cells(db))
         assert 2 <= done_before < 6
         # Ray's core processes (GCS, raylet, workers) die with their driver; its two agents exit on their own
         # after a GCS time-out (about a minute), so they are stopped below.

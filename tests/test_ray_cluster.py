@@ -7,7 +7,6 @@ process behind (checked by session id and by the nodes' unique temp dirs, stoppe
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import signal
@@ -20,15 +19,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from support import local_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 RAY_NODE = ROOT / "slurm" / "ray_node.sh"
 TOOLS = ROOT / "slurm" / "cluster_tools.py"
 HEAD_IP, WORKER_IP = "127.0.0.2", "127.0.0.3"
-
-_spec = importlib.util.spec_from_file_location("olb_local_cluster", ROOT / "slurm" / "local_cluster.py")
-local_cluster = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(local_cluster)
 
 pytestmark = pytest.mark.slow
 

@@ -9,25 +9,20 @@ submissions fail at once with a message that says what is wrong.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from support import finished_cells, local_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 SBATCH = ROOT / "slurm" / "olb_grid.sbatch"
 GRID = ["num_learners=2", "seeds=2", "plots=false", "tracking.cell_artifacts=false"]  # 6 cells on emotions
-
-_spec = importlib.util.spec_from_file_location("olb_local_cluster", ROOT / "slurm" / "local_cluster.py")
-local_cluster = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(local_cluster)
 
 pytestmark = pytest.mark.slow
 free_port_base, wait_no_leftovers = local_cluster.free_port_base, local_cluster.wait_no_leftovers
@@ -37,21 +32,6 @@ def _clean_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_", "SRUN_", "RAY_"))}
     env.update(extra)
     return env
-
-
-def finished_cells(db: Path) -> set[str]:
-    """Cell ids whose MLflow run is FINISHED (read-only, straight from the SQLite store)."""
-    if not db.exists():
-        return set()
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-    try:
-        rows = con.execute("select t.value from tags t join runs r on r.run_uuid = t.run_uuid "
-                           "where t.key = 'olb.cell_id' and r.status = 'FINISHED'").fetchall()
-    except sqlite3.OperationalError:  # the schema is being created
-        return set()
-    finally:
-        con.close()
-    return {r[0] for r in rows}
 
 
 def expected_cells(overrides: list[str]) -> set[str]:
