@@ -47,12 +47,12 @@ class Cell:
     varying: tuple[tuple[str, Any], ...] = ()  # hyperparameters that vary within (entry, dataset), with values
     best_of: tuple[str, ...] = ()
     paper_name: str | None = None
-    reports: tuple[str, ...] = ()  # end-of-stream figures of the learner (OnlineLearner.report_metrics)
 
     @property
     def measured(self) -> tuple[str, ...]:
-        """Everything the cell records besides runtimes: its metrics, then the learner's report figures."""
-        return (*self.metrics, *self.reports)
+        """Everything the cell records besides runtimes: its metrics, then the learner's end-of-stream figures
+        (``OnlineLearner.report_metrics``)."""
+        return (*self.metrics, *get_algorithm(self.algorithm).report_metrics)
 
     def spec_dict(self, data_dir: str | None = None) -> dict:
         """Keyword arguments of :class:`olb.run.CellSpec`."""
@@ -304,8 +304,7 @@ def plan_grid(cfg: DictConfig) -> Plan:
                 for seed in seeds:
                     cid = cell_id(algo, ds, seed, params, protocol, loops, metrics, cfg.curve_every)
                     cells.append(Cell(cid, key, label, algo, ds, seed, params, protocol, loops, metrics,
-                                      cfg.curve_every, varying, best_of, entries[key]["paper_name"],
-                                      tuple(cls.report_metrics)))
+                                      cfg.curve_every, varying, best_of, entries[key]["paper_name"]))
     for hp in sorted(set(shorthand) - used_shorthand):
         warnings.append(f"{hp}={shorthand[hp]!r} applies to none of the selected algorithms ({', '.join(selected)})")
     if not cells:
@@ -328,7 +327,8 @@ def plan_grid(cfg: DictConfig) -> Plan:
                 raise GridConfigError(f"table.{where}: {axis!r} is not allowed; allowed: {', '.join(axes_allowed)}")
     if set(cfg.table.rows) & set(cfg.table.columns):
         raise GridConfigError(f"table.rows {list(cfg.table.rows)} and table.columns {list(cfg.table.columns)} overlap")
-    reported = {m: lower for c in cells for m, lower in get_algorithm(c.algorithm).report_metrics.items()}
+    reported = {m: lower for algo in {c.algorithm for c in cells}
+                for m, lower in get_algorithm(algo).report_metrics.items()}
     lower = {m: METRICS[m].lower_is_better if m in METRICS else reported.get(m, True) for m in table_metrics}
     return Plan(cells, datasets, entries, table_metrics, select_by, lower, warnings)
 

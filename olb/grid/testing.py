@@ -11,29 +11,19 @@ in every Ray worker::
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from olb.grid.worker import in_ray_worker
 from olb.learners.base import OnlineLearner, Param
 from olb.registry import register
 
 
 def crash_marker(token: int) -> Path:
     return Path(tempfile.gettempdir()) / f"olb-grid-crash-once-{token}"
-
-
-def _in_ray_worker() -> bool:
-    ray = sys.modules.get("ray")
-    if ray is None:
-        return False
-    try:
-        return ray.is_initialized() and ray._private.worker.global_worker.mode == ray.WORKER_MODE
-    except Exception:  # noqa: BLE001
-        return False
 
 
 @register
@@ -65,7 +55,7 @@ class GridStub(OnlineLearner):
             if self.crash_token:
                 marker = crash_marker(self.crash_token)
                 if not marker.exists():
-                    if not _in_ray_worker():
+                    if not in_ray_worker():
                         raise RuntimeError("_grid_stub: crash_token kills the process: only inside a Ray worker")
                     marker.touch()
                     os._exit(3)

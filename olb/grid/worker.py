@@ -11,6 +11,7 @@ import importlib
 import io
 import os
 import socket
+import sys
 import time
 import traceback
 
@@ -58,12 +59,20 @@ def execute_cell(task: dict) -> dict:
     return payload
 
 
+def in_ray_worker() -> bool:
+    """Whether this process is a Ray worker (not a driver, and not the serial backend's process)."""
+    ray = sys.modules.get("ray")  # a Ray worker has imported it; never imported here for the serial backend
+    if ray is None:
+        return False
+    try:
+        return ray.is_initialized() and ray._private.worker.global_worker.mode == ray.WORKER_MODE
+    except Exception:  # noqa: BLE001 - Ray internals moved: treat as not a worker
+        return False
+
+
 def _node_ip() -> str:
     """The Ray node's IP when running as a Ray task, else "" (serial backend)."""
-    import sys
-
-    ray = sys.modules.get("ray")  # imported by the Ray worker process; never imported here for the serial backend
-    return ray.util.get_node_ip_address() if ray is not None and ray.is_initialized() else ""
+    return sys.modules["ray"].util.get_node_ip_address() if in_ray_worker() else ""
 
 
 def curve_csv(payload: dict) -> str:
