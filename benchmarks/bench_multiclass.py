@@ -26,25 +26,30 @@ shared machine the CPU time is the figure to trust.
 from __future__ import annotations
 
 import argparse
+import math
 import time
+from pathlib import Path
 
 import numpy as np
+import yaml
 
 from olb.data import load_dataset
+from olb.grid.config import ReferenceConfig
+from olb.grid.results import load_reference, paper_value
 from olb.learners.multiclass_boosting import MBBMCosts, OnlineMBBM
 from olb.learners.potentials import baseline
 from olb.run import CellSpec, run_cell
 
-# paper 001, Table 1: runtime in seconds (accuracy in specs/paper_tables.csv)
-PAPER_RUNTIME_S = {
-    "balance": {"best_vfdt": 8, "oza": 19, "adaolm": 20, "onlinembbm": 42},
-    "mice": {"best_vfdt": 105, "oza": 263, "adaolm": 416, "onlinembbm": 2173},
-    "cars": {"best_vfdt": 39, "oza": 27, "adaolm": 59, "onlinembbm": 56},
-    "mushroom": {"best_vfdt": 241, "oza": 169, "adaolm": 355, "onlinembbm": 325},
-    "nursery": {"best_vfdt": 526, "oza": 302, "adaolm": 735, "onlinembbm": 1510},
-    "isolet": {"best_vfdt": 470, "oza": 1497, "adaolm": 2422, "onlinembbm": 64707},
-    "movement": {"best_vfdt": 1960, "oza": 3437, "adaolm": 5072, "onlinembbm": 18676},
-}
+EXPERIMENT = Path(__file__).resolve().parents[1] / "conf" / "experiment" / "multiclass_table1.yaml"
+REFERENCE = ReferenceConfig(paper="001_d785bc6f4ee46b6e", table="Table 1")  # conf/reference/paper_tables.csv
+
+
+def paper_runtime_s(algorithm: str, dataset: str) -> float:
+    """The paper's Table 1 runtime (s) of ``algorithm`` on ``dataset``, found by the experiment's column name."""
+    name = yaml.safe_load(EXPERIMENT.read_text())["algorithm"][algorithm]["paper_name"]
+    return paper_value(load_reference(REFERENCE), REFERENCE, name, dataset, "runtime_s")[0]
+
+
 DATASETS = ("balance", "mice", "cars", "mushroom", "nursery", "movement")
 
 
@@ -177,7 +182,8 @@ def bench_runtime(datasets, algorithms, gamma: float, seed: int, authors_weights
                 params["gamma"] = gamma
             result = run_cell(CellSpec(algorithm, name, seed=seed, params=params))
             n = sum(p["n_examples"] for p in result.stream.phases.values())
-            paper = PAPER_RUNTIME_S.get(name, {}).get(algorithm)
+            paper = paper_runtime_s(algorithm, name)
+            paper = None if math.isnan(paper) else int(paper)
             cpu = result.stream.cpu_s
             by_cpu = f"{paper / cpu:9.1f}x" if paper else "-"
             by_wall = f"{paper / result.runtime_s:9.1f}x" if paper else "-"

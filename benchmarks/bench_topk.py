@@ -1,7 +1,8 @@
 """Paper 004 (top-k feedback boosting): runtime against Table 4 and weighted rank loss against Tables 1 and 2.
 
-Settings (N, rho, loops per data set and algorithm) are read from conf/experiment/topk_table1.yaml, i.e. the
-paper's Table 5; k = 3 and the App. C.2 heuristics as there. Cells run in parallel worker processes.
+Settings (N, rho, loops per data set, algorithm and scheme) are read from conf/experiment/topk_table2.yaml, i.e.
+the paper's Table 5; k = 3 and the App. C.2 heuristics as there; the paper's numbers from
+conf/reference/paper_tables.csv, as in the grid's tables. Cells run in parallel worker processes.
 
     python benchmarks/bench_topk.py                                   # Table 4: runtime, 1 seed, gamma 0.3
     python benchmarks/bench_topk.py --table --seeds 5                 # Table 1 (uniform), best of 4 gamma
@@ -25,30 +26,31 @@ from pathlib import Path
 
 import yaml
 
-CONF = Path(__file__).resolve().parents[1] / "conf" / "experiment" / "topk_table1.yaml"
-PAPER_RUNTIME = {("topopt", "emotions"): 299, ("topada", "emotions"): 189, ("topopt", "scene"): 415,
-                 ("topada", "scene"): 371, ("topopt", "yeast"): 334, ("topada", "yeast"): 260,
-                 ("topada", "mediamill"): 4752, ("topopt", "m-reduced"): 1852, ("topada", "m-reduced"): 352}
-PAPER_LOSS = {  # (exploration, algorithm, dataset) -> weighted rank loss, Tables 1 (uniform) and 2 (single swap)
-    **{("uniform", a, d): v for (a, d), v in {
-        ("topopt", "emotions"): .20, ("topada", "emotions"): .22, ("topopt", "scene"): .11, ("topada", "scene"): .13,
-        ("topopt", "yeast"): .23, ("topada", "yeast"): .23, ("topada", "mediamill"): .09,
-        ("topopt", "m-reduced"): .11, ("topada", "m-reduced"): .11}.items()},
-    **{("single_swap", a, d): v for (a, d), v in {
-        ("topopt", "emotions"): .19, ("topada", "emotions"): .23, ("topopt", "scene"): .11, ("topada", "scene"): .13,
-        ("topopt", "yeast"): .22, ("topada", "yeast"): .22, ("topada", "mediamill"): .08,
-        ("topopt", "m-reduced"): .11, ("topada", "m-reduced"): .11}.items()},
-}
-ENTRY = {"topopt": "topopt_u", "topada": "topada_u"}
+from olb.grid.config import ReferenceConfig
+from olb.grid.results import load_reference, paper_value
+
+CONF = Path(__file__).resolve().parents[1] / "conf" / "experiment" / "topk_table2.yaml"  # both schemes
+REFERENCE = ReferenceConfig(paper="004_b3fc671592caef8d")  # conf/reference/paper_tables.csv, as the grid uses
 
 
-def table5_settings(algorithm: str, dataset: str) -> tuple[dict, int]:
+def experiment_entry(algorithm: str, exploration: str) -> dict:
+    """The experiment file's entry (Table 5 settings, the paper's name of the column) for one algorithm and scheme."""
+    return yaml.safe_load(CONF.read_text())["algorithm"][f"{algorithm}_{exploration[0]}"]  # topopt_u, topada_s, ...
+
+
+def table5_settings(algorithm: str, exploration: str, dataset: str) -> tuple[dict, int]:
     """(hyperparameters, loops) of the paper's Table 5 for ``algorithm`` on ``dataset``, from the experiment file."""
-    entry = yaml.safe_load(CONF.read_text())["algorithm"][ENTRY[algorithm]]
+    entry = experiment_entry(algorithm, exploration)
     params = {k: v for k, v in entry["params"].items() if k != "gamma"}
     params.update(entry["per_dataset"][dataset])
     loops = params.pop("loops")
     return params, loops
+
+
+def paper_number(algorithm: str, exploration: str, dataset: str, metric: str) -> float:
+    """The paper's weighted_rank_loss (Tables 1, 2) or runtime_s (Table 4, uniform only); NaN where it has none."""
+    name = experiment_entry(algorithm, exploration)["paper_name"]
+    return paper_value(load_reference(REFERENCE), REFERENCE, name, dataset, metric)[0]
 
 
 def run_one(job: tuple) -> dict:
@@ -76,8 +78,7 @@ def main() -> None:
 
     jobs = []
     for dataset, algorithm in itertools.product(args.datasets, args.algorithms):
-        params, loops = table5_settings(algorithm, dataset)
-        params["exploration"] = args.exploration
+        params, loops = table5_settings(algorithm, args.exploration, dataset)
         for gamma in (gammas if algorithm == "topopt" else [None]):
             for seed in range(args.seeds):
                 p = dict(params, gamma=gamma) if gamma is not None else dict(params)
@@ -103,8 +104,8 @@ def main() -> None:
         sd = statistics.stdev(losses) if len(losses) > 1 else math.nan
         cpu = statistics.fmean(r["cpu_s"] for r in runs)
         wall = statistics.fmean(r["wall_s"] for r in runs)
-        paper = PAPER_LOSS.get((args.exploration, algorithm, dataset), math.nan)
-        paper_s = PAPER_RUNTIME.get((algorithm, dataset), math.nan)
+        paper = paper_number(algorithm, args.exploration, dataset, "weighted_rank_loss")
+        paper_s = paper_number(algorithm, "uniform", dataset, "runtime_s")
         print(f"| {dataset:<10} | {algorithm:<9} | {'' if gamma is None else gamma:>5} | {mean:>8.4f} ± {sd:<6.4f} | "
               f"{paper:>5.2f} | {mean - paper:>+6.3f} | {cpu:>7.1f} | {wall:>7.1f} | {paper_s:>7.0f} | "
               f"{paper_s / cpu:>7.1f}x | {max(r['peak_rss_mb'] for r in runs):>7.0f} |")
