@@ -46,9 +46,21 @@ def compute(case: dict, data_dir=None) -> dict:
     return {"metrics": dict(stream.metrics), "curve": [float(v) for v in stream.curve["value"]]}
 
 
+# Experiments whose cell ids (what resume matches finished MLflow runs by) must never change by accident.
+EXPERIMENTS = ("default", "table3", "multiclass_table1", "topk_table1", "topk_table2", "topk_figure1")
+
+
+def cell_ids(experiment: str) -> list[str]:
+    from olb.grid import compose
+    from olb.grid.plan import plan_grid
+
+    return sorted(c.cell_id for c in plan_grid(compose([f"+experiment={experiment}"])).unique_cells)
+
+
 if __name__ == "__main__":
     if "--record" not in sys.argv:
         raise SystemExit(__doc__)
     results = {name: compute(case) for name, case in CASES}
+    results["cell_ids"] = {name: cell_ids(name) for name in EXPERIMENTS}
     REFERENCE.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     print(json.dumps(results, indent=1))

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from cases import CASES, REFERENCE, compute
+from cases import CASES, EXPERIMENTS, REFERENCE, cell_ids, compute
 
 RECORDED = json.loads(REFERENCE.read_text())
 
@@ -13,3 +13,9 @@ RECORDED = json.loads(REFERENCE.read_text())
 @pytest.mark.parametrize("name, case", CASES, ids=[name for name, _ in CASES])
 def test_same_results_as_recorded(name, case, data_dir):
     assert compute(case, str(data_dir)) == RECORDED[name]
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_cell_ids_unchanged(experiment):
+    """Finished cells in stores written by earlier versions keep resuming (resume matches by cell id)."""
+    assert cell_ids(experiment) == RECORDED["cell_ids"][experiment]
