@@ -36,8 +36,8 @@ import yaml
 from olb.data import load_dataset
 from olb.grid.config import ReferenceConfig
 from olb.grid.results import load_reference, paper_value
-from olb.learners.multiclass_boosting import MBBMCosts, OnlineMBBM
-from olb.learners.potentials import baseline
+from olb.learners.boosting.multiclass import MBBMCosts, OnlineMBBM
+from olb.learners.boosting.potentials import baseline
 from olb.run import CellSpec, run_cell
 
 EXPERIMENT = Path(__file__).resolve().parents[1] / "conf" / "experiment" / "multiclass_table1.yaml"

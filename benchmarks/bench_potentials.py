@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from olb.learners.potentials import (
+from olb.learners.boosting.potentials import (
     PairwisePotential,
     TopkPairPotential,
     ZeroOnePotential,

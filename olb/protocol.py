@@ -15,7 +15,7 @@ reported metrics. The protocols the papers use:
 
 The feedback a learner receives is built by ``FEEDBACK[learner.feedback]`` from its prediction and the
 true labels: the full label vector for full-information learners; for top-k learners (paper 004) a
-:class:`~olb.learners.exploration.TopKFeedback` holding only the k top labels of the ranking the learner
+:class:`~olb.feedback.TopKFeedback` holding only the k top labels of the ranking the learner
 output and their relevance (``k`` is read from the learner, see ``FEEDBACK_SETTINGS``; k must be smaller
 than the number of labels). Every learner receives its own copy of the feature row, never a view into the
 data set, so nothing but x and the feedback object reaches it.
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from olb.data.dataset import Dataset
-from olb.learners.exploration import TopKFeedback
+from olb.feedback import TopKFeedback
 from olb.metrics import METRICS, Metric
 
 PROTOCOLS = ("train_test", "prequential_last20", "train_frozen")

@@ -1,20 +1,23 @@
 """Algorithm name -> learner class. The grid and the command line know learners only through this table.
 
-To add an algorithm: subclass :class:`olb.learners.base.OnlineLearner`, give it a ``name`` and its
-``params``, and either list it in ``_BUILTIN`` or call :func:`register` on it before running a grid.
+Each learner family (a package under ``olb/learners/``) lists its learners in ``LEARNERS``; ``FAMILIES``
+names the packages collected here. To add an algorithm: subclass :class:`olb.learners.base.OnlineLearner`,
+give it a ``name`` and its ``params``, and add it to its family's ``LEARNERS`` (or call :func:`register` on
+it, e.g. from a module listed in a grid's ``imports``). ``docs/architecture.md`` walks through it.
 """
 
 from __future__ import annotations
 
+import difflib
+import importlib
+
 from olb.learners.base import OnlineLearner
-from olb.learners.baselines import BestVFDT, OzaBoost
-from olb.learners.mlr_boosting import AdaOLMR, OnlineBMR
-from olb.learners.multiclass_boosting import AdaBoostOLM, OnlineMBBM
-from olb.learners.topk_boosting import TopAda, TopOpt
 
-_BUILTIN = (AdaOLMR, OnlineBMR, TopOpt, TopAda, AdaBoostOLM, OnlineMBBM, BestVFDT, OzaBoost)
+FAMILIES = ("olb.learners.boosting",)
 
-ALGORITHMS: dict[str, type[OnlineLearner]] = {cls.name: cls for cls in _BUILTIN}
+ALGORITHMS: dict[str, type[OnlineLearner]] = {
+    cls.name: cls for family in FAMILIES for cls in importlib.import_module(family).LEARNERS
+}
 
 
 class UnknownAlgorithmError(ValueError):
@@ -31,7 +34,14 @@ def get_algorithm(name: str) -> type[OnlineLearner]:
     try:
         return ALGORITHMS[name]
     except KeyError:
-        raise UnknownAlgorithmError(f"unknown algorithm {name!r}; allowed: {', '.join(sorted(ALGORITHMS))}") from None
+        raise UnknownAlgorithmError(f"unknown algorithm {name!r}{did_you_mean(name, ALGORITHMS)}; "
+                                    f"allowed: {', '.join(sorted(ALGORITHMS))}") from None
+
+
+def did_you_mean(name: str, known) -> str:
+    """``" (did you mean 'x'?)"`` for the closest known name, or ``""``."""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def algorithm_names() -> list[str]:

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from olb.learners.losses import logistic_rank_gradient
-from olb.learners.mlr_boosting import AdaOLMR, OnlineBMR
+from olb.learners.boosting.losses import logistic_rank_gradient
+from olb.learners.boosting.mlr import AdaOLMR, OnlineBMR
 from olb.registry import UnknownAlgorithmError, get_algorithm
 
 

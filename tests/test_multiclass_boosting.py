@@ -5,8 +5,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from olb.learners.baselines import BestVFDT, OzaBoost
-from olb.learners.multiclass_boosting import (
+from olb.learners.boosting.baselines import BestVFDT, OzaBoost
+from olb.learners.boosting.multiclass import (
     AdaBoostOLM,
     MBBMCosts,
     OnlineMBBM,
@@ -14,7 +14,7 @@ from olb.learners.multiclass_boosting import (
     logistic_cost_matrix,
     logistic_loss,
 )
-from olb.learners.potentials import baseline, mbbm_cost_matrix
+from olb.learners.boosting.potentials import baseline, mbbm_cost_matrix
 from olb.protocol import make_phases, run_stream
 from olb.registry import get_algorithm
 from olb.run import CellSpec, run_cell

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.special import gammaln, xlogy
 
-from olb.learners.potentials import (
+from olb.learners.boosting.potentials import (
     PairwisePotential,
     TopkPairPotential,
     ZeroOnePotential,

@@ -6,12 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from olb.learners import mlr_boosting
-from olb.learners.exploration import (SingleSwapExploration, TopKFeedback, UniformExploration, importance_weights,
-                                      observed_pairs, ranking)
-from olb.learners.losses import logistic_rank_gradient
-from olb.learners.potentials import baseline
-from olb.learners.topk_boosting import TopAda, TopOpt
+from olb.learners.boosting import mlr as mlr_boosting
+from olb.feedback import TopKFeedback, observed_pairs, ranking
+from olb.learners.boosting.exploration import SingleSwapExploration, UniformExploration, importance_weights
+from olb.learners.boosting.losses import logistic_rank_gradient
+from olb.learners.boosting.potentials import baseline
+from olb.learners.boosting.topk import TopAda, TopOpt
 from olb.registry import get_algorithm
 from olb.run import CellSpec, run_cell
 

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from olb.data.dataset import Dataset
-from olb.learners.exploration import (SingleSwapExploration, TopKFeedback, UniformExploration, importance_weights,
-                                      make_exploration, observed_pairs, ranking, ranking_scores)
+from olb.feedback import TopKFeedback, observed_pairs, ranking, ranking_scores
+from olb.learners.boosting.exploration import (SingleSwapExploration, UniformExploration, importance_weights,
+                                               make_exploration)
 from olb.protocol import make_phases, run_stream
 
 SCHEMES = [UniformExploration, SingleSwapExploration]

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from olb.learners.base import OnlineLearner, Param
-from olb.learners.boosting_common import BOOSTER_PARAMS, build_weak_learners, hedge_draw, hedge_update
-from olb.learners.losses import logistic_rank_gradient
-from olb.learners.potentials import PairwisePotential
+from olb.learners.boosting.common import BOOSTER_PARAMS, build_weak_learners, hedge_draw, hedge_update
+from olb.learners.boosting.losses import logistic_rank_gradient
+from olb.learners.boosting.potentials import PairwisePotential
 from olb.metrics import rank_loss_many
 
 AUTHORS_IMPORTANCE_SCALE = (3.0, 10.0)
@@ -117,7 +117,7 @@ class OnlineBMR(MLRBooster):
     """OnlineBMR (paper 000, Algorithm 2): potential-based costs, alpha = 1, the last expert predicts.
 
     c^i[l] = phi^{N-i}(s^{i-1} + e_l) (eq. 2), with the potential of the hinge loss under the baseline
-    u_gamma^Y computed exactly (:class:`~olb.learners.potentials.PairwisePotential`), not by Monte Carlo.
+    u_gamma^Y computed exactly (:class:`~olb.learners.boosting.potentials.PairwisePotential`), not by Monte Carlo.
     ``margin`` is the hinge margin: 1 as the paper defines it, 0 as the authors' code computes it.
     Where gamma |Y| > 1 the baseline is not a distribution; ``invalid_baseline`` says what happens then:
     ``"cap"`` uses gamma' = 1/|Y| for that example, ``"raise"`` stops with an error.

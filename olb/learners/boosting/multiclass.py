@@ -10,7 +10,7 @@ argmax s^i (all ties broken at random).
 When the label y arrives, learner i is fed (x, y) with an importance weight read off C^i:
 
 * OnlineMBBM: alpha = 1, C^i[r, l] = phi^r_{N-i}(s^{i-1} + e_l), the exact 0-1 potential of the biased
-  uniform baseline (:func:`olb.learners.potentials.mbbm_cost_matrix`, memoized on the canonical state);
+  uniform baseline (:func:`olb.learners.boosting.potentials.mbbm_cost_matrix`, memoized on the canonical state);
   the learner predicts with the normalized matrix D^i of eq. (5), the one Algorithm 1 passes to it;
   weight w^i = sum_l (C^i[y, l] - C^i[y, y]); the prediction is the last expert's (simple majority vote).
 * Adaboost.OLM: C^i is the gradient of the multiclass logistic loss at s^{i-1} (eq. 9); weight
@@ -33,8 +33,8 @@ import numpy as np
 from scipy.special import expit
 
 from olb.learners.base import OnlineLearner, Param
-from olb.learners.boosting_common import BOOSTER_PARAMS, build_weak_learners, hedge_draw, hedge_update
-from olb.learners.potentials import baseline, mbbm_cost_matrix
+from olb.learners.boosting.common import BOOSTER_PARAMS, build_weak_learners, hedge_draw, hedge_update
+from olb.learners.boosting.potentials import baseline, mbbm_cost_matrix
 
 AUTHORS_WEIGHT_CONSTANTS = (5.0, 200.0)  # U[5, 200] per tree in the authors' multiclass driver
 AUTHORS_FIRST_WEIGHT = 5.0  # Adaboost.OLM in the authors' code: tree 1 always gets weight 5
@@ -275,7 +275,7 @@ class MBBMCosts:
     (its row is all 1); with g the largest gap of a label that can, gaps are clipped at g + n + 2, beyond
     which a label can catch no label that can still win, even with one more vote. A decided state (leader ahead by n + 2
     or more) has C = 1 except the leader's row, 0, without computation. The remaining canonical states are
-    computed exactly (``samples == 0``, :func:`~olb.learners.potentials.mbbm_cost_matrix`) or, for the
+    computed exactly (``samples == 0``, :func:`~olb.learners.boosting.potentials.mbbm_cost_matrix`) or, for the
     benchmark against the authors' method, by Monte Carlo with ``samples`` draws per entry.
 
     Exact tables depend only on (k, gamma), so they are shared by every learner of the process

@@ -1,6 +1,6 @@
 """The baselines of paper 001's Table 1: the best of N online VFDTs, and Oza's online boosting.
 
-Both use the same weak learners as the boosters (:func:`olb.learners.boosting_common.build_weak_learners`:
+Both use the same weak learners as the boosters (:func:`olb.learners.boosting.common.build_weak_learners`:
 by default the vectorized VFDT forest with per-tree random parameters, every tree on all features).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from olb.learners.base import OnlineLearner, Param
-from olb.learners.boosting_common import BOOSTER_PARAMS, build_weak_learners
+from olb.learners.boosting.common import BOOSTER_PARAMS, build_weak_learners
 from olb.weak import VFDTForest
 
 _TREE_PARAMS = {

@@ -1,14 +1,14 @@
 """Online boosting for multi-label ranking with top-k feedback (paper 004): TopOpt and TopAda.
 
-Paper 004 (Zhang et al.) runs paper 000's boosting schema (:class:`~olb.learners.mlr_boosting.MLRBooster`:
+Paper 004 (Zhang et al.) runs paper 000's boosting schema (:class:`~olb.learners.boosting.mlr.MLRBooster`:
 N weak learners, experts s^j = sum_{i<=j} alpha^i h^i, cost vectors, relevant labels fed with importance
 weight max(c) - c[l]) when the learner only learns, for the k labels it ranked on top, whether each is
 relevant (Algorithm 1):
 
-1. the chosen expert's ranking sigma(s^{i_t}) is randomized (:mod:`olb.learners.exploration`: ``uniform``
+1. the chosen expert's ranking sigma(s^{i_t}) is randomized (:mod:`olb.learners.boosting.exploration`: ``uniform``
    or ``single_swap``); the explored ranking r~ is the prediction (``predict_one`` returns a tie-free score
    vector whose ranking is r~, so the protocol scores the rank loss of r~ and reads its top k);
-2. the protocol answers with a :class:`~olb.learners.exploration.TopKFeedback` (top-k labels of r~ and
+2. the protocol answers with a :class:`~olb.feedback.TopKFeedback` (top-k labels of r~ and
    their relevance; never the label set or its size);
 3. every pairwise quantity (potentials, logistic loss, rank loss) is estimated by eq. 1: a sum over the
    observed (relevant, irrelevant) pairs, each weighted by 1 / P(both in the top k), with the exact P of
@@ -19,7 +19,7 @@ Only observed relevant labels are fed to the weak learners (the others are unkno
 experiments use 0.01 for TopAda).
 
 :class:`TopOpt` (Top-k BBM, Algorithm 2): alpha = 1, the last expert predicts, c^i[l] = Phi-hat^{N-i}(s^{i-1} + e_l)
-with the exact surrogate potential of :class:`~olb.learners.potentials.TopkPairPotential` (unweighted hinge,
+with the exact surrogate potential of :class:`~olb.learners.boosting.potentials.TopkPairPotential` (unweighted hinge,
 baseline u_a^gamma). :class:`TopAda` (Top-k Adaptive, Algorithm 3): costs are the gradient of the estimated
 unweighted logistic loss, alpha follows projected SGD with step 8 rho sqrt(2) / (m^2 sqrt(t)) (the alpha
 gradient optionally clipped to [-1, 1], App. C.2) and Hedge weighs the experts by the estimated rank loss.
@@ -31,11 +31,11 @@ import numpy as np
 from scipy.special import expit
 
 from olb.learners.base import Param
-from olb.learners.boosting_common import BOOSTER_PARAMS, hedge_draw, hedge_update
-from olb.learners.exploration import (EXPLORATIONS, TopKFeedback, importance_weights, make_exploration,
-                                      observed_pairs, ranking, ranking_scores)
-from olb.learners.mlr_boosting import MLRBooster
-from olb.learners.potentials import TopkPairPotential
+from olb.learners.boosting.common import BOOSTER_PARAMS, hedge_draw, hedge_update
+from olb.feedback import TopKFeedback, observed_pairs, ranking, ranking_scores
+from olb.learners.boosting.exploration import EXPLORATIONS, importance_weights, make_exploration
+from olb.learners.boosting.mlr import MLRBooster
+from olb.learners.boosting.potentials import TopkPairPotential
 
 TOPK_PARAMS = {
     "k": Param(int, 3, low=2, doc="number of top-ranked labels whose relevance is revealed (k < number of labels)"),
@@ -117,7 +117,7 @@ class TopOpt(TopKBooster):
     the paper, 0 in the authors' code.
 
     >>> import numpy as np
-    >>> from olb.learners.exploration import TopKFeedback
+    >>> from olb.feedback import TopKFeedback
     >>> model = TopOpt(n_features=2, n_labels=4, seed=0, num_learners=3, gamma=0.2, k=2, rho=0.1)
     >>> x = np.array([0.5, -1.0])
     >>> scores = model.predict_one(x)
@@ -160,7 +160,7 @@ class TopAda(TopKBooster):
     eta_t = 8 rho sqrt(2) / (m^2 sqrt(t)); Hedge v^i <- v^i exp(-L-hat_rnk(s^i)), L-hat_rnk = sum w 1(s[b] >= s[a]).
 
     >>> import numpy as np
-    >>> from olb.learners.exploration import TopKFeedback
+    >>> from olb.feedback import TopKFeedback
     >>> model = TopAda(n_features=2, n_labels=4, seed=0, num_learners=3, k=2, rho=0.1)
     >>> x = np.array([0.5, -1.0])
     >>> scores = model.predict_one(x)
