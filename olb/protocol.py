@@ -108,6 +108,9 @@ def run_stream(learner, dataset: Dataset, phases: list[Phase], metrics: tuple[st
     unknown = [m for m in names if m not in METRICS]
     if unknown:
         raise ValueError(f"unknown metric(s) {unknown}; allowed: {sorted(METRICS)}")
+    problems = missing_outputs(type(learner), names)
+    if problems:
+        raise ValueError("; ".join(problems))
     chosen: list[Metric] = [METRICS[m] for m in names]
     primary = chosen[0]
     final = {m.name: m.accumulator() for m in chosen}
@@ -143,6 +146,14 @@ def run_stream(learner, dataset: Dataset, phases: list[Phase], metrics: tuple[st
     return StreamResult(results,
                         {key: np.asarray(values) for key, values in curve.items()}, timings, _peak_rss_mb(),
                         primary.name)
+
+
+def missing_outputs(learner_cls, metric_names) -> list[str]:
+    """One sentence per metric that needs an output ``learner_cls`` does not declare (``OnlineLearner.outputs``)."""
+    outputs = tuple(getattr(learner_cls, "outputs", ("scores",)))
+    return [f"metric {name!r} needs the learner's {METRICS[name].needs!r} output, and {learner_cls.name} gives "
+            f"only {', '.join(map(repr, outputs))}" for name in metric_names
+            if name in METRICS and METRICS[name].needs not in outputs]
 
 
 def _feedback_builder(learner) -> Callable:

@@ -56,12 +56,48 @@ class Param:
         return self.kind(value) if self.choices is None else value
 
 
+@dataclass(frozen=True)
+class StreamShape:
+    """What a learner may know of its stream before it starts: the sizes the data registry declares.
+
+    ``n_train`` is the size of the training split (``None`` when the data set has none) and bounds the
+    rows an initial block can take.
+    """
+
+    n_features: int
+    n_labels: int
+    n_train: int | None = None
+
+
 class OnlineLearner:
     """Base class of olb's online learners: a plain state machine over numpy arrays.
 
-    Subclasses declare ``params`` (name -> :class:`Param`), the ``task`` they solve and the ``feedback``
-    they need, and implement ``predict_one``/``learn_one``. The constructor receives the stream's shape
-    (``n_features``, ``n_labels``), the hyperparameters, and a ``seed`` that fixes every random draw.
+    The contract every registered learner keeps (one test, ``tests/test_learner_contract.py``, checks it for all):
+
+    - **Construction.** ``cls(n_features, n_labels, seed=..., **hyperparameters)``: the hyperparameters are
+      the declared ``params`` (name -> :class:`Param`), validated by :meth:`validate`, and the rules across
+      them and against the stream's shape by :meth:`check_params` (the grid's planner calls the same rules
+      before any work starts). ``seed`` (an int or a ``numpy.random.Generator``) fixes every random draw.
+    - **Prediction.** ``predict_one(x)`` returns what ``outputs`` declares: ``"scores"`` (a float vector of
+      the labels' relevance, higher = more relevant), ``"labels"`` (a 0/1 vector: the predicted label set),
+      ``"class"`` (a class index). One output is returned as is; several as a dict keyed by these names.
+      A metric is only computed from an output the learner declares. Predicting never changes the model,
+      and it is valid before any learning.
+    - **Learning.** ``learn_one(x, feedback)`` with the feedback ``feedback`` names (``"full"``: the label
+      vector y, or the class index; ``"topk"``: an :class:`olb.feedback.TopKFeedback`). When
+      ``predict_before_learn`` is True (the boosters: their update uses the round's own prediction), the
+      protocol calls ``learn_one(x, ...)`` right after ``predict_one(x)`` on the same object and the same
+      x; otherwise it may call ``learn_one`` alone (training rounds that are not scored are not predicted).
+    - **Initial block.** A learner with an ``init_fraction`` hyperparameter is given the first
+      ``round(init_fraction * n_train)`` training rows at once through ``learn_many(X, Y)`` before the
+      stream (e.g. an ELM's initial batch, OML's initial memory); by default ``learn_many`` learns them one
+      by one.
+    - **Rows.** ``x`` is a float64 vector of length ``n_features`` that the learner may not keep a reference
+      to (copy what it stores). A learner with ``accepts_sparse = True`` is handed rows of data sets that are
+      sparse on disk as a ``scipy.sparse.csr_array`` of shape (1, n_features) (``learn_many``: (n, n_features)),
+      and never densifies them.
+    - **State.** A learner pickles at any point of the stream and continues identically after unpickling.
+    - **Tests.** ``test_params`` are small, fast settings that the contract test and quick checks use.
 
     A learner with figures that only exist at the end of the stream (e.g. the best tree in hindsight)
     implements ``stream_report(n_scored) -> dict`` and names them in ``report_metrics`` (name -> lower is
@@ -72,12 +108,19 @@ class OnlineLearner:
     task: ClassVar[str] = "multilabel"  # or "multiclass"
     feedback: ClassVar[str] = "full"  # or "topk"
     default_protocol: ClassVar[str] = "train_test"
+    outputs: ClassVar[tuple[str, ...]] = ("scores",)  # what predict_one returns ("scores", "labels", "class")
+    predict_before_learn: ClassVar[bool] = True
+    accepts_sparse: ClassVar[bool] = False
     params: ClassVar[dict[str, Param]] = {}
+    test_params: ClassVar[dict] = {}
     report_metrics: ClassVar[dict[str, bool]] = {}
 
-    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
+    def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
         self.n_features, self.n_labels = int(n_features), int(n_labels)
         self.hyper = self.validate(hyper)
+        problems = self.check_params(self.hyper, StreamShape(self.n_features, self.n_labels))
+        if problems:
+            raise ValueError(f"{self.name}: " + "; ".join(problems))
         for key, value in self.hyper.items():
             setattr(self, key, value)
         self.rng = np.random.default_rng(seed)
@@ -90,11 +133,22 @@ class OnlineLearner:
             raise ValueError(f"{cls.name}: unknown hyperparameter(s) {unknown}; allowed: {sorted(cls.params)}")
         return {key: p.check(cls.name, key, hyper.get(key, p.default)) for key, p in cls.params.items()}
 
+    @classmethod
+    def check_params(cls, params: dict, shape: StreamShape) -> list[str]:
+        """Problems of the (validated) ``params`` across parameters and against ``shape``, one sentence each
+        naming the parameters and what is allowed; empty when there is none. Subclasses extend it."""
+        return []
+
     def predict_one(self, x: np.ndarray):
         raise NotImplementedError
 
     def learn_one(self, x: np.ndarray, feedback) -> None:
         raise NotImplementedError
+
+    def learn_many(self, X, Y) -> None:
+        """Learn an initial block of rows (n, n_features) with their feedback; by default one by one."""
+        for i in range(X.shape[0]):
+            self.learn_one(X[i : i + 1] if self.accepts_sparse and not isinstance(X, np.ndarray) else X[i], Y[i])
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.hyper.items())

@@ -39,6 +39,7 @@ class BestVFDT(OnlineLearner):
 
     name = "best_vfdt"
     task = "multiclass"
+    outputs = ("class",)
     default_protocol = "prequential_last20"
     params = dict(_TREE_PARAMS)
     report_metrics = {"best_tree_accuracy": False}  # higher is better
@@ -109,6 +110,7 @@ class OzaBoost(OnlineLearner):
 
     name = "oza"
     task = "multiclass"
+    outputs = ("class",)
     default_protocol = "prequential_last20"
     params = dict(_TREE_PARAMS)
     EPS_CLIP = 1e-6

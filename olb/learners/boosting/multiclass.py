@@ -71,6 +71,7 @@ class MulticlassBooster(OnlineLearner):
     """The shared skeleton of paper 001's two boosters; subclasses choose costs, alpha and the expert."""
 
     task = "multiclass"
+    outputs = ("class",)
     default_protocol = "prequential_last20"
     initial_alpha = 0.0
 
