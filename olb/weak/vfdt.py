@@ -53,7 +53,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from olb.weak.base import WeakLearners, log_uniform
+from olb.weak.base import DELTA_RANGE, GRACE_RANGE, TAU_RANGE, WeakLearners, log_uniform
 
 _N_THRESHOLDS = 10
 _MIN_BRANCH_FRACTION = 0.01
@@ -83,9 +83,9 @@ class VFDTForest(WeakLearners):
         n_features: int,
         n_labels: int,
         num_covariates: int = 20,
-        delta_range: tuple[float, float] = (0.01, 0.9),
-        tau_range: tuple[float, float] = (0.01, 0.9),
-        grace_range: tuple[float, float] = (5.0, 20.0),
+        delta_range: tuple[float, float] = DELTA_RANGE,
+        tau_range: tuple[float, float] = TAU_RANGE,
+        grace_range: tuple[float, float] = GRACE_RANGE,
         importance_scale_range: tuple[float, float] | None = None,
         pseudo_count: float = 1.0,
         seed: int | np.random.Generator | None = None,
@@ -180,9 +180,14 @@ class VFDTForest(WeakLearners):
             active = active[self.split_feature[node[active]] >= 0]
         return node
 
-    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+    def leaf_masses(self, x: np.ndarray) -> np.ndarray:
+        """Unnormalized prediction masses (N, k) of every tree's leaf for ``x``: the class masses, with 1 for
+        a class the leaf has not seen (the smoothed histogram)."""
         leaves = self._route(self._project(x))
-        mass = self.class_mass[leaves] + ~self.seen[leaves]
+        return self.class_mass[leaves] + ~self.seen[leaves]
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        mass = self.leaf_masses(x)
         return mass / mass.sum(axis=1, keepdims=True)
 
     # ------------------------------------------------------------------ learning
