@@ -69,3 +69,219 @@ def update_statistics(x, weights, leaves, covariates, slot, class_mass, seen, g_
                     g_min[s, j, label] = min(g_min[s, j, label], xv)
                     g_max[s, j, label] = max(g_max[s, j, label], xv)
     return fed
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Split attempts, for a batch of leaves at once. The normal CDF and log2 stay numpy/scipy ufunc calls on the
+# whole batch (numba's own versions differ from them in the last bits); the loops around them are compiled.
+# Sums over labels follow numpy's pairwise order (:func:`pairwise_sum`), so merits are bit-identical too.
+# ---------------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _block_sum(a, start, n):  # pragma: no cover - compiled
+    """numpy's unrolled sum of at most 128 contiguous values: sequential below 8, else 8 interleaved partial sums."""
+    if n < 8:
+        res = -0.0
+        for i in range(n):
+            res += a[start + i]
+        return res
+    r0, r1, r2, r3 = a[start], a[start + 1], a[start + 2], a[start + 3]
+    r4, r5, r6, r7 = a[start + 4], a[start + 5], a[start + 6], a[start + 7]
+    i = 8
+    while i < n - n % 8:
+        p = start + i
+        r0, r1, r2, r3 = r0 + a[p], r1 + a[p + 1], r2 + a[p + 2], r3 + a[p + 3]
+        r4, r5, r6, r7 = r4 + a[p + 4], r5 + a[p + 5], r6 + a[p + 6], r7 + a[p + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[start + i]
+        i += 1
+    return res
+
+
+@njit(cache=True, nogil=True)
+def pairwise_sum(a, start, n):  # pragma: no cover - compiled
+    """Sum of ``a[start:start + n]`` in numpy's order for a contiguous reduction: blocks of at most 128 values
+    (:func:`_block_sum`), combined by halving (the halves' split rounded down to a multiple of 8).
+
+    The halving recursion runs on an explicit stack (numba's cached code and recursion do not mix well).
+    """
+    if n <= 128:
+        return _block_sum(a, start, n)
+    depth = 64
+    starts = np.empty(depth, np.int64)
+    sizes = np.empty(depth, np.int64)
+    partial = np.empty(depth)  # the left half's sum, once known
+    phase = np.zeros(depth, np.int64)  # 0: left half to do, 1: right half to do
+    starts[0], sizes[0], top, result = start, n, 0, 0.0
+    while top >= 0:
+        m = sizes[top]
+        half = m // 2
+        half -= half % 8
+        if phase[top] == 0:
+            phase[top] = 1
+            child_start, child_n = starts[top], half
+        else:
+            phase[top] = 2
+            child_start, child_n = starts[top] + half, m - half
+        if child_n <= 128:
+            value = _block_sum(a, child_start, child_n)
+        else:
+            top += 1
+            starts[top], sizes[top], phase[top] = child_start, child_n, 0
+            continue
+        # fold the finished child into its ancestors
+        while True:
+            if phase[top] == 1:
+                partial[top] = value
+                break
+            value = partial[top] + value
+            top -= 1
+            if top < 0:
+                result = value
+                break
+    return result
+
+
+@njit(cache=True, nogil=True)
+def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractions, min_variance):
+    """Candidate thresholds (L, d', T) of every leaf's covariates, which covariates have any (L, d'), and the
+    standardized thresholds z = (t - mu_c) / sigma_c (L, d', T, k) whose normal CDF splits class c's weight.
+
+    Thresholds lie at ``fractions`` of the way from the covariate's smallest to its largest observed value.
+    """
+    n_leaves, n_thr = leaves.shape[0], fractions.shape[0]
+    _, d, k = g_weight.shape
+    usable = np.zeros((n_leaves, d), np.bool_)
+    thresholds = np.zeros((n_leaves, d, n_thr))
+    z = np.empty((n_leaves, d, n_thr, k))
+    for b in range(n_leaves):
+        s = slot[leaves[b]]
+        for f in range(d):
+            lo, hi = np.inf, -np.inf
+            for c in range(k):
+                if g_weight[s, f, c] > 0:
+                    lo = min(lo, g_min[s, f, c])
+                    hi = max(hi, g_max[s, f, c])
+            if hi > lo:
+                usable[b, f] = True
+            else:
+                lo, hi = 0.0, 0.0
+            for j in range(n_thr):
+                thresholds[b, f, j] = lo + (hi - lo) * fractions[j]
+            for c in range(k):
+                W = g_weight[s, f, c]
+                var = g_m2[s, f, c] / W if W > 0 else 0.0
+                sigma = np.sqrt(max(var, min_variance))
+                for j in range(n_thr):
+                    z[b, f, j, c] = (thresholds[b, f, j] - g_mean[s, f, c]) / sigma
+    return usable, thresholds, z
+
+
+@njit(cache=True, nogil=True)
+def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, thresholds, cdf):
+    """Class masses left and right of every candidate (L, d', T, k) and the class distributions whose entropy
+    the merit needs (L, 1 + 2 d' T, k): the leaf's own (row 0), then every candidate's left, then right branch.
+    A class's weight left of t is W_c Phi(z): none below its smallest value, all above its largest."""
+    n_leaves, d, n_thr, k = cdf.shape
+    left = np.empty_like(cdf)
+    right = np.empty_like(cdf)
+    n_rows = 1 + 2 * d * n_thr
+    probs = np.zeros((n_leaves, n_rows, k))
+    for b in range(n_leaves):
+        leaf = leaves[b]
+        s = slot[leaf]
+        for f in range(d):
+            for j in range(n_thr):
+                t = thresholds[b, f, j]
+                for c in range(k):
+                    W = g_weight[s, f, c]
+                    m = W * cdf[b, f, j, c]
+                    if t < g_min[s, f, c]:
+                        m = 0.0
+                    if t > g_max[s, f, c]:
+                        m = W
+                    left[b, f, j, c] = m
+                    right[b, f, j, c] = W - m
+        _normalize(class_mass[leaf], probs[b, 0])
+        for f in range(d):
+            for j in range(n_thr):
+                row = 1 + f * n_thr + j
+                _normalize(left[b, f, j], probs[b, row])
+                _normalize(right[b, f, j], probs[b, row + d * n_thr])
+    return left, right, probs
+
+
+@njit(cache=True, nogil=True)
+def _normalize(mass, out):  # pragma: no cover - compiled
+    total = pairwise_sum(mass, 0, mass.shape[0])
+    if total > 0:
+        for c in range(mass.shape[0]):
+            out[c] = mass[c] / total
+
+
+@njit(cache=True, nogil=True)
+def _entropy(p, log_p):  # pragma: no cover - compiled
+    terms = np.empty(p.shape[0])
+    for c in range(p.shape[0]):
+        terms[c] = p[c] * log_p[c] if p[c] > 0 else 0.0
+    return -pairwise_sum(terms, 0, terms.shape[0])
+
+
+@njit(cache=True, nogil=True)
+def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usable, probs, log_probs,
+                    eps_factor, ln_inv_delta, tau, min_branch_fraction):  # pragma: no cover - compiled
+    """Information-gain merits of every candidate and the Hoeffding test of each leaf.
+
+    Returns per leaf whether it splits, the best feature and threshold index, whether the best merit is tied
+    across features (then the caller picks the feature as numpy's argsort would), and the merit per feature.
+    A candidate scores -inf unless both branches hold more than ``min_branch_fraction`` of the weight; the
+    leaf splits when best - second best > eps or eps < tau, eps = sqrt(log2(#classes)^2 ln(1/delta) / (2 n)).
+    """
+    n_leaves, d, n_thr, k = left.shape
+    splits = np.zeros(n_leaves, np.bool_)
+    tied = np.zeros(n_leaves, np.bool_)
+    best_feature = np.zeros(n_leaves, np.int64)
+    best_threshold = np.zeros((n_leaves, d), np.int64)
+    per_feature = np.full((n_leaves, d), -np.inf)
+    for b in range(n_leaves):
+        pre = _entropy(probs[b, 0], log_probs[b, 0])
+        for f in range(d):
+            if not usable[b, f]:
+                continue
+            for j in range(n_thr):
+                wl = pairwise_sum(left[b, f, j], 0, k)
+                wr = pairwise_sum(right[b, f, j], 0, k)
+                total = wl + wr
+                row = 1 + f * n_thr + j
+                h_left = _entropy(probs[b, row], log_probs[b, row])
+                h_right = _entropy(probs[b, row + d * n_thr], log_probs[b, row + d * n_thr])
+                merit = pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
+                if not (wl > min_branch_fraction * total and wr > min_branch_fraction * total):
+                    merit = -np.inf
+                if merit > per_feature[b, f] or j == 0:
+                    per_feature[b, f] = merit
+                    best_threshold[b, f] = j
+        best, second, where = -np.inf, -np.inf, 0
+        for f in range(d):
+            v = per_feature[b, f]
+            if v > best:
+                second, best, where = best, v, f
+                tied[b] = False
+            elif v == best:
+                second = v
+                tied[b] = True
+            elif v > second:
+                second = v
+        best_feature[b] = where
+        if not np.isfinite(best):
+            continue
+        leaf = leaves[b]
+        n_classes = 0
+        for c in range(k):
+            n_classes += seen[leaf, c]
+        eps = np.sqrt(eps_factor[max(n_classes, 2)] * ln_inv_delta[trees[b]] / (2.0 * n_weight[b]))
+        splits[b] = best - second > eps or eps < tau[trees[b]]
+    return splits, best_feature, best_threshold, tied, per_feature
