@@ -148,7 +148,9 @@ def pairwise_sum(a, start, n):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True)
 def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractions, min_variance):
     """Candidate thresholds (L, d', T) of every leaf's covariates, which covariates have any (L, d'), and the
-    standardized thresholds z = (t - mu_c) / sigma_c (L, d', T, k) whose normal CDF splits class c's weight.
+    standardized thresholds z = (t - mu_c) / sigma_c whose normal CDF gives the share of class c's weight left
+    of t, only where that share is neither 0 (t below the class's smallest value, or no weight) nor all of it
+    (t above its largest), in the order :func:`branch_masses` reads them.
 
     Thresholds lie at ``fractions`` of the way from the covariate's smallest to its largest observed value.
     """
@@ -156,7 +158,8 @@ def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractio
     _, d, k = g_weight.shape
     usable = np.zeros((n_leaves, d), np.bool_)
     thresholds = np.zeros((n_leaves, d, n_thr))
-    z = np.empty((n_leaves, d, n_thr, k))
+    z = np.empty(n_leaves * d * n_thr * k)
+    n_z = 0
     for b in range(n_leaves):
         s = slot[leaves[b]]
         for f in range(d):
@@ -165,73 +168,88 @@ def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractio
                 if g_weight[s, f, c] > 0:
                     lo = min(lo, g_min[s, f, c])
                     hi = max(hi, g_max[s, f, c])
-            if hi > lo:
-                usable[b, f] = True
-            else:
-                lo, hi = 0.0, 0.0
+            if not hi > lo:
+                continue
+            usable[b, f] = True
             for j in range(n_thr):
                 thresholds[b, f, j] = lo + (hi - lo) * fractions[j]
-            for c in range(k):
-                W = g_weight[s, f, c]
-                var = g_m2[s, f, c] / W if W > 0 else 0.0
-                sigma = np.sqrt(max(var, min_variance))
-                for j in range(n_thr):
-                    z[b, f, j, c] = (thresholds[b, f, j] - g_mean[s, f, c]) / sigma
-    return usable, thresholds, z
-
-
-@njit(cache=True, nogil=True)
-def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, thresholds, cdf):
-    """Class masses left and right of every candidate (L, d', T, k) and the class distributions whose entropy
-    the merit needs (L, 1 + 2 d' T, k): the leaf's own (row 0), then every candidate's left, then right branch.
-    A class's weight left of t is W_c Phi(z): none below its smallest value, all above its largest."""
-    n_leaves, d, n_thr, k = cdf.shape
-    left = np.empty_like(cdf)
-    right = np.empty_like(cdf)
-    n_rows = 1 + 2 * d * n_thr
-    probs = np.zeros((n_leaves, n_rows, k))
-    for b in range(n_leaves):
-        leaf = leaves[b]
-        s = slot[leaf]
-        for f in range(d):
             for j in range(n_thr):
                 t = thresholds[b, f, j]
                 for c in range(k):
                     W = g_weight[s, f, c]
-                    m = W * cdf[b, f, j, c]
-                    if t < g_min[s, f, c]:
-                        m = 0.0
-                    if t > g_max[s, f, c]:
-                        m = W
-                    left[b, f, j, c] = m
-                    right[b, f, j, c] = W - m
-        _normalize(class_mass[leaf], probs[b, 0])
-        for f in range(d):
-            for j in range(n_thr):
-                row = 1 + f * n_thr + j
-                _normalize(left[b, f, j], probs[b, row])
-                _normalize(right[b, f, j], probs[b, row + d * n_thr])
-    return left, right, probs
+                    if W > 0 and not t < g_min[s, f, c] and not t > g_max[s, f, c]:
+                        sigma = np.sqrt(max(g_m2[s, f, c] / W, min_variance))
+                        z[n_z] = (t - g_mean[s, f, c]) / sigma
+                        n_z += 1
+    return usable, thresholds, z[:n_z]
 
 
 @njit(cache=True, nogil=True)
-def _normalize(mass, out):  # pragma: no cover - compiled
+def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thresholds, cdf):
+    """Class masses left and right of every candidate (L, d', T, k), the class distributions whose entropy
+    the merit needs (L, 1 + 2 d' T, k: the leaf's own in row 0, then each candidate's left and right branch),
+    and their positive entries in the order :func:`split_decisions` reads them (their log2 is needed).
+    A class's weight left of t is W_c Phi(z): none below its smallest value, all above its largest."""
+    n_leaves, d, n_thr = thresholds.shape
+    k = class_mass.shape[1]
+    left = np.zeros((n_leaves, d, n_thr, k))
+    right = np.zeros((n_leaves, d, n_thr, k))
+    probs = np.zeros((n_leaves, 1 + 2 * d * n_thr, k))
+    positive = np.empty(probs.size)
+    n_cdf = n_pos = 0
+    for b in range(n_leaves):
+        leaf = leaves[b]
+        s = slot[leaf]
+        n_pos = _normalize(class_mass[leaf], probs[b, 0], positive, n_pos)
+        for f in range(d):
+            if not usable[b, f]:
+                continue
+            for j in range(n_thr):
+                t = thresholds[b, f, j]
+                for c in range(k):
+                    W = g_weight[s, f, c]
+                    m = 0.0
+                    if W > 0 and not t < g_min[s, f, c]:
+                        if t > g_max[s, f, c]:
+                            m = W
+                        else:
+                            m = W * cdf[n_cdf]
+                            n_cdf += 1
+                    left[b, f, j, c] = m
+                    right[b, f, j, c] = W - m
+                row = 1 + 2 * (f * n_thr + j)
+                n_pos = _normalize(left[b, f, j], probs[b, row], positive, n_pos)
+                n_pos = _normalize(right[b, f, j], probs[b, row + 1], positive, n_pos)
+    return left, right, probs, positive[:n_pos]
+
+
+@njit(cache=True, nogil=True)
+def _normalize(mass, out, positive, n_pos):  # pragma: no cover - compiled
+    """``out`` = mass / its total (zeros if the total is 0); its positive entries appended to ``positive``."""
     total = pairwise_sum(mass, 0, mass.shape[0])
     if total > 0:
         for c in range(mass.shape[0]):
             out[c] = mass[c] / total
+            if out[c] > 0:
+                positive[n_pos] = out[c]
+                n_pos += 1
+    return n_pos
 
 
 @njit(cache=True, nogil=True)
-def _entropy(p, log_p):  # pragma: no cover - compiled
-    terms = np.empty(p.shape[0])
+def _entropy(p, log_positive, cursor):  # pragma: no cover - compiled
+    """Entropy in bits of the distribution ``p``; ``log_positive[cursor:]`` holds log2 of its positive
+    entries in order. Returns the entropy and the cursor past them."""
+    terms = np.zeros(p.shape[0])
     for c in range(p.shape[0]):
-        terms[c] = p[c] * log_p[c] if p[c] > 0 else 0.0
-    return -pairwise_sum(terms, 0, terms.shape[0])
+        if p[c] > 0:
+            terms[c] = p[c] * log_positive[cursor]
+            cursor += 1
+    return -pairwise_sum(terms, 0, terms.shape[0]), cursor
 
 
 @njit(cache=True, nogil=True)
-def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usable, probs, log_probs,
+def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usable, probs, log_positive,
                     eps_factor, ln_inv_delta, tau, min_branch_fraction):  # pragma: no cover - compiled
     """Information-gain merits of every candidate and the Hoeffding test of each leaf.
 
@@ -246,8 +264,9 @@ def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usab
     best_feature = np.zeros(n_leaves, np.int64)
     best_threshold = np.zeros((n_leaves, d), np.int64)
     per_feature = np.full((n_leaves, d), -np.inf)
+    cursor = 0
     for b in range(n_leaves):
-        pre = _entropy(probs[b, 0], log_probs[b, 0])
+        pre, cursor = _entropy(probs[b, 0], log_positive, cursor)
         for f in range(d):
             if not usable[b, f]:
                 continue
@@ -255,9 +274,9 @@ def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usab
                 wl = pairwise_sum(left[b, f, j], 0, k)
                 wr = pairwise_sum(right[b, f, j], 0, k)
                 total = wl + wr
-                row = 1 + f * n_thr + j
-                h_left = _entropy(probs[b, row], log_probs[b, row])
-                h_right = _entropy(probs[b, row + d * n_thr], log_probs[b, row + d * n_thr])
+                row = 1 + 2 * (f * n_thr + j)
+                h_left, cursor = _entropy(probs[b, row], log_positive, cursor)
+                h_right, cursor = _entropy(probs[b, row + 1], log_positive, cursor)
                 merit = pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
                 if not (wl > min_branch_fraction * total and wr > min_branch_fraction * total):
                     merit = -np.inf
