@@ -186,21 +186,21 @@ def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractio
 
 @njit(cache=True, nogil=True)
 def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thresholds, cdf):
-    """Class masses left and right of every candidate (L, d', T, k), the class distributions whose entropy
-    the merit needs (L, 1 + 2 d' T, k: the leaf's own in row 0, then each candidate's left and right branch),
-    and their positive entries in the order :func:`split_decisions` reads them (their log2 is needed).
+    """Class masses left and right of every candidate (L, d', T, k); the total mass of every distribution whose
+    entropy the merit needs (L, 1 + 2 d' T: the leaf's own, then each candidate's left and right branch); and
+    their positive class shares, in the order :func:`split_decisions` reads them (it needs their log2).
     A class's weight left of t is W_c Phi(z): none below its smallest value, all above its largest."""
     n_leaves, d, n_thr = thresholds.shape
     k = class_mass.shape[1]
     left = np.zeros((n_leaves, d, n_thr, k))
     right = np.zeros((n_leaves, d, n_thr, k))
-    probs = np.zeros((n_leaves, 1 + 2 * d * n_thr, k))
-    positive = np.empty(probs.size)
+    totals = np.zeros((n_leaves, 1 + 2 * d * n_thr))
+    positive = np.empty(totals.size * k)
     n_cdf = n_pos = 0
     for b in range(n_leaves):
         leaf = leaves[b]
         s = slot[leaf]
-        n_pos = _normalize(class_mass[leaf], probs[b, 0], positive, n_pos)
+        totals[b, 0], n_pos = _shares(class_mass[leaf], positive, n_pos)
         for f in range(d):
             if not usable[b, f]:
                 continue
@@ -218,38 +218,40 @@ def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thre
                     left[b, f, j, c] = m
                     right[b, f, j, c] = W - m
                 row = 1 + 2 * (f * n_thr + j)
-                n_pos = _normalize(left[b, f, j], probs[b, row], positive, n_pos)
-                n_pos = _normalize(right[b, f, j], probs[b, row + 1], positive, n_pos)
-    return left, right, probs, positive[:n_pos]
+                totals[b, row], n_pos = _shares(left[b, f, j], positive, n_pos)
+                totals[b, row + 1], n_pos = _shares(right[b, f, j], positive, n_pos)
+    return left, right, totals, positive[:n_pos]
 
 
 @njit(cache=True, nogil=True)
-def _normalize(mass, out, positive, n_pos):  # pragma: no cover - compiled
-    """``out`` = mass / its total (zeros if the total is 0); its positive entries appended to ``positive``."""
+def _shares(mass, positive, n_pos):  # pragma: no cover - compiled
+    """The total of ``mass``; its positive shares mass / total are appended to ``positive``."""
     total = pairwise_sum(mass, 0, mass.shape[0])
     if total > 0:
         for c in range(mass.shape[0]):
-            out[c] = mass[c] / total
-            if out[c] > 0:
-                positive[n_pos] = out[c]
+            p = mass[c] / total
+            if p > 0:
+                positive[n_pos] = p
                 n_pos += 1
-    return n_pos
+    return total, n_pos
 
 
 @njit(cache=True, nogil=True)
-def _entropy(p, log_positive, cursor):  # pragma: no cover - compiled
-    """Entropy in bits of the distribution ``p``; ``log_positive[cursor:]`` holds log2 of its positive
-    entries in order. Returns the entropy and the cursor past them."""
-    terms = np.zeros(p.shape[0])
-    for c in range(p.shape[0]):
-        if p[c] > 0:
-            terms[c] = p[c] * log_positive[cursor]
-            cursor += 1
+def _entropy(mass, total, log_positive, cursor, terms):  # pragma: no cover - compiled
+    """Entropy in bits of the class shares mass / total (0 if the total is 0); ``log_positive[cursor:]`` holds
+    log2 of the positive shares in order, ``terms`` is scratch space. Returns the entropy and the next cursor."""
+    for c in range(mass.shape[0]):
+        terms[c] = 0.0
+        if total > 0:
+            p = mass[c] / total
+            if p > 0:
+                terms[c] = p * log_positive[cursor]
+                cursor += 1
     return -pairwise_sum(terms, 0, terms.shape[0]), cursor
 
 
 @njit(cache=True, nogil=True)
-def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usable, probs, log_positive,
+def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usable, totals, log_positive,
                     eps_factor, ln_inv_delta, tau, min_branch_fraction):  # pragma: no cover - compiled
     """Information-gain merits of every candidate and the Hoeffding test of each leaf.
 
@@ -265,18 +267,18 @@ def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usab
     best_threshold = np.zeros((n_leaves, d), np.int64)
     per_feature = np.full((n_leaves, d), -np.inf)
     cursor = 0
+    terms = np.empty(k)
     for b in range(n_leaves):
-        pre, cursor = _entropy(probs[b, 0], log_positive, cursor)
+        pre, cursor = _entropy(class_mass[leaves[b]], totals[b, 0], log_positive, cursor, terms)
         for f in range(d):
             if not usable[b, f]:
                 continue
             for j in range(n_thr):
-                wl = pairwise_sum(left[b, f, j], 0, k)
-                wr = pairwise_sum(right[b, f, j], 0, k)
-                total = wl + wr
                 row = 1 + 2 * (f * n_thr + j)
-                h_left, cursor = _entropy(probs[b, row], log_positive, cursor)
-                h_right, cursor = _entropy(probs[b, row + 1], log_positive, cursor)
+                wl, wr = totals[b, row], totals[b, row + 1]
+                total = wl + wr
+                h_left, cursor = _entropy(left[b, f, j], wl, log_positive, cursor, terms)
+                h_right, cursor = _entropy(right[b, f, j], wr, log_positive, cursor, terms)
                 merit = pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
                 if not (wl > min_branch_fraction * total and wr > min_branch_fraction * total):
                     merit = -np.inf
