@@ -1,10 +1,11 @@
-"""A forest of Very Fast Decision Trees (Domingos & Hulten 2000) updated together in numpy.
+"""A forest of Very Fast Decision Trees (Domingos & Hulten 2000) updated together in shared arrays.
 
 The boosters of papers 000, 001 and 004 use N = 10..100 VFDTs as weak learners, each a single-label
 learner over the k labels that returns its leaf's normalized class histogram as a distribution h in
 Delta[k]. Every example touches every tree, so this module keeps all N trees in shared arrays and
-routes, predicts and updates them together: one numpy expression per step instead of one Python call
-per tree and per attribute. That is where olb's speed comes from (see ``docs/benchmarks.md``).
+routes, predicts and updates them together in compiled loops (:mod:`olb.weak.vfdt_core`): each example is
+routed once per round, the statistics of all trees are updated in one call, and the due split attempts
+are evaluated together. That is where olb's speed comes from (see ``docs/speed.md``).
 
 The trees mirror the VFDT port the papers' authors used (``specs/reference_notes.md`` section 1),
 since the papers themselves only say "VFDT":
