@@ -154,7 +154,7 @@ def test_meka_labels_first_and_relation_comment(registry):
     entry = {"task": "multilabel", "format": "meka_arff", "shape": shape}
     data = registry("meka", {"data": ("meka.arff", meka)}, target={"first": 2}, **entry)
     ds = load_dataset("meka", data)
-    assert ds.label_names == ("L1", "L2") and ds.Y.tolist() == [[1, 0], [0, 0]] and ds.X.tolist() == [[0.5], [0]]
+    assert ds.label_names == ("L1", "L2") and ds.Y.tolist() == [[1, 0], [0, 0]] and ds.is_sparse and ds.rows(slice(None)).tolist() == [[0.5], [0]]
     registry("meka", {"data": ("meka.arff", meka)}, target={"first": 1}, **entry)
     with pytest.raises(DataFormatError, match=r"meka\.arff: the relation declares -C 2 but .*meka\.yaml says first: 1"):
         load_dataset("meka", data)
@@ -194,7 +194,7 @@ def test_libsvm_multilabel(registry):
     shape = {"n_examples": 3, "n_train": None, "n_features": 4, "n_labels": 2}
     ds = load_dataset("svm", registry("svm", {"data": ("tiny.svm", text)}, shape=shape, **entry))
     assert ds.label_names == ("1", "3") and ds.Y.tolist() == [[1, 1], [0, 0], [1, 0]]
-    assert ds.X.tolist() == [[0.5, 0, 0, 2], [0, 1, 0, 0], [0, 0, -1.5, 0]]
+    assert ds.is_sparse and ds.rows([0, 1, 2]).tolist() == [[0.5, 0, 0, 2], [0, 1, 0, 0], [0, 0, -1.5, 0]]
     for bad, problem in (("1 5:1\n", r"line 1: feature index outside 1\.\.4"), ("1 2:1\n1 x\n", r"line 2: expected")):
         data = registry("svm", {"data": ("tiny.svm", bad)}, shape=shape, **entry)
         with pytest.raises(DataFormatError, match=rf"tiny\.svm, {problem}"):
