@@ -24,7 +24,8 @@ from olb.data import load_dataset
 from olb.protocol import PROTOCOLS, StreamResult, make_phases, run_stream
 from olb.registry import get_algorithm
 
-SPEC_KEYS = ("algorithm", "dataset", "seed", "protocol", "loops", "metrics", "curve_every", "data_dir")
+SPEC_KEYS = ("algorithm", "dataset", "seed", "protocol", "loops", "metrics", "curve_every", "data_dir",
+             "verify_checksums")
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,8 @@ class CellSpec:
     loops: int = 1
     metrics: tuple[str, ...] | None = None  # None: the task's default metrics
     curve_every: int = 50
-    data_dir: str | None = None
+    data_dir: str | list | None = None  # one dir, several joined by os.pathsep, or a list
+    verify_checksums: bool = True  # false: read edited files of a registered data set as they are
 
     def resolved_params(self) -> dict:
         """Hyperparameters with defaults filled in; raises ValueError on unknown names or bad values."""
@@ -74,7 +76,7 @@ def run_cell(spec: CellSpec) -> CellResult:
     cls = get_algorithm(spec.algorithm)
     params = spec.resolved_params()
     protocol = spec.resolved_protocol()
-    dataset = load_dataset(spec.dataset, data_dir=spec.data_dir)
+    dataset = load_dataset(spec.dataset, data_dir=spec.data_dir, verify_checksums=spec.verify_checksums)
     if dataset.task != cls.task:
         raise ValueError(f"algorithm {spec.algorithm!r} solves {cls.task} tasks, dataset {spec.dataset!r} is {dataset.task}")
     learner_seed, order_seed = np.random.SeedSequence(spec.seed).spawn(2)

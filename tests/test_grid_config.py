@@ -11,7 +11,8 @@ import pytest
 from hydra.errors import ConfigCompositionException
 
 from olb.grid import GridConfigError, cell_id, compose, plan_grid
-from olb.grid.plan import check_availability
+from olb.grid.datacheck import check_data
+from olb.grid.plan import Problems
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -165,8 +166,10 @@ def test_unavailable_data_set_is_reported_with_where_to_put_files(tmp_path):
 
 def test_availability_check_finds_embedded_and_synthetic_data(monkeypatch, tmp_path):
     monkeypatch.setenv("OLB_CACHE_DIR", str(tmp_path))
-    a = check_availability(["emotions", "synthetic-mediamill"], None)
-    assert a.available == ["emotions", "synthetic-mediamill"] and not a.unavailable
+    problems = Problems()
+    a = check_data(["emotions", "synthetic-mediamill"], None, True, problems)
+    assert a.available == ["emotions", "synthetic-mediamill"] and not a.unavailable and not problems.items
+    assert a.sources["emotions"].verified and len(a.sources["emotions"].fingerprint) == 16
 
 
 def test_cli_config_error_exit_code(tmp_path):

@@ -28,12 +28,14 @@ class ChecksumMismatch(DataError, ValueError):
 
 @dataclass(frozen=True)
 class Provenance:
-    """The data a cell reads: ``fingerprint`` (16 hex digits) and, by role, each file's path and sha256."""
+    """The data a cell reads: ``fingerprint`` (16 hex digits) and, by role, each file's path and sha256.
+    ``verified``: every file was checked against a registered sha256 (and matched)."""
 
     dataset: str
     fingerprint: str
     paths: dict[str, str]
     hashes: dict[str, str]
+    verified: bool = False
 
     def files_text(self) -> str:
         """``role=path`` per file, for the ``olb.data_files`` tag."""
@@ -78,8 +80,9 @@ def provenance(spec: DatasetSpec, paths: dict[str, Path], verify_checksums: bool
     identity = {"files": hashes, "format": spec.format, "options": spec.options,
                 "split": spec.split.as_dict() if spec.split else None}
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
+    verified = verify_checksums and all(spec.files[role].sha256 for role in paths)
     return Provenance(spec.name, hashlib.sha256(text.encode()).hexdigest()[:16],
-                      {role: str(path) for role, path in paths.items()}, hashes)
+                      {role: str(path) for role, path in paths.items()}, hashes, verified)
 
 
 def _hash_cache_path() -> Path:
