@@ -368,16 +368,74 @@ def _hydra_task(cfg: DictConfig) -> None:
     try:
         outcome = run_grid(cfg, hc.runtime.output_dir, list(hc.overrides.task))
     except GridConfigError as err:
+        _remove_hydra_run_dir(Path(hc.runtime.output_dir))
         print(f"olb.grid: error: {err}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
     if outcome.exit_code:
         sys.exit(outcome.exit_code)
 
 
+def _remove_hydra_run_dir(run_dir: Path) -> None:
+    """A refused grid leaves nothing behind: Hydra creates the run dir (and its log file) before the task
+    starts, so remove it, and its parents up to the working directory, if nothing else is in them."""
+    for handler in logging.getLogger().handlers[:]:
+        if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).parent == run_dir:
+            handler.close()
+            logging.getLogger().removeHandler(handler)
+    if not run_dir.is_dir() or any(p.name != "olb.grid.log" for p in run_dir.iterdir()):
+        return
+    for p in run_dir.iterdir():
+        p.unlink()
+    cwd = Path.cwd().resolve()
+    for directory in [run_dir.resolve(), *run_dir.resolve().parents]:
+        if directory == cwd or cwd not in directory.parents:
+            break
+        try:
+            directory.rmdir()
+        except OSError:  # not empty: another run's outputs
+            break
+
+
+def unknown_override_keys(args: list[str]) -> list[str]:
+    """One message per command-line override naming a key the grid's schema does not know, with "did you
+    mean" (Hydra would only answer "Could not override" and suggest ``+key``, which the planner refuses)."""
+    import dataclasses
+    import typing
+
+    from olb.grid.config import make_schema
+    from olb.registry import did_you_mean
+
+    schema = make_schema()
+    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()} | {"hydra"}
+    problems = []
+    for arg in args:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key = arg.lstrip("+~").split("=", 1)[0].split("@", 1)[0]
+        level, where = schema, ""
+        for part in key.split("."):
+            if not dataclasses.is_dataclass(level):
+                break  # a mapping or a free value (algorithm entries, hyperparameter shorthands)
+            fields = {f.name for f in dataclasses.fields(level)}
+            if not where and part in groups and "." not in key:  # a group choice: backend=serial
+                break
+            if part not in fields:
+                problems.append(f"{where}{part}: unknown key{did_you_mean(part, fields)} (in {arg!r}); "
+                                f"allowed: {', '.join(sorted(fields))}")
+                break
+            level, where = typing.get_type_hints(level).get(part), f"{where}{part}."
+    return problems
+
+
 def main() -> None:
     register_configs()
     import hydra
 
+    problems = unknown_override_keys(sys.argv[1:])
+    if problems:
+        for problem in problems:
+            print(f"olb.grid: error: {problem}", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG)
     sys.argv[1:] = with_default_experiment(sys.argv[1:])
     app = hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(_hydra_task)
     try:

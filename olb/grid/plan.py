@@ -428,7 +428,7 @@ def _expand_configs(ctx: _Context, key: str, cls, label: str, best_of: tuple, pr
         try:
             params = cls.validate(raw)
         except ValueError as err:
-            ctx.problems.add(f"algorithm.{key} on {spec.name}: {err}")
+            ctx.problems.add(f"algorithm.{key}: {err}")
             continue
         rules = cls.check_params(params, shape)
         if rules:
