@@ -13,7 +13,6 @@ From the command line (``key=value`` pairs; any other key is a hyperparameter of
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -110,10 +109,6 @@ def run_cell(spec: CellSpec) -> CellResult:
     rules = cls.check_params(params, StreamShape(dataset.n_features, dataset.n_labels, dataset.n_train))
     if rules:
         raise ValueError(f"{cls.name} on {spec.dataset}: {'; '.join(rules)}")
-    if dataset.is_sparse:
-        # Bridge: olb.protocol still indexes X as a dense array. Remove once it reads its rows through
-        # Dataset.rows / Dataset.sparse_rows (then a sparse X stays sparse up to the learner).
-        dataset = dataclasses.replace(dataset, X=dataset.X.toarray())
     learner_seed, order_seed = np.random.SeedSequence(spec.seed).spawn(2)
     start = time.perf_counter()
     learner = cls(dataset.n_features, dataset.n_labels, seed=np.random.default_rng(learner_seed), **params)
