@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from olb.data import DataError, load_dataset
+from olb.data import DataError, Provenance, load_with_provenance
 
 if TYPE_CHECKING:
     from olb.protocol import StreamResult
@@ -81,6 +81,7 @@ class CellResult:
     params: dict
     stream: "StreamResult"
     setup_s: float
+    data: Provenance | None = None  # the files the cell read and their fingerprint
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -103,7 +104,7 @@ def run_cell(spec: CellSpec) -> CellResult:
     cls = get_algorithm(spec.algorithm)
     params = spec.resolved_params()
     protocol = spec.resolved_protocol()
-    dataset = load_dataset(spec.dataset, data_dir=spec.data_dir, verify_checksums=spec.verify_checksums)
+    dataset, source = load_with_provenance(spec.dataset, spec.data_dir, spec.verify_checksums)
     if dataset.task != cls.task:
         raise ValueError(f"algorithm {spec.algorithm!r} solves {cls.task} tasks, dataset {spec.dataset!r} is {dataset.task}")
     rules = cls.check_params(params, StreamShape(dataset.n_features, dataset.n_labels, dataset.n_train))
@@ -115,7 +116,7 @@ def run_cell(spec: CellSpec) -> CellResult:
     setup_s = time.perf_counter() - start
     phases = make_phases(dataset, protocol, spec.loops, np.random.default_rng(order_seed))
     stream = run_stream(learner, dataset, phases, spec.metrics, spec.curve_every)
-    return CellResult(spec, params, stream, setup_s)
+    return CellResult(spec, params, stream, setup_s, source)
 
 
 class UsageError(ValueError):
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = {"cell": {k: v for k, v in asdict(spec).items() if v not in (None, {})}, "params": result.params,
                "metrics": result.metrics, "runtime_s": round(result.runtime_s, 3),
                "cpu_s": round(result.stream.cpu_s, 3), "peak_rss_mb": round(result.stream.peak_rss_mb, 1),
-               "phases": result.stream.phases}
+               "phases": result.stream.phases, "data_fingerprint": result.data.fingerprint}
     print(yaml.safe_dump(summary, sort_keys=False).rstrip())
     return 0
 

@@ -269,3 +269,18 @@ def test_download_from_an_unreachable_server(registry):
     remote_tiny(registry, f"http://127.0.0.1:{port}")
     with pytest.raises(DownloadError, match=rf"could not download http://127\.0\.0\.1:{port}/train\.arff .*Connection"):
         load_dataset("tiny")
+
+
+def test_a_cached_file_with_another_checksum_is_reported_as_such(registry, monkeypatch, tmp_path):
+    from olb.data import DownloadError
+    from olb.data.files import cache_dir
+
+    entry = {"task": "multilabel", "format": "meka_arff", "target": {"first": 1},
+             "shape": {"n_examples": 1, "n_train": None, "n_features": 1, "n_labels": 1},
+             "files": {"data": {"path": "far/far.arff", "sha256": "0" * 64, "url": "http://127.0.0.1:9/far.arff"}}}
+    registry("far", {"data": ("far/far.arff", None)}, **entry)
+    cached = cache_dir() / "far" / "far.arff"
+    cached.parent.mkdir(parents=True)
+    cached.write_text("not the registered file\n")
+    with pytest.raises(DownloadError, match=rf"the cached file {cached} has sha256 [0-9a-f]{{64}}, expected 0{{64}}"):
+        load_dataset("far")

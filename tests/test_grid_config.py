@@ -197,3 +197,15 @@ def test_unreachable_tracking_server_fails_fast_before_any_work(tmp_path):
         run_grid(compose(["backend=serial", f"tracking.uri=http://127.0.0.1:{port}"]), tmp_path / "out")
     assert time.monotonic() - t0 < 60
     assert not (tmp_path / "out" / "cells.csv").exists()
+
+
+def test_unknown_command_line_keys_get_did_you_mean_before_hydra():
+    from olb.grid.app import unknown_override_keys
+
+    assert unknown_override_keys(["hydra.run.dir=/x", "backend=serial", "+experiment=table3", "seeds=2",
+                                  "+algorithm.mine.params.gamma=[0.1]", "algorithm.adaolmr.label=A",
+                                  "num_learners=3", "data_dir=[/a,/b]", "verify_checksums=false", "--cfg"]) == []
+    problems = unknown_override_keys(["num_lerners=3", "backend.max_retry=2", "+tracking.urii=x"])
+    assert len(problems) == 3
+    assert "did you mean 'num_learners'?" in problems[0] and "did you mean 'max_retries'?" in problems[1]
+    assert problems[2].startswith("tracking.urii: unknown key (did you mean 'uri'?)")

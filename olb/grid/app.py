@@ -28,7 +28,7 @@ import olb
 from olb.data import dataset_names
 from olb.grid.backends import make_backend
 from olb.grid.config import CONF_DIR, register_configs
-from olb.grid.datacheck import DataCheck, check_data, matches_data, provenance_tags
+from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, check_data, matches_data, provenance_tags
 from olb.grid.fanout import fan_out
 from olb.grid.plan import GridConfigError, Plan, Problems, collect_plan, describe
 from olb.grid.results import (build_table, cells_frame, comparable_entries, grid_title, outcome_from_payload,
@@ -171,10 +171,16 @@ class _Recorder:
 
     def __call__(self, payload: dict) -> None:
         cell = self.by_id[payload["cell_id"]]
+        tags = provenance_tags(self.data.sources[cell.dataset])
+        if payload.get("data_fingerprint", tags[FINGERPRINT_TAG]) != tags[FINGERPRINT_TAG]:
+            log.warning("olb.grid: cell %s read other data than planned (files changed during the grid): "
+                        "fingerprint %s, planned %s; its run records what it read", cell.cell_id,
+                        payload["data_fingerprint"], tags[FINGERPRINT_TAG])
+            tags = {FINGERPRINT_TAG: payload["data_fingerprint"], FILES_TAG: payload["data_files"]}
         run_id = None
         if self.tracker is not None:
             try:
-                run_id = self.tracker.log_cell(cell, payload, provenance_tags(self.data.sources[cell.dataset]))
+                run_id = self.tracker.log_cell(cell, payload, tags)
             except Exception as err:  # noqa: BLE001 - keep the grid going; the result stays in cells.csv
                 self.untracked.append(cell.cell_id)
                 log.error("olb.grid: could not record cell %s in MLflow (%s: %s); a rerun will run it again",
@@ -406,7 +412,7 @@ def unknown_override_keys(args: list[str]) -> list[str]:
     from olb.registry import did_you_mean
 
     schema = make_schema()
-    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()} | {"hydra"}
+    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()}
     problems = []
     for arg in args:
         if arg.startswith("-") or "=" not in arg:
@@ -417,7 +423,7 @@ def unknown_override_keys(args: list[str]) -> list[str]:
             if not dataclasses.is_dataclass(level):
                 break  # a mapping or a free value (algorithm entries, hyperparameter shorthands)
             fields = {f.name for f in dataclasses.fields(level)}
-            if not where and part in groups and "." not in key:  # a group choice: backend=serial
+            if not where and (part == "hydra" or (part in groups and "." not in key)):  # Hydra's own, backend=serial
                 break
             if part not in fields:
                 problems.append(f"{where}{part}: unknown key{did_you_mean(part, fields)} (in {arg!r}); "
