@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import os
 
 from olb.data.dataset import Dataset
 from olb.data.errors import DataError, DataFormatError, DatasetUnavailable, DownloadError, UnknownDatasetError
