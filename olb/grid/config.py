@@ -110,7 +110,8 @@ class GridBase:
     protocol: Optional[str] = None  # None: each algorithm's default protocol
     metrics: Optional[List[str]] = None  # None: the task's default metrics
     curve_every: int = 50
-    data_dir: Optional[str] = None  # None: $OLB_DATA_DIR / the data layer's default
+    data_dir: Any = None  # a dir, several joined by os.pathsep, or a list (searched in order); None: $OLB_DATA_DIR
+    verify_checksums: bool = True  # false: read edited files of a registered data set (fingerprint: their content)
     # entry key -> AlgorithmEntry. Typed Dict[str, Any] so that new entries can be added from the command line
     # (+algorithm.NAME.params.KEY=...); plan_grid checks every entry against AlgorithmEntry.
     algorithm: Dict[str, Any] = field(default_factory=dict)

@@ -42,6 +42,8 @@ def execute_cell(task: dict) -> dict:
         "params": result.params,
         "metrics": {k: float(v) for k, v in stream.metrics.items()},
         "primary_metric": stream.primary_metric,
+        "data_fingerprint": result.data.fingerprint,  # what the cell read (the driver checks it against its plan)
+        "data_files": result.data.files_text(),
         "curve": curve,
         "phases": {name: dict(p) for name, p in stream.phases.items()},
         "setup_s": float(result.setup_s),
