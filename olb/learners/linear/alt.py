@@ -71,25 +71,35 @@ class FALT(_LinearALT):
 @njit(cache=True)
 def _adagrad_repeats(W, G, idx, val, y, eta, delta, repeats):
     """Up to ``repeats`` diagonal-AdaGrad steps of the ALT loss on one row (nonzero entries ``idx``, ``val``):
-    G += g^2 and W -= eta g / (delta + sqrt(G)) entry by entry, with g = -c_i x_j. Returns the steps taken."""
+    G += g^2 and W -= eta g / (delta + sqrt(G)) entry by entry, with g = -c_i x_j. Returns the steps taken.
+
+    Only the columns with c_i != 0 change, and the row's scores move by the change of its own entries, so a
+    repeat costs O(nnz(x) |{i : c_i != 0}|)."""
     q1 = W.shape[1]
-    s = np.empty(q1)
+    s = np.zeros(q1)
     c = np.empty(q1)
+    moving = np.empty(q1, dtype=np.int64)
+    for a in range(idx.shape[0]):
+        j, v = idx[a], val[a]
+        for i in range(q1):
+            s[i] += v * W[j, i]
     for r in range(repeats):
-        s[:] = 0.0
-        for a in range(idx.shape[0]):
-            j, v = idx[a], val[a]
-            for i in range(q1):
-                s[i] += v * W[j, i]
         if not alt_coefficients(s, y, c):
             return r
+        m = 0
+        for i in range(q1):
+            if c[i] != 0.0:
+                moving[m] = i
+                m += 1
         for a in range(idx.shape[0]):
             j, v = idx[a], val[a]
-            for i in range(q1):
-                if c[i] != 0.0:
-                    g = v * c[i]
-                    G[j, i] += g * g
-                    W[j, i] += eta * g / (delta + np.sqrt(G[j, i]))
+            for t in range(m):
+                i = moving[t]
+                g = v * c[i]
+                G[j, i] += g * g
+                step = eta * g / (delta + np.sqrt(G[j, i]))
+                W[j, i] += step
+                s[i] += v * step
     return repeats
 
 
