@@ -146,6 +146,24 @@ def open_tracker(cfg: DictConfig, version: str):
     return tracker
 
 
+def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backend):
+    """The selection stage (olb/grid/crossval.py) for the entries with ``select``: the plan restricted to the
+    chosen settings, the choices, and the stage's statistics (nothing to do: the plan unchanged)."""
+    selected = {key: info["select"] for key, info in plan.entries.items() if info.get("select")}
+    if not selected:
+        return plan, [], {}
+    from olb.grid.crossval import run_selection
+
+    plan, choices, stats = run_selection(plan, selected, data, backend, tracker, Path(cfg.selection_store),
+                                         grid_data_dir(cfg), list(cfg.imports), cfg.verify_checksums, fan_out)
+    log.info("olb.grid: cross-validation: %d task(s), %d run, %d resumed, %d failed, %.1f s wall",
+             stats["cv_tasks"], stats["cv_run"], stats["cv_resumed"], stats["cv_failed"], stats["cv_wall_s"])
+    for choice in choices:
+        log.info("olb.grid: %s on %s: %s (%s)", choice.entry, choice.dataset,
+                 ", ".join(f"{k}={v}" for k, v in choice.params.items()), choice.reason)
+    return plan, choices, stats
+
+
 def resumed_outcomes(tracker, cfg: DictConfig, plan: Plan, data: DataCheck) -> dict[str, dict]:
     """Finished runs of earlier invocations computed from today's data (see ``matches_data``)."""
     if tracker is None or not cfg.resume:
@@ -212,10 +230,12 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
     tracker = open_tracker(cfg, version)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    unique = plan.unique_cells
     log.info("olb.grid: experiment %r, %d cells (%d unique) on %d data set(s)\n%s", cfg.name, len(plan.cells),
-             len(unique), len(plan.datasets), describe(plan))
+             len(plan.unique_cells), len(plan.datasets), describe(plan))
 
+    backend = make_backend(cfg.backend)
+    plan, choices, cv_stats = cross_validate(cfg, plan, data, tracker, backend)
+    unique = plan.unique_cells
     outcomes = resumed_outcomes(tracker, cfg, plan, data)
     n_resumed = len(outcomes)
     for c in unique:
@@ -240,15 +260,14 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
         parent_id = tracker.start_parent(f"{cfg.name} {datetime.now():%Y-%m-%d %H:%M:%S}", params, tags,
                                          OmegaConf.to_yaml(cfg))
 
-    backend = make_backend(cfg.backend)
     recorder = _Recorder(plan, data, tracker, outcomes, out)
     fan = fan_out(backend, tasks, recorder, cfg.name, skipped=n_resumed)
     return _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream or sys.stdout, fan, recorder,
-                   n_resumed, n_unavailable, parent_id, t_start)
+                   n_resumed, n_unavailable, parent_id, t_start, (choices, cv_stats))
 
 
 def _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, recorder, n_resumed, n_unavailable,
-            parent_id, t_start) -> GridOutcome:
+            parent_id, t_start, selection=((), {})) -> GridOutcome:
     """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report."""
     cells = cells_frame(plan, outcomes, data)
     comparable = comparable_entries(plan, overrides or [], cfg.verify_checksums)
@@ -259,6 +278,11 @@ def _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, rec
     reference = " ".join(str(x) for x in (cfg.reference.paper, cfg.reference.table) if x)
     markdown = table_markdown(table, grid_title(cfg, plan, overrides or [], comparable), list(cfg.table.rows),
                               list(cfg.table.columns), cfg.table.decimals, f"paper {reference}" if reference else "")
+    choices, cv_stats = selection
+    if choices:
+        from olb.grid.crossval import selection_markdown
+
+        markdown += "\n" + selection_markdown(choices)
     files["table_md"].write_text(markdown)
     plot_paths = _plots(plan, outcomes, table, cells, tracker, out / "plots") if cfg.plots else []
     if plot_paths:
@@ -280,7 +304,8 @@ def _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, rec
     if tracker is not None:
         status = "KILLED" if fan.interrupted else ("FAILED" if n_failed or n_finished == 0 else "FINISHED")
         metrics = {"n_run": fan.n_done, "n_resumed": n_resumed, "n_failed": n_failed, "n_unavailable": n_unavailable,
-                   "wall_s": wall_s, "startup_s": fan.startup_s}
+                   "wall_s": wall_s, "startup_s": fan.startup_s,
+                   **{k: float(v) for k, v in cv_stats.items() if k != "interrupted"}}
         if not math.isnan(efficiency):
             metrics["fanout_efficiency"] = efficiency
         try:

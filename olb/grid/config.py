@@ -44,6 +44,8 @@ class AlgorithmEntry:
     params: Dict[str, Any] = field(default_factory=dict)
     per_dataset: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     best_of: List[str] = field(default_factory=list)
+    # cross-validated choice of the setting per data set (olb/grid/crossval.py): {folds, rule, seed, metrics}
+    select: Optional[Dict[str, Any]] = None
     protocol: Optional[str] = None  # default: the experiment's protocol
     datasets: Optional[List[str]] = None  # run this entry only on these data sets (default: all)
 
@@ -122,7 +124,8 @@ class GridBase:
     resume: bool = True  # skip cells already finished in the tracking store
     allow_unavailable: bool = False  # run the rest when a data set has no local copy and cannot be downloaded
     plots: bool = True
-    imports: List[str] = field(default_factory=list)  # modules to import (driver and workers) before planning
+    imports: List[str] = field(default_factory=list)
+    selection_store: str = "olb_cv.jsonl"  # finished cross-validation tasks (resume of the selection stage)  # modules to import (driver and workers) before planning
 
 
 def hyperparameter_names() -> list[str]:

@@ -369,8 +369,12 @@ def _expand_entry(ctx: _Context, key: str, entry, entries_cfg: dict, entries: di
         for ds in names:
             if ds not in dataset_names():
                 problems.add(f"algorithm.{key}.{where}: {_unknown('data set', ds, dataset_names())}")
+    from olb.grid.crossval import check_selection, selection_settings
+
+    select = _collect(problems, selection_settings, _plain(entry.select) if entry is not None else None,
+                      f"algorithm.{key}")
     entries[key] = {"label": label, "algorithm": algo, "paper_name": entry.paper_name if entry is not None else None,
-                    "best_of": best_of}
+                    "best_of": best_of, "select": select}
     metrics = tuple(_plain(cfg.metrics) or DEFAULT_METRICS[cls.task])
     for problem in missing_outputs(cls, metrics):
         problems.add(f"algorithm {key!r}: {problem}; choose metrics=[...] that use its output")
@@ -389,6 +393,10 @@ def _expand_entry(ctx: _Context, key: str, entry, entries_cfg: dict, entries: di
                          "seeded_permutation, n_train: ...}, see docs/data.md) or use a protocol that needs none, "
                          "such as protocol=prequential_last20")
             continue
+        if select is not None:
+            for problem in check_selection(select, cls, tuple(_plain(cfg.metrics) or DEFAULT_METRICS[cls.task]),
+                                           spec.n_train, f"algorithm.{key} on {ds}"):
+                problems.add(problem)
         grid = dict(base)
         grid.update(per_dataset.get(ds, {}))
         for hp, value in ctx.shorthand.items():

@@ -17,7 +17,12 @@ import traceback
 
 
 def execute_cell(task: dict) -> dict:
-    """Run ``task["spec"]`` (CellSpec keyword arguments) and return the payload the driver records."""
+    """Run ``task["spec"]`` (CellSpec keyword arguments) and return the payload the driver records.
+    A cross-validation task (``task["kind"] == "cv"``) runs :func:`olb.grid.crossval.execute_cv` instead."""
+    if task.get("kind") == "cv":
+        from olb.grid.crossval import execute_cv
+
+        return execute_cv(task)
     started = time.time()
     wall0, cpu0 = time.perf_counter(), time.process_time()
     base = {"cell_id": task["cell_id"], "start_time": started, "host": socket.gethostname(), "node_ip": _node_ip(),
