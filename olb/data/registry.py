@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,9 +90,8 @@ class DatasetSpec:
 
 
 def conf_dir() -> Path:
-    """The Hydra config dir: ``$OLB_CONF_DIR`` if set, else ``conf/`` of the repository."""
-    env = os.environ.get("OLB_CONF_DIR")
-    return Path(env) if env else Path(olb.__file__).resolve().parents[1] / "conf"
+    """The registry's config dir (:func:`olb.conf_dir`)."""
+    return olb.conf_dir()
 
 
 def dataset_names() -> list[str]:

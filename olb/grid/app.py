@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 import olb
 from olb.data import dataset_names
 from olb.grid.backends import make_backend
-from olb.grid.config import CONF_DIR, register_configs
+from olb.grid.config import register_configs
 from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, check_data, matches_data, provenance_tags
 from olb.grid.fanout import fan_out
 from olb.grid.plan import GridConfigError, Plan, Problems, collect_plan, describe
@@ -90,7 +90,7 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     register_configs()
     overrides = with_default_experiment(list(overrides or []))
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="olb.grid"):
+    with initialize_config_dir(config_dir=str(olb.conf_dir()), version_base="1.3", job_name="olb.grid"):
         return hydra_compose(config_name="config", overrides=overrides)
 
 
@@ -437,7 +437,7 @@ def unknown_override_keys(args: list[str]) -> list[str]:
     from olb.registry import did_you_mean
 
     schema = make_schema()
-    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()}
+    groups = {p.name for p in olb.conf_dir().iterdir() if p.is_dir()}
     problems = []
     for arg in args:
         if arg.startswith("-") or "=" not in arg:
@@ -468,7 +468,7 @@ def main() -> None:
             print(f"olb.grid: error: {problem}", file=sys.stderr)
         raise SystemExit(EXIT_CONFIG)
     sys.argv[1:] = with_default_experiment(sys.argv[1:])
-    app = hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(_hydra_task)
+    app = hydra.main(config_path=str(olb.conf_dir()), config_name="config", version_base="1.3")(_hydra_task)
     try:
         app()
     except SystemExit as exit_:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
@@ -21,8 +20,7 @@ from hydra.core.config_store import ConfigStore
 import olb
 from olb.registry import ALGORITHMS
 
-CONF_DIR = Path(olb.__file__).resolve().parents[1] / "conf"
-PAPER_TABLES = CONF_DIR / "reference" / "paper_tables.csv"
+PAPER_TABLES = olb.conf_dir() / "reference" / "paper_tables.csv"
 
 # Hyperparameter-like axes that are CellSpec fields rather than algorithm hyperparameters.
 SPEC_AXES = ("loops",)
