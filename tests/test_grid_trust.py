@@ -129,11 +129,10 @@ def ruled_stub():
 
 @pytest.fixture
 def own_registry(tmp_path, monkeypatch):
-    """The registry plus two data sets of one's own: emotions' train file without a split, and a broken ARFF."""
+    """The configs (a copy: $OLB_CONF_DIR) plus two data sets of one's own: emotions' train file without a
+    split, and a broken ARFF."""
+    shutil.copytree(ROOT / "conf", tmp_path / "conf")
     conf = tmp_path / "conf" / "dataset"
-    conf.mkdir(parents=True)
-    for path in (ROOT / "conf" / "dataset").glob("*.yaml"):
-        shutil.copyfile(path, conf / path.name)
     data = emotions_copy(tmp_path / "data")
     entry = {"name": "nosplit", "task": "multilabel", "format": "mulan_arff",
              "files": {"data": {"path": "emotions/emotions-train.arff"}, "labels": {"path": "emotions/emotions.xml"}},
