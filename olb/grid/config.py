@@ -52,7 +52,8 @@ class AlgorithmEntry:
 class BackendConfig:
     """Where cells run: ``ray`` (one task with one CPU per cell) or ``serial`` (in the driver process)."""
 
-    name: str = "ray"
+    name: str = "auto"  # auto: serial when the planned work is smaller than Ray's start-up cost, else ray
+    ray_startup_s: float = 15.0  # what starting a local Ray costs here (backend=auto weighs it against the work)
     address: Optional[str] = None  # Ray cluster address ("auto", "ray://host:10001", ...); None: $RAY_ADDRESS, else a local Ray
     num_cpus: Optional[int] = None  # local Ray: CPUs to use (None: every core)
     temp_dir: str = "/tmp/olb-ray"  # local Ray's session files (keep it short: Unix sockets live there)
