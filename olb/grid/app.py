@@ -329,6 +329,11 @@ def _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, rec
         from olb.grid.crossval import selection_markdown
 
         markdown += "\n" + selection_markdown(choices)
+    if cfg.leaderboard:
+        board_md, board_files = _leaderboard(plan, table, cells, out / "leaderboard")
+        markdown += "\n" + board_md
+        if board_files:
+            files["leaderboard"] = out / "leaderboard"
     files["table_md"].write_text(markdown)
     plot_paths = _plots(plan, outcomes, table, cells, tracker, out / "plots") if cfg.plots else []
     if plot_paths:
@@ -356,7 +361,8 @@ def _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, rec
             metrics["fanout_efficiency"] = efficiency
         try:
             tracker.finish_parent(status, metrics, [files["cells"], files["table_csv"], files["table_md"],
-                                                    *([out / "plots"] if plot_paths else [])])
+                                                    *([out / "plots"] if plot_paths else []),
+                                                    *([files["leaderboard"]] if "leaderboard" in files else [])])
         except Exception as err:  # noqa: BLE001 - the files are written; say so and go on
             log.error("olb.grid: could not record the grid's parent run in MLflow (%s: %s)", type(err).__name__, err)
             code = code or EXIT_FAILED_CELLS
@@ -369,6 +375,21 @@ def _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, rec
                           untracked=recorder.untracked)
     _report(outcome, markdown, cfg, efficiency, stream)
     return outcome
+
+
+def _leaderboard(plan: Plan, table, cells, out_dir: Path):
+    """Mean ranks, critical-difference diagrams and runtime plots of ``table`` (olb/grid/leaderboard.py)."""
+    from olb.data import dataset_spec
+    from olb.grid.leaderboard import write_report
+    from olb.grid.plan import RUNTIME_COLUMNS
+
+    ranked = {m: lower for m, lower in plan.lower_is_better.items() if m not in RUNTIME_COLUMNS}
+    examples = {d: dataset_spec(d).shape.n_examples for d in plan.datasets}
+    try:
+        return write_report(table, cells, ranked, examples, out_dir)
+    except Exception as err:  # noqa: BLE001 - a report never fails a grid; say why it is missing
+        log.warning("olb.grid: leaderboard failed: %s: %s", type(err).__name__, err)
+        return f"## Leaderboard\n\nnot written: {type(err).__name__}: {err}\n", []
 
 
 def _plots(plan, outcomes, table, cells, tracker, plot_dir: Path) -> list[Path]:

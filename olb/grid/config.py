@@ -124,7 +124,8 @@ class GridBase:
     allow_unavailable: bool = False  # run the rest when a data set has no local copy and cannot be downloaded
     plots: bool = True
     imports: List[str] = field(default_factory=list)
-    selection_store: str = "olb_cv.jsonl"  # finished cross-validation tasks (resume of the selection stage)  # modules to import (driver and workers) before planning
+    selection_store: str = "olb_cv.jsonl"
+    leaderboard: bool = False  # also rank the learners across data sets (olb/grid/leaderboard.py) next to table.md  # finished cross-validation tasks (resume of the selection stage)  # modules to import (driver and workers) before planning
 
 
 def hyperparameter_names() -> list[str]:
