@@ -259,7 +259,8 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
     """Run every cell of ``cfg`` not finished yet, record them, and write cells.csv, table.csv/.md, plots.
 
     Raises GridConfigError before any work (no output folder, no MLflow run) when the config or the data is
-    invalid, listing every problem.
+    invalid, listing every problem. ``overrides`` (the command line's) decide the table's title and which
+    entries still have the experiment file's settings (only those are shown beside the paper's values).
     """
     t_start = time.perf_counter()
     plan, data = prepare(cfg)
