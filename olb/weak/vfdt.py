@@ -53,7 +53,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from olb.weak.base import WeakLearners, log_uniform
+from olb.weak import vfdt_core
+from olb.weak.base import DELTA_RANGE, GRACE_RANGE, TAU_RANGE, WeakLearners, log_uniform
 
 _N_THRESHOLDS = 10
 _MIN_BRANCH_FRACTION = 0.01
@@ -83,9 +84,9 @@ class VFDTForest(WeakLearners):
         n_features: int,
         n_labels: int,
         num_covariates: int = 20,
-        delta_range: tuple[float, float] = (0.01, 0.9),
-        tau_range: tuple[float, float] = (0.01, 0.9),
-        grace_range: tuple[float, float] = (5.0, 20.0),
+        delta_range: tuple[float, float] = DELTA_RANGE,
+        tau_range: tuple[float, float] = TAU_RANGE,
+        grace_range: tuple[float, float] = GRACE_RANGE,
         importance_scale_range: tuple[float, float] | None = None,
         pseudo_count: float = 1.0,
         seed: int | np.random.Generator | None = None,
@@ -107,9 +108,9 @@ class VFDTForest(WeakLearners):
             self.covariates = np.stack([rng.choice(n_features, num_covariates, replace=False) for _ in range(N)])
         self.pseudo_count = pseudo_count
         self._ln_inv_delta = np.log(1.0 / self.delta)
-        self._trees = np.arange(N)
         self._d = self.covariates.shape[1]
         self._init_storage(capacity=4 * N)
+        self._round_leaves = None  # (x, leaves) of the round's prediction
         self.root = np.array([self._new_leaf(np.zeros(n_labels), np.zeros(n_labels, bool), self._new_slot())
                               for _ in range(N)])
 
@@ -165,24 +166,25 @@ class VFDTForest(WeakLearners):
         return node
 
     # ------------------------------------------------------------------ routing and prediction
-    def _project(self, x: np.ndarray) -> np.ndarray:
-        return x[self.covariates]  # (N, d')
+    def _leaves(self, x: np.ndarray) -> np.ndarray:
+        """Leaf node of every tree for ``x``; routed once per round: ``learn`` reuses what the round's
+        prediction routed for the same x (the trees do not change in between)."""
+        cached = self._round_leaves
+        if cached is not None and cached[0] is x:
+            return cached[1]
+        leaves = vfdt_core.route(x, self.covariates, self.root, self.split_feature, self.threshold, self.left,
+                                 self.right, self.nan_left)
+        self._round_leaves = (x, leaves)
+        return leaves
 
-    def _route(self, xs: np.ndarray) -> np.ndarray:
-        """Leaf node of every tree for the projected input ``xs`` (N, d')."""
-        node = self.root.copy()
-        active = np.flatnonzero(self.split_feature[node] >= 0)
-        while active.size:
-            n = node[active]
-            v = xs[active, self.split_feature[n]]
-            go_left = np.where(np.isnan(v), self.nan_left[n], v <= self.threshold[n])
-            node[active] = np.where(go_left, self.left[n], self.right[n])
-            active = active[self.split_feature[node[active]] >= 0]
-        return node
+    def leaf_masses(self, x: np.ndarray) -> np.ndarray:
+        """Unnormalized prediction masses (N, k) of every tree's leaf for ``x``: the class masses, with 1 for
+        a class the leaf has not seen (the smoothed histogram)."""
+        leaves = self._leaves(x)
+        return self.class_mass[leaves] + ~self.seen[leaves]
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
-        leaves = self._route(self._project(x))
-        mass = self.class_mass[leaves] + ~self.seen[leaves]
+        mass = self.leaf_masses(x)
         return mass / mass.sum(axis=1, keepdims=True)
 
     # ------------------------------------------------------------------ learning
@@ -190,44 +192,21 @@ class VFDTForest(WeakLearners):
         """Feed label l to tree i with importance weight ``weights[i, l]`` (0: not fed)."""
         if self.importance_scale is not None:
             weights = weights * self.importance_scale[:, None]
-        tree, label = np.nonzero(weights > 0)
-        if tree.size == 0:
-            return
-        w = weights[tree, label]
-        xs = self._project(x)
-        leaves = self._route(xs)
-        node = leaves[tree]
-        # class masses, with the pseudo-count the first time a class reaches a node
-        self.class_mass[node, label] += w + self.pseudo_count * ~self.seen[node, label]
-        self.seen[node, label] = True
-        # weighted Gaussian statistics of every covariate (West's weighted incremental update)
-        xv = xs[tree]  # (P, d')
-        wv = np.where(np.isnan(xv), 0.0, w[:, None])
-        xv = np.nan_to_num(xv)
-        s = self.slot[node]
-        total = self.g_weight[s, :, label] + wv
-        mean = self.g_mean[s, :, label]
-        diff = xv - mean
-        new_mean = mean + np.divide(wv * diff, total, out=np.zeros_like(diff), where=total > 0)
-        self.g_m2[s, :, label] += wv * diff * (xv - new_mean)
-        self.g_mean[s, :, label] = new_mean
-        self.g_weight[s, :, label] = total
-        observed = wv > 0
-        self.g_min[s, :, label] = np.where(observed, np.minimum(self.g_min[s, :, label], xv), self.g_min[s, :, label])
-        self.g_max[s, :, label] = np.where(observed, np.maximum(self.g_max[s, :, label], xv), self.g_max[s, :, label])
-        # split attempts where the grace period has passed and more than one class was seen
-        touched = np.unique(leaves[np.unique(tree)])
-        owner = self._owner_of(touched, leaves)
+        leaves = self._leaves(x)
+        self._round_leaves = None
+        fed = vfdt_core.update_statistics(x, np.ascontiguousarray(weights, dtype=float), leaves, self.covariates,
+                                          self.slot, self.class_mass, self.seen, self.g_weight, self.g_mean,
+                                          self.g_m2, self.g_min, self.g_max, self.pseudo_count)
+        # split attempts (in increasing node order) where the grace period has passed and > 1 class was seen
+        owner = np.flatnonzero(fed)
+        touched = leaves[owner]
         weight = self.class_mass[touched].sum(axis=1)
         due = (weight - self.weight_at_last_attempt[touched] > self.grace[owner]) & (self.seen[touched].sum(axis=1) > 1)
-        for leaf, i, n in zip(touched[due], owner[due], weight[due]):
+        due = np.flatnonzero(due)
+        for j in due[np.argsort(touched[due])]:
+            leaf, n = touched[j], weight[j]
             self.weight_at_last_attempt[leaf] = n
-            self._attempt_split(leaf, i, n)
-
-    def _owner_of(self, nodes: np.ndarray, leaves: np.ndarray) -> np.ndarray:
-        """Tree index of each node in ``nodes`` (each is the current leaf of exactly one tree)."""
-        order = np.argsort(leaves)
-        return order[np.searchsorted(leaves[order], nodes)]
+            self._attempt_split(leaf, owner[j], n)
 
     def _attempt_split(self, leaf: int, tree: int, n: float) -> None:
         pre = self.class_mass[leaf]
