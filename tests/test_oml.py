@@ -8,8 +8,14 @@ from scipy.optimize import minimize_scalar
 
 from olb.learners.neighbors import oml as oml_module
 from olb.learners.neighbors.knn import KNN
-from olb.learners.neighbors.oml import (OML, cubic_coefficients, cubic_step, exact_dual, exact_dual_step,
-                                        update_spectrum)
+from olb.learners.neighbors.oml import (
+    OML,
+    cubic_coefficients,
+    cubic_step,
+    exact_dual,
+    exact_dual_step,
+    update_spectrum,
+)
 
 
 def random_case(seed, q=5, d=3):
