@@ -488,15 +488,3 @@ def describe(plan: Plan) -> str:
                 configs = {(tuple(sorted(c.params.items(), key=lambda kv: kv[0])), c.loops) for c in cs}
                 lines.append(f"  {info['label']:<22} {ds:<14} {len(configs)} config(s) x {len({c.seed for c in cs})} seed(s)")
     return "\n".join(lines)
-
-
-def check_availability(datasets: list[str], data_dir):
-    """The data check of ``datasets`` (:func:`olb.grid.datacheck.check_data` with checksums verified): its
-    ``unavailable`` data sets; GridConfigError for edited or malformed files. Kept for slurm/cluster_tools.py,
-    which is to call :func:`olb.grid.app.prepare` (config and data problems at once) instead."""
-    from olb.grid.datacheck import check_data
-
-    problems = Problems()
-    check = check_data(datasets, data_dir, True, problems)
-    problems.raise_if_any()
-    return check
