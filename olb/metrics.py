@@ -1,16 +1,16 @@
 """Every metric the papers report, one formula per function.
 
-Papers (``/work/shared/papers``) and where each metric comes from:
+Papers and where each metric comes from:
 
 - 000 Jung & Tewari, online multi-label ranking boosting: ``rank_loss`` (§3.1, L_rnk; Table 3).
 - 001 Jung, Goetz & Tewari, online multiclass boosting: ``accuracy`` (§5, Table 1: on the final 20%).
 - 002 Zhai, Tang & Wang, adaptive label thresholding (ALT), §6.2, Table 2: ``precision`` (Psn),
   ``recall`` (Rcal), ``f1`` (F1), ``macro_f1`` (MacroF1), ``micro_f1`` (MicroF1), ``hamming_loss`` (Hl),
-  ``ranking_loss`` (Rl). The displayed formulas were lost in extraction; the ones used here are those of
-  ``/work/shared/specs/alt_oml_spec.md`` §1.1, which marks them as reconstructed (RECON) and checked
-  against Table 2.
+  ``ranking_loss`` (Rl). The paper's displayed formulas were lost in text extraction; the ones used here
+  are reconstructions (marked RECON) from its prose, checked against its Table 2: F1 computed from the
+  averaged Psn and Rcal matches all of that table's rows to within 0.02 points but two (within 0.22).
 - 003 Gong et al., online metric learning (OML), Figs. 1-8: ``macro_f1``, ``micro_f1``, ``example_f1``,
-  ``hamming_loss`` (spec §1.2).
+  ``hamming_loss``.
 - 004 Zhang et al., top-k feedback boosting: weighted rank loss (Tables 1-3) = ``rank_loss``;
   unweighted rank loss = ``rank_loss(..., normalized=False)``.
 
@@ -28,6 +28,30 @@ Conventions
 - *Corpus* metrics (``f1``, ``macro_f1``, ``micro_f1``) are not means of per-example values. Call them on
   the stacked (n, k) predictions, or stream them through an :class:`Accumulator`.
 - All values are fractions in [0, 1]; the ALT tables print them x100.
+
+Empty label sets
+----------------
+A per-example ratio with an empty denominator (an empty predicted set for Psn, an empty true set for
+Rcal, both empty for Example-F1) takes a conventional value, and so does a label that is neither relevant
+nor predicted in any evaluated example (MacroF1). The papers do not state theirs. Registered names:
+
+- ``precision``, ``recall``, ``f1``: the empty ratio scores 0 (scikit-learn's default). ``example_f1``:
+  both sets empty score 1 (the prediction is exact).
+- ``precision_empty1``, ``recall_empty1``, ``f1_empty1``: the empty ratio scores 1, so an empty prediction
+  scores Psn 1 and an example without relevant labels scores Rcal 1. ``example_f1_empty0``: both sets empty
+  score 0.
+- ``precision_unlabelled1``, ``recall_unlabelled1``, ``f1_unlabelled1``: an example without a relevant label
+  scores 1 in Psn and Rcal (whatever is predicted); otherwise an empty prediction scores Psn 0. Paper 002's
+  experiments use this one: it is the only one we tried that reproduces both its birds figures (151 of the
+  323 test rows have no relevant label; FALT(k)'s F1 is near 21 with the default, near 68 with this, the
+  paper's 68.16) and its bibtex figures (no unlabelled test row, but many empty predictions: ``_empty1``
+  lifts SALT's F1 by 5 points above the paper's, this one and the default match it). See docs/alt.md.
+- ``ranking_loss`` leaves an example with no relevant (or no irrelevant) label out of the mean;
+  ``ranking_loss_unlabelled0`` keeps it with loss 0, as paper 002's birds figure implies (left out, FALT(k)'s
+  Rl is near 18.6; kept, near 9.9; the paper's 9.36).
+- ``macro_f1``: a label absent from the evaluated part and never predicted contributes 0 to the mean
+  (scikit-learn's default); ``macro_f1_absent1``: it contributes 1. Birds, bibtex and mediamill have labels
+  that never occur in their test split, so the two differ there.
 
 Registry and use from an evaluation loop
 ----------------------------------------
@@ -92,6 +116,13 @@ def _ratio(num, den, zero_division):
     out = np.full(num.shape, zero_division, dtype=float)
     np.divide(num, den, out=out, where=np.asarray(den) != 0)
     return out
+
+
+def _unlabelled(values, truth, unlabelled):
+    """``values`` (per example) with ``unlabelled`` on examples without a relevant label (None: unchanged)."""
+    if unlabelled is not None:
+        values = np.where(np.sum(truth, axis=-1) == 0, unlabelled, values)
+    return _value(values)
 
 
 def _bools(pred, y):
@@ -208,11 +239,11 @@ def rank_loss_many(S, y, normalized=True, ties=0.5):
 
 
 def ranking_loss(scores, y, empty=0.0):
-    """Ranking loss Rl [paper 002, §6.2; spec §1.1]: like :func:`rank_loss` but ties count as errors.
+    """Ranking loss Rl [paper 002, §6.2]: like :func:`rank_loss` but ties count as errors.
 
     Per example ``|{(l, r) in Y x Y^c : s[l] <= s[r]}| / (|Y| |Y^c|)``, i.e. ``rank_loss(ties=1.0)``.
     This is scikit-learn's ``label_ranking_loss`` per example. Examples with |Y| = 0 or k get ``empty``:
-    0 (the default, scikit-learn, which keeps them in the mean) or ``np.nan`` (the spec's proposal for
+    0 (the default, scikit-learn, which keeps them in the mean) or ``np.nan`` (our reading for
     ALT: leave them out, average with ``np.nanmean``; the ``METRICS`` entry does this).
 
     >>> ranking_loss([0.9, 0.1, 0.5, 0.5], [1, 0, 1, 0])
@@ -248,7 +279,7 @@ def accuracy(pred, y):
 
 
 def hamming_loss(labels, y):
-    """Hamming loss Hl [paper 002 §6.2, paper 003; spec §1.1]: ``|Y xor Y_hat| / k`` per example.
+    """Hamming loss Hl [paper 002 §6.2, paper 003]: ``|Y xor Y_hat| / k`` per example.
 
     The mean over examples equals scikit-learn's ``hamming_loss``.
 
@@ -259,10 +290,11 @@ def hamming_loss(labels, y):
     return _value(np.mean(p != t, axis=-1))
 
 
-def precision(labels, y, zero_division=0.0):
-    """Example-based precision Psn [paper 002 §6.2; spec §1.1, RECON]: ``|Y & Y_hat| / |Y_hat|``.
+def precision(labels, y, zero_division=0.0, unlabelled=None):
+    """Example-based precision Psn [paper 002 §6.2, RECON]: ``|Y & Y_hat| / |Y_hat|``.
 
-    Per example; Psn is the mean. An empty prediction gets ``zero_division`` (spec: 0). Matches
+    Per example; Psn is the mean. An empty prediction gets ``zero_division`` (default 0; see "Empty label sets"),
+    and an example without a relevant label gets ``unlabelled`` when it is not None. Matches
     scikit-learn's ``precision_score(average='samples')`` with the same ``zero_division``.
 
     >>> precision([1, 1, 0, 0], [1, 0, 1, 0])
@@ -271,13 +303,14 @@ def precision(labels, y, zero_division=0.0):
     array([0., 1.])
     """
     p, t = _bools(labels, y)
-    return _value(_ratio(np.sum(p & t, axis=-1), np.sum(p, axis=-1), zero_division))
+    return _unlabelled(_ratio(np.sum(p & t, axis=-1), np.sum(p, axis=-1), zero_division), t, unlabelled)
 
 
-def recall(labels, y, zero_division=0.0):
-    """Example-based recall Rcal [paper 002 §6.2; spec §1.1, RECON]: ``|Y & Y_hat| / |Y|``.
+def recall(labels, y, zero_division=0.0, unlabelled=None):
+    """Example-based recall Rcal [paper 002 §6.2, RECON]: ``|Y & Y_hat| / |Y|``.
 
-    Per example; Rcal is the mean. An empty ``Y`` gets ``zero_division`` (spec: 0; ``np.nan`` leaves the
+    Per example; Rcal is the mean. An empty ``Y`` gets ``unlabelled`` if it is not None, else ``zero_division``
+    (default 0; ``np.nan`` leaves the
     example out). Matches scikit-learn's ``recall_score(average='samples')`` with the same
     ``zero_division``.
 
@@ -285,13 +318,13 @@ def recall(labels, y, zero_division=0.0):
     0.3333333333333333
     """
     p, t = _bools(labels, y)
-    return _value(_ratio(np.sum(p & t, axis=-1), np.sum(t, axis=-1), zero_division))
+    return _unlabelled(_ratio(np.sum(p & t, axis=-1), np.sum(t, axis=-1), zero_division), t, unlabelled)
 
 
 def example_f1(labels, y, zero_division=1.0):
-    """Example-F1 [paper 003; spec §1.2]: ``2 |Y & Y_hat| / (|Y| + |Y_hat|)`` per example; report the mean.
+    """Example-F1 [paper 003]: ``2 |Y & Y_hat| / (|Y| + |Y_hat|)`` per example; report the mean.
 
-    ``zero_division`` is used when both sets are empty (spec proposal: 1, the prediction is exact).
+    ``zero_division`` is used when both sets are empty (default 1: the prediction is exact).
     Matches scikit-learn's ``f1_score(average='samples')`` with the same ``zero_division``.
 
     >>> example_f1([1, 1, 0, 0], [1, 0, 1, 1])
@@ -303,10 +336,10 @@ def example_f1(labels, y, zero_division=1.0):
     return _value(_ratio(2 * np.sum(p & t, axis=-1), np.sum(p, axis=-1) + np.sum(t, axis=-1), zero_division))
 
 
-def _pr_stats(labels, y, zero_division=0.0):
+def _pr_stats(labels, y, zero_division=0.0, unlabelled=None):
     """Additive statistics of :func:`f1`: [sum precision, #defined, sum recall, #defined]."""
-    p = np.atleast_1d(precision(labels, y, zero_division))
-    r = np.atleast_1d(recall(labels, y, zero_division))
+    p = np.atleast_1d(precision(labels, y, zero_division, unlabelled))
+    r = np.atleast_1d(recall(labels, y, zero_division, unlabelled))
     return np.array([np.nansum(p), np.count_nonzero(~np.isnan(p)), np.nansum(r), np.count_nonzero(~np.isnan(r))])
 
 
@@ -316,18 +349,18 @@ def _f1_from_stats(stats):
     return float(_ratio(2 * psn * rcal, psn + rcal, 0.0))
 
 
-def f1(labels, y, zero_division=0.0):
-    """F1 of paper 002 (ALT) [§6.2; spec §1.1, RECON]: ``2 Psn Rcal / (Psn + Rcal)``.
+def f1(labels, y, zero_division=0.0, unlabelled=None):
+    """F1 of paper 002 (ALT) [§6.2, RECON]: ``2 Psn Rcal / (Psn + Rcal)``.
 
-    The harmonic mean of the *averaged* :func:`precision` and :func:`recall` (spec: verified on all of
+    The harmonic mean of the *averaged* :func:`precision` and :func:`recall` (checked on all of
     ALT Table 2), not the mean of per-example F1 (that is :func:`example_f1`, paper 003). A corpus
-    metric: ``labels``, ``y`` are all evaluated examples stacked, (n, k). ``zero_division`` is passed to
-    :func:`precision` and :func:`recall`.
+    metric: ``labels``, ``y`` are all evaluated examples stacked, (n, k). ``zero_division`` and ``unlabelled``
+    are passed to :func:`precision` and :func:`recall`.
 
     >>> f1([[1, 1, 0], [0, 0, 1]], [[1, 0, 0], [1, 1, 1]])   # Psn 3/4, Rcal 2/3
     0.7058823529411765
     """
-    return _f1_from_stats(_pr_stats(labels, y, zero_division))
+    return _f1_from_stats(_pr_stats(labels, y, zero_division, unlabelled))
 
 
 def _label_counts(labels, y):
@@ -348,10 +381,10 @@ def _micro_f1_from_counts(counts, zero_division=0.0):
 
 
 def macro_f1(labels, y, zero_division=0.0):
-    """MacroF1 [paper 002 §6.2, paper 003; spec §1.1]: ``mean_j 2TP_j / (2TP_j + FP_j + FN_j)``.
+    """MacroF1 [paper 002 §6.2, paper 003]: ``mean_j 2TP_j / (2TP_j + FP_j + FN_j)``.
 
     Counts per label j over all stacked examples (n, k). A label never predicted nor relevant gets
-    ``zero_division`` (spec proposal: 0). Matches scikit-learn's ``f1_score(average='macro')``.
+    ``zero_division`` (default 0; see "Empty label sets"). Matches scikit-learn's ``f1_score(average='macro')``.
 
     >>> macro_f1([[1, 0], [1, 0]], [[1, 0], [0, 1]])   # label 0: 2/3, label 1: 0
     0.3333333333333333
@@ -360,7 +393,7 @@ def macro_f1(labels, y, zero_division=0.0):
 
 
 def micro_f1(labels, y, zero_division=0.0):
-    """MicroF1 [paper 002 §6.2, paper 003; spec §1.1]: ``2 sum TP / (2 sum TP + sum FP + sum FN)``.
+    """MicroF1 [paper 002 §6.2, paper 003]: ``2 sum TP / (2 sum TP + sum FP + sum FN)``.
 
     Counts pooled over all labels and stacked examples (n, k). Matches scikit-learn's
     ``f1_score(average='micro')``.
@@ -471,15 +504,35 @@ METRICS: dict[str, Metric] = {
             partial(ranking_loss, empty=np.nan),
             "scores",
             True,
-            "paper 002 §6.2 Rl, Table 2; spec §1.1 (ties are errors; |Y| in {0, k} left out)",
+            "paper 002 §6.2 Rl, Table 2 (ties are errors; |Y| in {0, k} left out)",
         ),
         _per_example("accuracy", accuracy, "class", False, "paper 001 §5, Table 1"),
         _per_example("hamming_loss", hamming_loss, "labels", True, "paper 002 §6.2 Hl, Table 2; paper 003"),
-        _per_example("precision", precision, "labels", False, "paper 002 §6.2 Psn, Table 2; spec §1.1 RECON"),
-        _per_example("recall", recall, "labels", False, "paper 002 §6.2 Rcal, Table 2; spec §1.1 RECON"),
-        _per_example("example_f1", example_f1, "labels", False, "paper 003 Example-F1; spec §1.2"),
-        _corpus("f1", f1, _pr_stats, _f1_from_stats, "paper 002 §6.2 F1, Table 2; spec §1.1 RECON"),
+        _per_example("precision", precision, "labels", False, "paper 002 §6.2 Psn, Table 2 (RECON)"),
+        _per_example("recall", recall, "labels", False, "paper 002 §6.2 Rcal, Table 2 (RECON)"),
+        _per_example("example_f1", example_f1, "labels", False, "paper 003 Example-F1"),
+        _corpus("f1", f1, _pr_stats, _f1_from_stats, "paper 002 §6.2 F1, Table 2 (RECON)"),
         _corpus("macro_f1", macro_f1, _label_counts, _macro_f1_from_counts, "paper 002 §6.2 MacroF1; paper 003"),
         _corpus("micro_f1", micro_f1, _label_counts, _micro_f1_from_counts, "paper 002 §6.2 MicroF1; paper 003"),
+        # the other empty-set conventions (module docstring, "Empty label sets")
+        _per_example("precision_empty1", partial(precision, zero_division=1.0), "labels", False,
+                     "paper 002 §6.2 Psn (RECON); an empty predicted set scores 1"),
+        _per_example("recall_empty1", partial(recall, zero_division=1.0), "labels", False,
+                     "paper 002 §6.2 Rcal (RECON); an empty true set scores 1"),
+        _corpus("f1_empty1", partial(f1, zero_division=1.0), partial(_pr_stats, zero_division=1.0),
+                _f1_from_stats, "paper 002 §6.2 F1 (RECON) from precision_empty1 and recall_empty1"),
+        _per_example("ranking_loss_unlabelled0", ranking_loss, "scores", True,
+                     "paper 002 §6.2 Rl, Table 2; an example with |Y| in {0, k} scores 0 and stays in the mean"),
+        _per_example("precision_unlabelled1", partial(precision, unlabelled=1.0), "labels", False,
+                     "paper 002 §6.2 Psn (RECON); an example without relevant labels scores 1"),
+        _per_example("recall_unlabelled1", partial(recall, unlabelled=1.0), "labels", False,
+                     "paper 002 §6.2 Rcal (RECON); an example without relevant labels scores 1"),
+        _corpus("f1_unlabelled1", partial(f1, unlabelled=1.0), partial(_pr_stats, unlabelled=1.0), _f1_from_stats,
+                "paper 002 §6.2 F1 (RECON) from precision_unlabelled1 and recall_unlabelled1"),
+        _per_example("example_f1_empty0", partial(example_f1, zero_division=0.0), "labels", False,
+                     "paper 003 Example-F1; both sets empty score 0"),
+        _corpus("macro_f1_absent1", partial(macro_f1, zero_division=1.0), _label_counts,
+                partial(_macro_f1_from_counts, zero_division=1.0),
+                "paper 002 §6.2 MacroF1; a label never relevant nor predicted scores 1"),
     ]
 }

@@ -11,7 +11,21 @@ reported metrics. The protocols the papers use:
     The whole data set, shuffled by the seed, is predicted then learned example by example; the metric
     is measured on the final 20% of the stream.
 ``train_frozen`` (papers 002, 003)
-    ``loops`` passes over the training split, then the test split is predicted by the frozen model.
+    ``loops`` passes over the training split, each in its own order drawn from the seed (so that 20 seeds
+    are the papers' 20 training-order permutations), then the test split is predicted by the frozen model.
+
+What the learner declares (``olb.learners.base.OnlineLearner``) shapes its stream:
+
+- ``init_fraction`` > 0: the first ``round(init_fraction * n)`` rows of the first training phase (n rows)
+  are given at once to ``learn_many`` (phase ``init``), before the stream;
+- ``predict_before_learn`` False: training rounds that are not scored are learned without a prediction
+  (their phase then has no learning curve);
+- ``feature_scaling`` ``"minmax"``: every row is scaled with the statistics of the training rows (the rows
+  of the phases that are not scored) before the learner sees it: ``(x - min) / (max - min)`` per feature
+  (a constant feature becomes 0; test rows may fall outside [0, 1]); on sparse data ``x / max|x|``, so
+  that zeros stay zeros;
+- ``accepts_sparse``: on a data set held sparse (CSR) the learner receives rows as ``scipy.sparse.csr_array``
+  of shape (1, d); any other learner receives dense rows.
 
 The feedback a learner receives is built by ``FEEDBACK[learner.feedback]`` from its prediction and the
 true labels: the full label vector for full-information learners; for top-k learners (paper 004) a
@@ -53,10 +67,13 @@ DEFAULT_METRICS = {"multilabel": ("rank_loss",), "multiclass": ("accuracy",)}
 
 @dataclass(frozen=True)
 class Phase:
+    """Rows of the data set in stream order; ``block``: learned at once through ``learn_many``."""
+
     name: str
     rows: np.ndarray
     update: bool
     scored: bool
+    block: bool = False
 
 
 @dataclass
@@ -93,8 +110,26 @@ def make_phases(dataset: Dataset, protocol: str, loops: int = 1, rng: np.random.
         raise ValueError(f"protocol {protocol!r} needs a train/test split, and dataset {dataset.name!r} has none")
     train = np.arange(dataset.n_train)
     test = np.arange(dataset.n_train, dataset.n_examples)
-    phases = [Phase("train" if loops == 1 else f"train_loop{i + 1}", train, True, False) for i in range(loops)]
+    if protocol == "train_frozen":
+        rng = rng or np.random.default_rng(0)
+        orders = [rng.permutation(train) for _ in range(loops)]
+    else:  # paper 000/004: the training split in file order, every loop
+        orders = [train] * loops
+    phases = [Phase("train" if loops == 1 else f"train_loop{i + 1}", order, True, False)
+              for i, order in enumerate(orders)]
     return phases + [Phase("test", test, protocol == "train_test", True)]
+
+
+def learner_phases(learner, phases: list[Phase]) -> list[Phase]:
+    """``phases`` with the learner's initial block (``init_fraction``) split off the first training phase."""
+    fraction = float(getattr(learner, "init_fraction", 0.0) or 0.0)
+    first = next((i for i, p in enumerate(phases) if p.update and not p.scored), None)
+    if fraction <= 0 or first is None:
+        return phases
+    rows = phases[first].rows
+    n_init = int(round(fraction * len(rows)))
+    rest = Phase(phases[first].name, rows[n_init:], True, False)
+    return [*phases[:first], Phase("init", rows[:n_init], True, False, block=True), rest, *phases[first + 1:]]
 
 
 def run_stream(learner, dataset: Dataset, phases: list[Phase], metrics: tuple[str, ...] | None = None,
@@ -115,25 +150,33 @@ def run_stream(learner, dataset: Dataset, phases: list[Phase], metrics: tuple[st
     primary = chosen[0]
     final = {m.name: m.accumulator() for m in chosen}
     feedback = _feedback_builder(learner)
-    X, Y = dataset.X, dataset.Y
+    phases = learner_phases(learner, phases)
+    rows = RowReader(dataset, learner, np.concatenate([p.rows for p in phases if not p.scored] or [[]]).astype(np.intp))
+    Y = dataset.Y
+    always_predict = getattr(learner, "predict_before_learn", True)
     _reset_peak_rss()
     timings: dict[str, dict[str, float]] = {}
     curve: dict[str, list] = {"step": [], "phase": [], "value": []}
     step = 0
     for p_index, phase in enumerate(phases):
         running = primary.accumulator()
+        predicts = phase.scored or always_predict
         wall0, cpu0 = time.perf_counter(), time.process_time()
-        for n, row in enumerate(phase.rows, start=1):
-            x, y = X[row].copy(), Y[row]  # a copy: a view would reach the whole data matrix through .base
-            prediction = learner.predict_one(x)
-            running.update(_view(prediction, primary.needs), y)
+        if phase.block:
+            learner.learn_many(rows.block(phase.rows), Y[phase.rows].copy())
+            step += len(phase.rows)
+        for n, row in enumerate(() if phase.block else phase.rows, start=1):
+            x, y = rows.row(row), Y[row]  # a copy: a view would reach the whole data matrix through .base
+            prediction = learner.predict_one(x) if predicts else None
+            if predicts:
+                running.update(_view(prediction, primary.needs), y)
             if phase.scored:
                 for m in chosen:
                     final[m.name].update(_view(prediction, m.needs), y)
             if phase.update:
                 learner.learn_one(x, feedback(prediction, y))
             step += 1
-            if n % curve_every == 0 or n == len(phase.rows):
+            if predicts and (n % curve_every == 0 or n == len(phase.rows)):
                 curve["step"].append(step)
                 curve["phase"].append(p_index)
                 curve["value"].append(running.value())
@@ -146,6 +189,51 @@ def run_stream(learner, dataset: Dataset, phases: list[Phase], metrics: tuple[st
     return StreamResult(results,
                         {key: np.asarray(values) for key, values in curve.items()}, timings, _peak_rss_mb(),
                         primary.name)
+
+
+class RowReader:
+    """The rows a learner sees: copies (never views into the data set), dense or CSR as the learner accepts,
+    scaled as its ``feature_scaling`` asks with the statistics of ``train_rows``."""
+
+    def __init__(self, dataset: Dataset, learner, train_rows: np.ndarray):
+        X = dataset.X
+        sparse = hasattr(X, "tocsr")
+        scaling = getattr(learner, "feature_scaling", "none")
+        if scaling not in ("none", "minmax"):
+            raise ValueError(f"feature_scaling={scaling!r} is not allowed; allowed: 'none', 'minmax'")
+        if scaling == "minmax":
+            X = _minmax(X, train_rows, sparse)
+        self.sparse_rows = sparse and getattr(learner, "accepts_sparse", False)
+        self.X = X.tocsr() if sparse else X
+
+    def row(self, index):
+        if self.sparse_rows:
+            return self.X[[index]]
+        if hasattr(self.X, "tocsr"):
+            return self.X[[index]].toarray()[0]
+        return self.X[index].copy()
+
+    def block(self, indices: np.ndarray):
+        if self.sparse_rows:
+            return self.X[indices]
+        if hasattr(self.X, "tocsr"):
+            return self.X[indices].toarray()
+        return self.X[indices]  # fancy indexing: already a copy
+
+
+def _minmax(X, train_rows: np.ndarray, sparse: bool):
+    """``X`` scaled with the training rows' statistics (see the module docstring)."""
+    if len(train_rows) == 0:
+        raise ValueError("feature_scaling='minmax' needs training rows to take the statistics from")
+    if sparse:
+        import scipy.sparse as sp
+
+        peak = np.asarray(abs(X[train_rows]).max(axis=0).toarray()).ravel()
+        inverse = np.divide(1.0, peak, out=np.zeros_like(peak), where=peak > 0)
+        return sp.csr_array(X @ sp.diags_array(inverse))
+    low = np.nanmin(X[train_rows], axis=0)
+    span = np.nanmax(X[train_rows], axis=0) - low
+    return (X - low) / np.where(span > 0, span, np.inf)
 
 
 def missing_outputs(learner_cls, metric_names) -> list[str]:
