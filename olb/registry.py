@@ -13,7 +13,7 @@ import importlib
 
 from olb.learners.base import OnlineLearner
 
-FAMILIES = ("olb.learners.boosting", "olb.learners.linear", "olb.learners.elm")
+FAMILIES = ("olb.learners.boosting", "olb.learners.linear", "olb.learners.elm", "olb.learners.thresholds", "olb.learners.neighbors")
 
 ALGORITHMS: dict[str, type[OnlineLearner]] = {
     cls.name: cls for family in FAMILIES for cls in importlib.import_module(family).LEARNERS

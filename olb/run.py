@@ -16,15 +16,25 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
 import yaml
 
-from olb.data import load_dataset
-from olb.protocol import PROTOCOLS, StreamResult, make_phases, run_stream
-from olb.registry import get_algorithm
+from olb.data import DataError, Provenance, load_with_provenance
 
-SPEC_KEYS = ("algorithm", "dataset", "seed", "protocol", "loops", "metrics", "curve_every", "data_dir")
+if TYPE_CHECKING:
+    from olb.protocol import StreamResult
+
+USAGE = """usage: python -m olb.run algorithm=NAME dataset=NAME [seed=S] [key=value ...]
+
+Runs one cell (one algorithm, fixed hyperparameters, one data set, one seed) and prints its metrics as YAML.
+Keys: algorithm, dataset, seed (0), protocol (the algorithm's default), loops (1), metrics (the task's
+default), curve_every (50), data_dir (one dir, several joined by ':', or a list; default $OLB_DATA_DIR),
+verify_checksums (true; false reads edited files of a registered data set); any other key is a
+hyperparameter of the algorithm. Bad arguments: one line on stderr, exit 2."""
+
+SPEC_KEYS = ("algorithm", "dataset", "seed", "protocol", "loops", "metrics", "curve_every", "data_dir",
+             "verify_checksums")
 
 
 @dataclass(frozen=True)
@@ -39,16 +49,29 @@ class CellSpec:
     loops: int = 1
     metrics: tuple[str, ...] | None = None  # None: the task's default metrics
     curve_every: int = 50
-    data_dir: str | None = None
+    data_dir: str | list | None = None  # one dir, several joined by os.pathsep, or a list
+    verify_checksums: bool = True  # false: read edited files of a registered data set as they are
 
     def resolved_params(self) -> dict:
         """Hyperparameters with defaults filled in; raises ValueError on unknown names or bad values."""
-        return get_algorithm(self.algorithm).validate(dict(self.params))
+        from olb.registry import did_you_mean, get_algorithm
+
+        cls = get_algorithm(self.algorithm)
+        for name in self.params:
+            if name not in cls.params:
+                raise ValueError(f"unknown key {name!r}{did_you_mean(name, [*SPEC_KEYS, *cls.params])}: neither a "
+                                 f"cell key ({', '.join(SPEC_KEYS)}) nor a hyperparameter of {cls.name} "
+                                 f"({', '.join(sorted(cls.params))})")
+        return cls.validate(dict(self.params))
 
     def resolved_protocol(self) -> str:
+        from olb.protocol import PROTOCOLS
+        from olb.registry import did_you_mean, get_algorithm
+
         protocol = self.protocol or get_algorithm(self.algorithm).default_protocol
         if protocol not in PROTOCOLS:
-            raise ValueError(f"unknown protocol {protocol!r}; allowed: {', '.join(PROTOCOLS)}")
+            raise ValueError(f"unknown protocol {protocol!r}{did_you_mean(protocol, PROTOCOLS)}; "
+                             f"allowed: {', '.join(PROTOCOLS)}")
         return protocol
 
 
@@ -56,8 +79,9 @@ class CellSpec:
 class CellResult:
     spec: CellSpec
     params: dict
-    stream: StreamResult
+    stream: "StreamResult"
     setup_s: float
+    data: Provenance | None = None  # the files the cell read and their fingerprint
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -71,19 +95,32 @@ class CellResult:
 
 def run_cell(spec: CellSpec) -> CellResult:
     """Load the data, build the learner from the seed, and run the protocol."""
+    import numpy as np
+
+    from olb.learners.base import StreamShape
+    from olb.protocol import make_phases, run_stream
+    from olb.registry import get_algorithm
+
     cls = get_algorithm(spec.algorithm)
     params = spec.resolved_params()
     protocol = spec.resolved_protocol()
-    dataset = load_dataset(spec.dataset, data_dir=spec.data_dir)
+    dataset, source = load_with_provenance(spec.dataset, spec.data_dir, spec.verify_checksums)
     if dataset.task != cls.task:
         raise ValueError(f"algorithm {spec.algorithm!r} solves {cls.task} tasks, dataset {spec.dataset!r} is {dataset.task}")
+    rules = cls.check_params(params, StreamShape(dataset.n_features, dataset.n_labels, dataset.n_train))
+    if rules:
+        raise ValueError(f"{cls.name} on {spec.dataset}: {'; '.join(rules)}")
     learner_seed, order_seed = np.random.SeedSequence(spec.seed).spawn(2)
     start = time.perf_counter()
     learner = cls(dataset.n_features, dataset.n_labels, seed=np.random.default_rng(learner_seed), **params)
     setup_s = time.perf_counter() - start
     phases = make_phases(dataset, protocol, spec.loops, np.random.default_rng(order_seed))
     stream = run_stream(learner, dataset, phases, spec.metrics, spec.curve_every)
-    return CellResult(spec, params, stream, setup_s)
+    return CellResult(spec, params, stream, setup_s, source)
+
+
+class UsageError(ValueError):
+    """A command-line argument that is not ``key=value`` or lacks a required key."""
 
 
 def parse_cli(argv: list[str]) -> CellSpec:
@@ -93,30 +130,46 @@ def parse_cli(argv: list[str]) -> CellSpec:
     for arg in argv:
         key, sep, raw = arg.partition("=")
         if not sep:
-            raise SystemExit(f"olb.run: expected key=value, got {arg!r}")
-        value = yaml.safe_load(raw)
+            raise UsageError(f"expected key=value, got {arg!r} (python -m olb.run --help)")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            raise UsageError(f"{key}: cannot read the value {raw!r} (YAML scalar or [list])") from None
         (fields if key in SPEC_KEYS else params)[key] = value
     missing = [k for k in ("algorithm", "dataset") if k not in fields]
     if missing:
-        raise SystemExit(f"olb.run: missing {', '.join(missing)} (usage: python -m olb.run algorithm=NAME dataset=NAME [seed=S] [hyperparameter=value ...])")
+        raise UsageError(f"missing {', '.join(missing)} (python -m olb.run algorithm=NAME dataset=NAME [seed=S] "
+                         "[hyperparameter=value ...])")
     if "metrics" in fields and fields["metrics"] is not None:
-        fields["metrics"] = tuple(np.atleast_1d(fields["metrics"]).tolist())
+        metrics = fields["metrics"]
+        fields["metrics"] = tuple(metrics) if isinstance(metrics, list) else (metrics,)
     return CellSpec(params=params, **fields)
 
 
 def main(argv: list[str] | None = None) -> int:
-    spec = parse_cli(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if any(arg in ("-h", "--help") for arg in argv):
+        print(USAGE)
+        return 0
+    try:
+        spec = parse_cli(argv)
+    except (UsageError, TypeError) as err:  # TypeError: a key given twice, a value of the wrong kind
+        return _refuse(err)
     try:
         result = run_cell(spec)
-    except ValueError as err:
-        print(f"olb.run: {err}", file=sys.stderr)
-        return 2
+    except (ValueError, DataError) as err:  # unknown names, bad values, unusable data
+        return _refuse(err)
     summary = {"cell": {k: v for k, v in asdict(spec).items() if v not in (None, {})}, "params": result.params,
                "metrics": result.metrics, "runtime_s": round(result.runtime_s, 3),
                "cpu_s": round(result.stream.cpu_s, 3), "peak_rss_mb": round(result.stream.peak_rss_mb, 1),
-               "phases": result.stream.phases}
+               "phases": result.stream.phases, "data_fingerprint": result.data.fingerprint}
     print(yaml.safe_dump(summary, sort_keys=False).rstrip())
     return 0
+
+
+def _refuse(err: Exception) -> int:
+    print(f"olb.run: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 from scipy.stats import rankdata
 
-from olb.data import dataset_names, dataset_spec, load_dataset, make_multilabel_stream
+from olb.data import ChecksumMismatch, dataset_names, dataset_spec, load_dataset, make_multilabel_stream
 from olb.data.arff import read_label_xml
 from olb.data.files import EMBEDDED_DIR
 
@@ -26,8 +26,8 @@ MULTILABEL = {
     "enron": (1123, 579, 1001, 53, 3.3784, 753),
     "medical": (333, 645, 1449, 45, 1.2454, 94),
     "corel5k": (4500, 500, 499, 374, 3.5220, 3175),
-    "cal500": (502, None, 68, 174, 26.0438, 502),
-    "slashdot": (3782, None, 1079, 22, 1.1809, 156),
+    "cal500": (335, 167, 68, 174, 26.0438, 502),  # declared split (seeded permutation)
+    "slashdot": (1891, 1891, 1079, 22, 1.1809, 156),  # declared split (first rows)
 }
 # name: (n_examples, n_features, examples per class)
 MULTICLASS = {
@@ -53,7 +53,8 @@ MULTICLASS = {
         {"sitting": 50631, "standing": 47370, "walking": 43390, "standingup": 12415, "sittingdown": 11827},
     ),
 }
-NOT_STAGED = {"mediamill", "isolet", "rcv1v2_topics"}
+NOT_STAGED = {"mediamill", "isolet", "rcv1v2_topics", "image"}
+SPARSE_ON_DISK = {"bibtex", "enron", "medical", "corel5k", "slashdot"}
 GENERATED = {"synthetic-mediamill"}
 BIG = {"bibtex", "corel5k", "movement"}
 
@@ -73,7 +74,7 @@ def test_registry_entry_is_a_plain_mapping(name):
     assert conf["name"] == name and conf["task"] == spec.task
     assert set(conf["shape"]) == {"n_examples", "n_train", "n_features", "n_labels"}
     for file in spec.files.values():
-        assert file.url or file.path.startswith(("movement/", "isolet/")), f"{name}: {file.path} has no URL"
+        assert file.url or file.path.startswith(("movement/", "isolet/", "image/")), f"{name}: {file.path} has no URL"
 
 
 def test_registry_checksums_match_the_staged_files(data_dir):
@@ -97,7 +98,7 @@ def test_multilabel_shapes(load, name):
     assert ds.n_train == (n_train if n_test is not None else None)
     assert ds.n_examples == n_train + (n_test or 0)
     assert (ds.n_features, ds.n_labels) == (n_features, n_labels)
-    assert ds.X.dtype == np.float64 and ds.Y.dtype == np.int8
+    assert ds.X.dtype == np.float64 and ds.Y.dtype == np.int8 and ds.is_sparse == (name in SPARSE_ON_DISK)
     assert set(np.unique(ds.Y)) <= {0, 1}
     assert ds.cardinality == pytest.approx(cardinality, abs=5e-5)
     assert len(np.unique(ds.Y, axis=0)) == n_label_sets
@@ -185,7 +186,9 @@ def test_emotions_prefers_the_data_dir(monkeypatch, tmp_path):
     first = next(i for i, line in enumerate(lines) if line.lower().startswith("@data")) + 1
     lines[first] = "12345" + lines[first][lines[first].index(",") :]
     train.write_text("\n".join(lines) + "\n")
-    assert load_dataset("emotions", tmp_path).X[0, 0] == 12345
+    with pytest.raises(ChecksumMismatch, match=r"emotions-train.arff: sha256 \w+, expected bbe704"):
+        load_dataset("emotions", tmp_path)
+    assert load_dataset("emotions", tmp_path, verify_checksums=False).X[0, 0] == 12345
     assert load_dataset("emotions").X[0, 0] != 12345
 
 
@@ -204,7 +207,7 @@ def test_small_sets_load_fast(data_dir, name):
 def test_synthetic_stream_shape_and_cardinality():
     ds = make_multilabel_stream(3000, 1000, 20, 15, cardinality=2.5, seed=1)
     assert (ds.n_train, ds.n_examples, ds.n_features, ds.n_labels) == (3000, 4000, 20, 15)
-    assert ds.X.dtype == np.float64 and ds.Y.dtype == np.int8
+    assert ds.X.dtype == np.float64 and ds.Y.dtype == np.int8 and not ds.is_sparse
     assert ds.cardinality == pytest.approx(2.5, abs=0.1)
 
 
@@ -234,3 +237,53 @@ def test_synthetic_mediamill_entry():
         "synthetic-mediamill", 30993, 43907, 120, 101,
     )
     assert ds.cardinality == pytest.approx(4.38, abs=0.05)
+
+
+def test_declared_splits_reorder_rows_and_keep_every_row(load, data_dir):
+    raw = load_dataset("slashdot", data_dir)
+    assert raw.n_train == 1891  # first rows in file order: nothing moves
+    cal500 = load("cal500")
+    assert cal500.n_train == 335 and cal500.n_examples == 502
+    assert int((cal500.Y[335:].sum(axis=0) == 0).sum()) == 3  # labels that never occur in the test part
+    spec = dataset_spec("cal500")
+    order = np.random.default_rng(0).permutation(502)
+    from olb.data.arff import load_mulan
+    from olb.data.files import locate
+
+    file_order = load_mulan(spec, locate(spec, data_dir))
+    np.testing.assert_array_equal(cal500.X, file_order.X[order])
+    np.testing.assert_array_equal(cal500.Y, file_order.Y[order])
+
+
+def test_sparse_rows_and_dense_rows_agree(load):
+    ds = load("medical")
+    assert ds.is_sparse and ds.X.format == "csr"
+    dense = ds.rows([3, 0, 7])
+    assert dense.shape == (3, 1449) and dense.dtype == np.float64
+    np.testing.assert_array_equal(ds.sparse_rows([3, 0, 7]).toarray(), dense)
+    np.testing.assert_array_equal(ds.rows(5), ds.rows([5]))
+
+
+def test_several_data_dirs_are_searched_in_order(tmp_path, data_dir, monkeypatch):
+    monkeypatch.delenv("OLB_DATA_DIR", raising=False)
+    empty = tmp_path / "mine"
+    empty.mkdir()
+    import os
+
+    assert load_dataset("yeast", f"{empty}{os.pathsep}{data_dir}").n_examples == 2417
+    assert load_dataset("yeast", [str(empty), str(data_dir)]).n_examples == 2417
+    monkeypatch.setenv("OLB_DATA_DIR", f"{empty}{os.pathsep}{data_dir}")
+    assert load_dataset("scene").n_examples == 2407
+
+
+def test_parsed_cache_is_read_back_and_keyed_by_content(tmp_path, monkeypatch):
+    from olb.data import load_with_provenance
+    from olb.data.parsed import parsed_path
+
+    monkeypatch.delenv("OLB_DATA_DIR", raising=False)
+    first, source = load_with_provenance("emotions")
+    assert parsed_path("emotions", source.fingerprint).is_file()
+    again, same = load_with_provenance("emotions")
+    assert same == source
+    np.testing.assert_array_equal(first.X, again.X)
+    assert (first.feature_names, first.nominal, first.n_train) == (again.feature_names, again.nominal, again.n_train)

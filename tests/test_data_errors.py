@@ -154,7 +154,7 @@ def test_meka_labels_first_and_relation_comment(registry):
     entry = {"task": "multilabel", "format": "meka_arff", "shape": shape}
     data = registry("meka", {"data": ("meka.arff", meka)}, target={"first": 2}, **entry)
     ds = load_dataset("meka", data)
-    assert ds.label_names == ("L1", "L2") and ds.Y.tolist() == [[1, 0], [0, 0]] and ds.X.tolist() == [[0.5], [0]]
+    assert ds.label_names == ("L1", "L2") and ds.Y.tolist() == [[1, 0], [0, 0]] and ds.is_sparse and ds.rows(slice(None)).tolist() == [[0.5], [0]]
     registry("meka", {"data": ("meka.arff", meka)}, target={"first": 1}, **entry)
     with pytest.raises(DataFormatError, match=r"meka\.arff: the relation declares -C 2 but .*meka\.yaml says first: 1"):
         load_dataset("meka", data)
@@ -194,7 +194,7 @@ def test_libsvm_multilabel(registry):
     shape = {"n_examples": 3, "n_train": None, "n_features": 4, "n_labels": 2}
     ds = load_dataset("svm", registry("svm", {"data": ("tiny.svm", text)}, shape=shape, **entry))
     assert ds.label_names == ("1", "3") and ds.Y.tolist() == [[1, 1], [0, 0], [1, 0]]
-    assert ds.X.tolist() == [[0.5, 0, 0, 2], [0, 1, 0, 0], [0, 0, -1.5, 0]]
+    assert ds.is_sparse and ds.rows([0, 1, 2]).tolist() == [[0.5, 0, 0, 2], [0, 1, 0, 0], [0, 0, -1.5, 0]]
     for bad, problem in (("1 5:1\n", r"line 1: feature index outside 1\.\.4"), ("1 2:1\n1 x\n", r"line 2: expected")):
         data = registry("svm", {"data": ("tiny.svm", bad)}, shape=shape, **entry)
         with pytest.raises(DataFormatError, match=rf"tiny\.svm, {problem}"):
@@ -269,3 +269,18 @@ def test_download_from_an_unreachable_server(registry):
     remote_tiny(registry, f"http://127.0.0.1:{port}")
     with pytest.raises(DownloadError, match=rf"could not download http://127\.0\.0\.1:{port}/train\.arff .*Connection"):
         load_dataset("tiny")
+
+
+def test_a_cached_file_with_another_checksum_is_reported_as_such(registry, monkeypatch, tmp_path):
+    from olb.data import DownloadError
+    from olb.data.files import cache_dir
+
+    entry = {"task": "multilabel", "format": "meka_arff", "target": {"first": 1},
+             "shape": {"n_examples": 1, "n_train": None, "n_features": 1, "n_labels": 1},
+             "files": {"data": {"path": "far/far.arff", "sha256": "0" * 64, "url": "http://127.0.0.1:9/far.arff"}}}
+    registry("far", {"data": ("far/far.arff", None)}, **entry)
+    cached = cache_dir() / "far" / "far.arff"
+    cached.parent.mkdir(parents=True)
+    cached.write_text("not the registered file\n")
+    with pytest.raises(DownloadError, match=rf"the cached file {cached} has sha256 [0-9a-f]{{64}}, expected 0{{64}}"):
+        load_dataset("far")

@@ -11,7 +11,8 @@ import pytest
 from hydra.errors import ConfigCompositionException
 
 from olb.grid import GridConfigError, cell_id, compose, plan_grid
-from olb.grid.plan import check_availability
+from olb.grid.datacheck import check_data
+from olb.grid.plan import Problems
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -165,8 +166,10 @@ def test_unavailable_data_set_is_reported_with_where_to_put_files(tmp_path):
 
 def test_availability_check_finds_embedded_and_synthetic_data(monkeypatch, tmp_path):
     monkeypatch.setenv("OLB_CACHE_DIR", str(tmp_path))
-    a = check_availability(["emotions", "synthetic-mediamill"], None)
-    assert a.available == ["emotions", "synthetic-mediamill"] and not a.unavailable
+    problems = Problems()
+    a = check_data(["emotions", "synthetic-mediamill"], None, True, problems)
+    assert a.available == ["emotions", "synthetic-mediamill"] and not a.unavailable and not problems.items
+    assert a.sources["emotions"].verified and len(a.sources["emotions"].fingerprint) == 16
 
 
 def test_cli_config_error_exit_code(tmp_path):
@@ -194,3 +197,15 @@ def test_unreachable_tracking_server_fails_fast_before_any_work(tmp_path):
         run_grid(compose(["backend=serial", f"tracking.uri=http://127.0.0.1:{port}"]), tmp_path / "out")
     assert time.monotonic() - t0 < 60
     assert not (tmp_path / "out" / "cells.csv").exists()
+
+
+def test_unknown_command_line_keys_get_did_you_mean_before_hydra():
+    from olb.grid.app import unknown_override_keys
+
+    assert unknown_override_keys(["hydra.run.dir=/x", "backend=serial", "+experiment=table3", "seeds=2",
+                                  "+algorithm.mine.params.gamma=[0.1]", "algorithm.adaolmr.label=A",
+                                  "num_learners=3", "data_dir=[/a,/b]", "verify_checksums=false", "--cfg"]) == []
+    problems = unknown_override_keys(["num_lerners=3", "backend.max_retry=2", "+tracking.urii=x"])
+    assert len(problems) == 3
+    assert "did you mean 'num_learners'?" in problems[0] and "did you mean 'max_retries'?" in problems[1]
+    assert problems[2].startswith("tracking.urii: unknown key (did you mean 'uri'?)")

@@ -130,6 +130,17 @@ def test_bad_settings_fail_before_any_tree_is_built(monkeypatch, cls, params, ma
         cls(n_features=3, n_labels=6, seed=0, **params)
 
 
+def test_check_params_names_every_cross_parameter_problem_before_construction():
+    from olb.learners.base import StreamShape
+
+    params = TopOpt.validate({"k": 6, "exploration": "single_swap", "rho": 0.3})
+    problems = TopOpt.check_params(params, StreamShape(n_features=3, n_labels=6))
+    assert len(problems) == 2
+    assert problems[0].startswith("k=6 must be smaller than the number of labels (6)")
+    assert "single_swap" in problems[1] and "rho=0.3" in problems[1]
+    assert TopAda.check_params(TopAda.validate({"k": 2}), StreamShape(3, 6)) == []
+
+
 def test_k_too_large_fails_in_run_cell_naming_k_and_the_label_count():
     with pytest.raises(ValueError, match=r"k=6 must be smaller than the number of labels \(6\)"):
         run_cell(CellSpec("topada", "emotions", params={"k": 6, "num_learners": 2}))

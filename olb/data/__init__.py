@@ -1,57 +1,91 @@
 """Benchmark data sets: the registry (``conf/dataset/*.yaml``), the loaders and synthetic streams.
 
-``load_dataset(name)`` finds the files (``olb.data.files``), parses them with the loader of the entry's
-``format`` and checks the result against the entry's ``shape``. See ``docs/data.md``.
+``load_dataset(name)`` finds the files (``olb.data.files``), verifies them against the registered sha256
+(``olb.data.provenance``), and reads the parsed arrays from the cache (``olb.data.parsed``) or parses them with
+the loader of the entry's ``format``, checks the result against the entry's ``shape`` and applies a declared
+split (``olb.data.splits``). Loaders (pandas, liac-arff, scipy) are imported only when used. See ``docs/data.md``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
+import importlib
 
-from olb.data.arff import load_meka, load_mulan
 from olb.data.dataset import Dataset
 from olb.data.errors import DataError, DataFormatError, DatasetUnavailable, DownloadError, UnknownDatasetError
-from olb.data.files import locate
-from olb.data.libsvm import load_libsvm
+from olb.data.files import DataDirs, locate
+from olb.data.provenance import ChecksumMismatch, Provenance, provenance
 from olb.data.registry import DatasetSpec, dataset_names, dataset_spec
-from olb.data.synthetic import make_multilabel_stream
-from olb.data.uci import load_table
+from olb.data.splits import SplitSpec, apply_split
 
 __all__ = [
+    "ChecksumMismatch",
     "DataError",
     "DataFormatError",
     "Dataset",
     "DatasetSpec",
     "DatasetUnavailable",
     "DownloadError",
+    "Provenance",
+    "SplitSpec",
     "UnknownDatasetError",
     "dataset_names",
     "dataset_spec",
     "load_dataset",
+    "load_with_provenance",
     "make_multilabel_stream",
 ]
 
+# format -> "module:function" (imported when a data set of that format is loaded)
 LOADERS = {
-    "mulan_arff": load_mulan,
-    "meka_arff": load_meka,
-    "uci_csv": load_table,
-    "csv_gz": load_table,
-    "xls": load_table,
-    "libsvm_multilabel": load_libsvm,
+    "mulan_arff": "olb.data.arff:load_mulan",
+    "meka_arff": "olb.data.arff:load_meka",
+    "uci_csv": "olb.data.uci:load_table",
+    "csv_gz": "olb.data.uci:load_table",
+    "xls": "olb.data.uci:load_table",
+    "libsvm_multilabel": "olb.data.libsvm:load_libsvm",
 }
 
 
-def load_dataset(name: str, data_dir: str | os.PathLike | None = None) -> Dataset:
-    """Load the registered data set ``name`` (official train rows first, then test rows).
+def load_dataset(name: str, data_dir: DataDirs = None, verify_checksums: bool = True) -> Dataset:
+    """Load the registered data set ``name`` (train rows first, then test rows).
 
-    Files are read from ``data_dir`` (else ``$OLB_DATA_DIR``) when it holds them all, else from the copy
-    embedded in the package (emotions), else from the download cache, downloading what is missing.
+    Files are read from the first of the data dirs (``data_dir``, else ``$OLB_DATA_DIR``; several allowed)
+    that holds them all, else from the copy embedded in the package (emotions), else from the download
+    cache, downloading what is missing. Local files must match their registered sha256 (`ChecksumMismatch`)
+    unless ``verify_checksums`` is false.
     """
+    return load_with_provenance(name, data_dir, verify_checksums)[0]
+
+
+def load_with_provenance(name: str, data_dir: DataDirs = None,
+                         verify_checksums: bool = True) -> tuple[Dataset, Provenance]:
+    """`load_dataset` and the `Provenance` (files, hashes, fingerprint) of what it read."""
     spec = dataset_spec(name)
     if spec.format == "synthetic":
-        return spec.check(dataclasses.replace(make_multilabel_stream(**spec.options["params"]), name=spec.name))
+        from olb.data.synthetic import make_multilabel_stream
+
+        dataset = make_multilabel_stream(**spec.options["params"])
+        return spec.check(dataclasses.replace(dataset, name=spec.name)), provenance(spec, {})
     if spec.format not in LOADERS:
         raise DataFormatError(f"{spec.conf_file}: unknown format {spec.format!r}; known: {', '.join(LOADERS)}")
     paths = locate(spec, data_dir)
-    return spec.check(LOADERS[spec.format](spec, paths), paths)
+    source = provenance(spec, paths, verify_checksums)
+    from olb.data.parsed import read_parsed, write_parsed
+
+    dataset = read_parsed(spec.name, source.fingerprint)
+    if dataset is None:
+        module, function = LOADERS[spec.format].split(":")
+        dataset = spec.check(getattr(importlib.import_module(module), function)(spec, paths), paths)
+        if spec.split is not None:
+            dataset = apply_split(dataset, spec.split)
+        write_parsed(dataset, source.fingerprint)
+    return dataset, source
+
+
+def __getattr__(name: str):
+    if name == "make_multilabel_stream":  # numpy/scipy.special only when asked for
+        from olb.data.synthetic import make_multilabel_stream
+
+        return make_multilabel_stream
+    raise AttributeError(f"module 'olb.data' has no attribute {name!r}")

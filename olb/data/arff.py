@@ -1,7 +1,7 @@
 """Multi-label ARFF files: MULAN (labels named by an XML file) and MEKA (the first ``-C n`` attributes).
 
-Dense and sparse ARFF are both read with liac-arff and returned as dense float64 arrays; nominal values
-become their category codes, ``?`` becomes NaN. Label columns must hold 0/1 (nominal ``{0,1}`` or numeric)
+Dense and sparse ARFF are both read with liac-arff; a sparse file gives a ``scipy.sparse.csr_array`` X
+(float64, never densified), a dense one a dense array; nominal values become their category codes, ``?`` becomes NaN. Label columns must hold 0/1 (nominal ``{0,1}`` or numeric)
 and no missing value.
 """
 
@@ -35,7 +35,7 @@ class ArffTable:
     relation: str
     names: tuple[str, ...]
     categories: tuple[tuple[str, ...] | None, ...]
-    values: np.ndarray | sparse.csr_matrix
+    values: np.ndarray | sparse.csr_array
     lines: np.ndarray
 
 
@@ -127,18 +127,9 @@ def _assemble(
             raise DataFormatError(f"{paths[role]}: its attributes differ from those of {paths[first_role]}")
     labels = np.array(label_columns(first, paths[first_role]), dtype=np.int64)
     features = np.setdiff1d(np.arange(len(first.names)), labels)
-    X = np.empty((sum(table.values.shape[0] for table in tables.values()), len(features)))
-    start = 0
-    for table in tables.values():  # fill X in place: no dense copy of a whole file
-        block = X[start : start + table.values.shape[0]]
-        if sparse.issparse(table.values):
-            table.values[:, features].toarray(out=block)
-        else:
-            np.take(table.values, features, axis=1, out=block)
-        start += len(block)
     return Dataset(
         name=spec.name,
-        X=X,
+        X=_feature_matrix([table.values for table in tables.values()], features),
         Y=np.vstack([_label_matrix(table, labels, paths[role]) for role, table in tables.items()]),
         task="multilabel",
         feature_names=tuple(first.names[j] for j in features),
@@ -146,6 +137,19 @@ def _assemble(
         n_train=tables["train"].values.shape[0] if "train" in tables else None,
         nominal=tuple(first.categories[j] for j in features),
     )
+
+
+def _feature_matrix(parts: list, features: np.ndarray):
+    """The feature columns of the files, stacked: a CSR array if any file is sparse, else a dense array."""
+    if any(sparse.issparse(part) for part in parts):
+        blocks = [sparse.csr_array(part)[:, features] for part in parts]
+        return sparse.csr_array(sparse.vstack(blocks, format="csr"), dtype=np.float64)
+    X = np.empty((sum(part.shape[0] for part in parts), len(features)))
+    start = 0
+    for part in parts:  # fill X in place: no dense copy of a whole file
+        np.take(part, features, axis=1, out=X[start : start + part.shape[0]])
+        start += part.shape[0]
+    return X
 
 
 def _label_matrix(table: ArffTable, columns: np.ndarray, path: Path) -> np.ndarray:
@@ -176,12 +180,12 @@ def _dense(rows: list[list], n_columns: int) -> np.ndarray:
     return np.array(rows, dtype=np.float64).reshape(len(rows), n_columns)
 
 
-def _csr(rows: list[dict], n_columns: int) -> sparse.csr_matrix:
+def _csr(rows: list[dict], n_columns: int) -> sparse.csr_array:
     counts = [len(row) for row in rows]
     columns = np.fromiter((j for row in rows for j in row), dtype=np.int64, count=sum(counts))
     cells = np.array([value for row in rows for value in row.values()], dtype=np.float64)
     rows_of_cells = np.repeat(np.arange(len(rows)), counts)
-    return sparse.csr_matrix((cells, (rows_of_cells, columns)), shape=(len(rows), n_columns))
+    return sparse.csr_array((cells, (rows_of_cells, columns)), shape=(len(rows), n_columns))
 
 
 def _unescape(name: str) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Dataset:
-    """A benchmark data set held as dense numpy arrays.
+    """A benchmark data set held as numpy arrays (X as a ``scipy.sparse.csr_array`` when sparse on disk).
 
     Rows are in file order: the official training rows first, then the official test rows.
     ``n_train`` is the size of the official training split (``None`` when the source has no split).
@@ -17,8 +17,9 @@ class Dataset:
     Attributes
     ----------
     name : registry name, e.g. ``"emotions"``.
-    X : float64 array (n, d). Nominal features hold their category code (0..c-1) as a float;
-        missing values are NaN (see ``docs/data.md`` for the missing-value policy).
+    X : float64 array (n, d), or a float64 ``scipy.sparse.csr_array`` for data sets sparse on disk (sparse
+        ARFF, LIBSVM; see ``is_sparse``, ``rows`` and ``sparse_rows``). Nominal features hold their category
+        code (0..c-1) as a float; missing values are NaN (see ``docs/data.md`` for the missing-value policy).
     Y : multi-label: int8 array (n, k) of 0/1 relevance, columns in ``label_names`` order;
         multiclass: int64 array (n,) of class indices into ``label_names``.
     task : ``"multilabel"`` or ``"multiclass"``.
@@ -39,14 +40,39 @@ class Dataset:
     def __post_init__(self):
         if self.task not in ("multilabel", "multiclass"):
             raise ValueError(f"dataset {self.name!r}: task must be 'multilabel' or 'multiclass', got {self.task!r}")
-        if len(self.X) != len(self.Y):
-            raise ValueError(f"dataset {self.name!r}: X has {len(self.X)} rows but Y has {len(self.Y)}")
+        if self.X.shape[0] != len(self.Y):
+            raise ValueError(f"dataset {self.name!r}: X has {self.X.shape[0]} rows but Y has {len(self.Y)}")
         if not self.nominal:
             object.__setattr__(self, "nominal", (None,) * self.n_features)
 
     @property
     def n_examples(self) -> int:
-        return len(self.X)
+        return self.X.shape[0]
+
+    @property
+    def is_sparse(self) -> bool:
+        """Whether X is a sparse matrix (never densified by the loader)."""
+        return not isinstance(self.X, np.ndarray)
+
+    def rows(self, index) -> np.ndarray:
+        """The rows ``index`` (an int, a slice or an index array) as a dense (n, d) float64 copy.
+
+        >>> ds = Dataset("toy", np.arange(6.0).reshape(3, 2), np.zeros((3, 1), np.int8), "multilabel", ("a", "b"), ("y",))
+        >>> ds.rows([2, 0])
+        array([[4., 5.],
+               [0., 1.]])
+        """
+        index = [index] if np.isscalar(index) else index
+        if self.is_sparse:
+            return self.X[index].toarray()
+        return np.array(self.X[index], dtype=np.float64)
+
+    def sparse_rows(self, index):
+        """The rows ``index`` as a ``scipy.sparse.csr_array`` (n, d), from a sparse or a dense X."""
+        from scipy import sparse
+
+        index = [index] if np.isscalar(index) else index
+        return sparse.csr_array(self.X[index], dtype=np.float64)
 
     @property
     def n_features(self) -> int:

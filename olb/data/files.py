@@ -1,8 +1,9 @@
 """Where a data set's files come from, and how to open them.
 
-Search order: the data dir (the ``data_dir`` argument, else ``$OLB_DATA_DIR``) when it holds every file of
-the data set; the copy embedded in the package (emotions only); the download cache (``$OLB_CACHE_DIR``, else
-``~/.cache/olb``), filled from each file's URL and checked against its sha256.
+Search order: the data dirs (the ``data_dir`` argument, else ``$OLB_DATA_DIR``: one directory, several
+separated by ``os.pathsep``, or a list), in order, the first that holds every file of the data set; the copy
+embedded in the package (emotions only); the download cache (``$OLB_CACHE_DIR``, else ``~/.cache/olb``),
+filled from each file's URL and checked against its sha256 (pooch is imported only to download).
 """
 
 from __future__ import annotations
@@ -13,18 +14,24 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import TextIO
 
-import pooch
-
 from olb.data.errors import DatasetUnavailable, DownloadError
 from olb.data.registry import DatasetSpec, FileSpec
 
 EMBEDDED_DIR = Path(__file__).parent / "embedded"
 
 
-def local_dir(data_dir: str | os.PathLike | None = None) -> Path | None:
-    """The local data dir: ``data_dir`` if given, else ``$OLB_DATA_DIR``, else ``None``."""
+DataDirs = str | os.PathLike | list | tuple | None
+
+
+def data_dirs(data_dir: DataDirs = None) -> list[Path]:
+    """The local data dirs, searched in order: ``data_dir`` if given, else ``$OLB_DATA_DIR``; a string may
+    name several, separated by ``os.pathsep`` (``:`` on Linux); a list names one per item."""
     data_dir = data_dir or os.environ.get("OLB_DATA_DIR")
-    return Path(data_dir).expanduser() if data_dir else None
+    if not data_dir:
+        return []
+    items = [data_dir] if isinstance(data_dir, (str, os.PathLike)) else list(data_dir)
+    parts = [part for item in items for part in (os.fspath(item).split(os.pathsep) if isinstance(item, str) else [item])]
+    return [Path(part).expanduser() for part in parts if os.fspath(part)]
 
 
 def cache_dir() -> Path:
@@ -38,8 +45,8 @@ def locate(spec: DatasetSpec, data_dir: str | os.PathLike | None = None) -> dict
     Raises `DatasetUnavailable` (before any download) if some file is neither local nor downloadable,
     and `DownloadError` if a download fails or its checksum differs.
     """
-    root = local_dir(data_dir)
-    if root is not None:
+    roots = data_dirs(data_dir)
+    for root in roots:
         local = {role: root / file.path for role, file in spec.files.items()}
         if all(p.is_file() for p in local.values()):
             return local
@@ -49,10 +56,10 @@ def locate(spec: DatasetSpec, data_dir: str | os.PathLike | None = None) -> dict
     if no_url:
         raise DatasetUnavailable(
             f"data set {spec.name!r} is not available: no download URL is known for {', '.join(no_url)}. "
-            + _where_to_put(spec, root)
+            + _where_to_put(spec, roots)
             + (f" Source: {spec.source}" if spec.source else "")
         )
-    return {role: _download(spec, file, root) for role, file in spec.files.items()}
+    return {role: _download(spec, file, roots) for role, file in spec.files.items()}
 
 
 def open_text(path: Path) -> TextIO:
@@ -61,18 +68,26 @@ def open_text(path: Path) -> TextIO:
     return opener(path, "rt", encoding="utf-8", newline="")
 
 
-def _download(spec: DatasetSpec, file: FileSpec, root: Path | None) -> Path:
+def _download(spec: DatasetSpec, file: FileSpec, roots: list[Path]) -> Path:
+    import pooch
+
+    from olb.data.provenance import file_sha256
+
     target = cache_dir() / file.path
     known_hash = f"sha256:{file.sha256}" if file.sha256 else None
+    stale = ""
+    if target.is_file() and file.sha256 and (found := file_sha256(target)) != file.sha256:
+        stale = f"the cached file {target} has sha256 {found}, expected {file.sha256}; "
     try:
         pooch.retrieve(file.url, known_hash, fname=target.name, path=target.parent, progressbar=False)
     except (OSError, ValueError) as exc:  # requests' errors are OSErrors; pooch's checksum mismatch a ValueError
-        raise DownloadError(f"could not download {file.url} to {target}: {exc}. {_where_to_put(spec, root)}") from exc
+        raise DownloadError(f"{stale}could not download {file.url} to {target}: {exc}. "
+                            f"{_where_to_put(spec, roots)}") from exc
     return target
 
 
-def _where_to_put(spec: DatasetSpec, root: Path | None) -> str:
+def _where_to_put(spec: DatasetSpec, roots: list[Path]) -> str:
     files = ", ".join(file.path for file in spec.files.values())
-    if root is None:
+    if not roots:
         return f"Put the files {files} under a data dir and pass data_dir=... or set OLB_DATA_DIR."
-    return f"Expected the files {files} under {root}."
+    return f"Expected the files {files} under {' or '.join(map(str, roots))}."

@@ -1,7 +1,8 @@
 """LIBSVM multi-label files (rcv1v2): one example per line, ``l1,l2,... idx:val idx:val ...``.
 
 Feature indices are 1-based; the number of features comes from the registry (``shape.n_features``) since
-the format does not declare it. The labels are the integer label values seen in the files, sorted.
+the format does not declare it. The labels are the integer label values seen in the files, sorted. X is a
+``scipy.sparse.csr_array`` (float64): rcv1v2 dense would need about 300 GB.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from scipy import sparse
 
 from olb.data.dataset import Dataset
 from olb.data.errors import DataFormatError
@@ -16,8 +18,8 @@ from olb.data.files import open_text
 from olb.data.registry import DatasetSpec
 
 
-def read_libsvm(path: Path, n_features: int) -> tuple[np.ndarray, list[list[int]]]:
-    """The dense features (n, n_features) and the label list of each line."""
+def read_libsvm(path: Path, n_features: int) -> tuple[sparse.csr_array, list[list[int]]]:
+    """The features (n, n_features) as a CSR array and the label list of each line."""
     rows, columns, values, label_lists = [], [], [], []
     with open_text(path) as fh:
         for line_number, line in enumerate(fh, 1):
@@ -40,8 +42,10 @@ def read_libsvm(path: Path, n_features: int) -> tuple[np.ndarray, list[list[int]
             columns += index
             values += cells
             label_lists.append(labels)
-    X = np.zeros((len(label_lists), n_features))
-    X[rows, np.array(columns, dtype=np.int64) - 1] = values
+    X = sparse.csr_array((np.array(values, dtype=np.float64), (np.array(rows, dtype=np.int64),
+                                                               np.array(columns, dtype=np.int64) - 1)),
+                         shape=(len(label_lists), n_features))
+    X.sum_duplicates()
     return X, label_lists
 
 
@@ -56,7 +60,7 @@ def load_libsvm(spec: DatasetSpec, paths: dict[str, Path]) -> Dataset:
         Y[i, [column[label] for label in labels]] = 1
     return Dataset(
         name=spec.name,
-        X=np.vstack([X for X, _ in parts]),
+        X=sparse.csr_array(sparse.vstack([X for X, _ in parts], format="csr")),
         Y=Y,
         task="multilabel",
         feature_names=tuple(f"x{j + 1}" for j in range(spec.shape.n_features)),

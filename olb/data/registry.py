@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,8 +10,9 @@ import yaml
 import olb
 from olb.data.dataset import Dataset
 from olb.data.errors import DataFormatError, UnknownDatasetError
+from olb.data.splits import SplitSpec
 
-_COMMON_KEYS = ("name", "task", "format", "source", "files", "shape", "embedded", "quirks")
+_COMMON_KEYS = ("name", "task", "format", "source", "files", "shape", "embedded", "quirks", "split")
 _REQUIRED_KEYS = ("name", "task", "format", "shape")
 _LAYOUTS = ({"train", "test"}, {"data"}, set())  # data-file roles, besides the optional "labels" file
 
@@ -50,6 +50,14 @@ class DatasetSpec:
     quirks: tuple[str, ...] = ()
     options: dict = field(default_factory=dict)
     conf_file: Path | None = None
+    split: SplitSpec | None = None  # a declared split (docs/data.md) for a source without one
+
+    @property
+    def n_train(self) -> int | None:
+        """Train rows of the loaded data set: the official split's, else the declared split's, else ``None``."""
+        if self.shape.n_train is not None:
+            return self.shape.n_train
+        return self.split.n_train if self.split is not None else None
 
     @property
     def parts(self) -> tuple[str, ...]:
@@ -82,9 +90,8 @@ class DatasetSpec:
 
 
 def conf_dir() -> Path:
-    """The Hydra config dir: ``$OLB_CONF_DIR`` if set, else ``conf/`` of the repository."""
-    env = os.environ.get("OLB_CONF_DIR")
-    return Path(env) if env else Path(olb.__file__).resolve().parents[1] / "conf"
+    """The registry's config dir (:func:`olb.conf_dir`)."""
+    return olb.conf_dir()
 
 
 def dataset_names() -> list[str]:
@@ -96,8 +103,11 @@ def dataset_spec(name: str) -> DatasetSpec:
     """The parsed registry entry of ``name``; `UnknownDatasetError` if there is none."""
     path = conf_dir() / "dataset" / f"{name}.yaml"
     if "/" in name or not path.is_file():
+        from olb.registry import did_you_mean  # only on this error path: it imports the learners
+
         raise UnknownDatasetError(
-            f"unknown data set {name!r}; known data sets: {', '.join(dataset_names())} "
+            f"unknown data set {name!r}{did_you_mean(name, dataset_names())}; known data sets: "
+            f"{', '.join(dataset_names())} "
             f"(registry: {path.parent})"
         )
     return _parse(path)
@@ -117,6 +127,7 @@ def _parse(path: Path) -> DatasetSpec:
         shape = Shape(**raw["shape"])
     except TypeError as exc:
         raise DataFormatError(f"{path}: bad files or shape entry: {exc}") from None
+    split = _parse_split(path, raw.get("split"), shape)
     if set(files) - {"labels"} not in _LAYOUTS:
         raise DataFormatError(f"{path}: files must be train + test or a single data file, got {sorted(files)}")
     return DatasetSpec(
@@ -130,4 +141,19 @@ def _parse(path: Path) -> DatasetSpec:
         quirks=tuple(raw.get("quirks") or ()),
         options={key: value for key, value in raw.items() if key not in _COMMON_KEYS},
         conf_file=path,
+        split=split,
     )
+
+
+def _parse_split(path: Path, raw, shape: Shape) -> SplitSpec | None:
+    if raw is None:
+        return None
+    if shape.n_train is not None:
+        raise DataFormatError(f"{path}: split: the data set has an official split (shape.n_train); declare none")
+    if not isinstance(raw, dict) or set(raw) - {"kind", "n_train", "seed"} or not {"kind", "n_train"} <= set(raw):
+        raise DataFormatError(f"{path}: split must be {{kind, n_train[, seed]}}, got {raw!r}")
+    split = SplitSpec(**raw)
+    problems = split.problems(shape.n_examples)
+    if problems:
+        raise DataFormatError(f"{path}: {'; '.join(problems)}")
+    return split

@@ -10,6 +10,7 @@ From Python (tests, notebooks)::
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -25,15 +26,21 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 import olb
-from olb.grid.backends import HEARTBEAT, make_backend
-from olb.grid.config import CONF_DIR, register_configs
-from olb.grid.plan import GridConfigError, Plan, check_availability, describe, plan_grid
-from olb.grid.progress import Progress
-from olb.grid.results import build_table, cells_frame, outcome_from_payload, outcome_from_run, table_markdown
+from olb.data import dataset_names
+from olb.grid.backends import choose_backend, make_backend
+from olb.grid.config import register_configs
+from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, check_data, matches_data, provenance_tags
+from olb.grid.fanout import fan_out
+from olb.grid.plan import Cell, GridConfigError, Plan, Problems, collect_plan, describe
+from olb.grid.results import (build_table, cells_frame, comparable_entries, grid_title, outcome_from_payload,
+                              outcome_from_run, table_markdown)
+from olb.registry import get_algorithm
 
 log = logging.getLogger("olb.grid")
 
-EXIT_OK, EXIT_FAILED_CELLS, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+# 1: some cell failed (or could not be recorded); 2: refused before start; 3: no cell failed but none has a
+# result either (every data set unavailable); 130: interrupted.
+EXIT_OK, EXIT_FAILED_CELLS, EXIT_CONFIG, EXIT_NOTHING_COMPUTED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 @dataclass
@@ -85,7 +92,7 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     register_configs()
     overrides = with_default_experiment(list(overrides or []))
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="olb.grid"):
+    with initialize_config_dir(config_dir=str(olb.conf_dir()), version_base="1.3", job_name="olb.grid"):
         return hydra_compose(config_name="config", overrides=overrides)
 
 
@@ -95,68 +102,197 @@ def with_default_experiment(overrides: list[str]) -> list[str]:
     return overrides if chosen else [*overrides, "+experiment=default"]
 
 
-def _cell_task(cell, cfg: DictConfig, data_dir: str | None, plot: bool) -> dict:
-    return {"cell_id": cell.cell_id, "spec": cell.spec_dict(data_dir), "imports": list(cfg.imports),
-            "plot": plot, "title": f"{cell.run_name} ({cell.cell_id})"}
+def _cell_task(cell, cfg: DictConfig, data_dir, plot: bool) -> dict:
+    return {"cell_id": cell.cell_id, "spec": cell.spec_dict(data_dir, cfg.verify_checksums),
+            "imports": list(cfg.imports), "plot": plot, "title": f"{cell.run_name} ({cell.cell_id})"}
+
+
+def grid_data_dir(cfg: DictConfig):
+    """``data_dir`` of the grid (a string, several joined by os.pathsep, or a list), else ``$OLB_DATA_DIR``."""
+    return _plain_value(cfg.data_dir) or os.environ.get("OLB_DATA_DIR") or None
+
+
+def _plain_value(value):
+    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+
+
+def prepare(cfg: DictConfig) -> tuple[Plan, DataCheck]:
+    """Plan the grid and check its data; every problem of both, or GridConfigError (nothing started yet)."""
+    problems = Problems()
+    plan = collect_plan(cfg, problems)
+    datasets = plan.datasets if plan is not None else [d for d in (_plain_value(cfg.datasets) or [])
+                                                       if d in dataset_names()]
+    data = check_data(list(dict.fromkeys(datasets)), grid_data_dir(cfg), cfg.verify_checksums, problems)
+    if data.unavailable and not cfg.allow_unavailable:
+        lines = "; ".join(f"{name}: {msg}" for name, msg in data.unavailable.items())
+        problems.add(f"{len(data.unavailable)} data set(s) unavailable: {lines} Put the files there, or rerun "
+                     "with allow_unavailable=true to run the rest of the grid (their cells are marked unavailable), "
+                     "or drop them with datasets=[...].")
+    problems.raise_if_any()
+    return plan, data
+
+
+def open_tracker(cfg: DictConfig, version: str):
+    """The MLflow tracker (None with tracking off); GridConfigError if the store cannot be opened."""
+    if not cfg.tracking.enabled:
+        return None
+    from olb.grid.tracking import Tracker
+
+    try:
+        tracker = Tracker(cfg.tracking, cfg.tracking.experiment or f"olb/{cfg.name}", version)
+        tracker.mark_stale_parents()
+    except Exception as err:  # noqa: BLE001 - unreachable server, unwritable file, bad URI
+        raise GridConfigError(f"tracking.uri={cfg.tracking.uri or 'default'}: cannot open the MLflow tracking "
+                              f"store: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''} "
+                              "(tracking=off runs without MLflow)") from None
+    return tracker
+
+
+def planned_work(plan: Plan) -> tuple[float, int]:
+    """Rough CPU seconds and number of tasks of ``plan`` (for ``backend=auto``): every cell, finished ones too
+    (resume is known only once the store is open); for a cross-validated entry, every candidate's folds (each
+    fold streams about the whole training split) and one candidate's cells."""
+    from olb.data import dataset_spec
+    from olb.learners.base import StreamShape
+
+    groups: dict[tuple[str, str], list[Cell]] = {}
+    for cell in plan.unique_cells:
+        groups.setdefault((cell.entry, cell.dataset), []).append(cell)
+    seconds, tasks = 0.0, 0
+    for (entry, dataset), cells in groups.items():
+        shape = dataset_spec(dataset).shape
+        n_train = shape.n_train if shape.n_train is not None else shape.n_examples
+        cls = get_algorithm(cells[0].algorithm)
+        cost = cls.cost_per_example_s(cells[0].params, StreamShape(shape.n_features, shape.n_labels, shape.n_train))
+        rows = [c.loops * n_train + shape.n_examples - n_train for c in cells]
+        select = plan.entries[entry].get("select")
+        if select:
+            settings = {json.dumps([c.params, c.loops], sort_keys=True, default=str) for c in cells}
+            seconds += cost * n_train * select["folds"] * len(settings)
+            tasks += len(settings)
+            rows = rows[: len(cells) // len(settings)]
+        seconds += cost * sum(rows)
+        tasks += len(rows)
+    return seconds, tasks
+
+
+def start_backend(cfg: DictConfig, plan: Plan):
+    """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.backends.choose_backend), a local
+    Ray already starting in the background while the driver goes on; with the reason for the choice."""
+    work_s, n_tasks = planned_work(plan)
+    name, reason = choose_backend(cfg.backend, work_s, n_tasks)
+    log.info("olb.grid: backend %s: %s", name, reason)
+    backend = make_backend(cfg.backend, name)
+    if name == "ray":
+        backend.start_async()
+    return backend, reason
+
+
+def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backend):
+    """The selection stage (olb/grid/crossval.py) for the entries with ``select``: the plan restricted to the
+    chosen settings, the choices, and the stage's statistics (nothing to do: the plan unchanged)."""
+    selected = {key: info["select"] for key, info in plan.entries.items() if info.get("select")}
+    if not selected:
+        return plan, [], {}
+    from olb.grid.crossval import run_selection
+
+    plan, choices, stats = run_selection(plan, selected, data, backend, tracker, Path(cfg.selection_store),
+                                         grid_data_dir(cfg), list(cfg.imports), cfg.verify_checksums, fan_out)
+    log.info("olb.grid: cross-validation: %d task(s), %d run, %d resumed, %d failed, %.1f s wall",
+             stats["cv_tasks"], stats["cv_run"], stats["cv_resumed"], stats["cv_failed"], stats["cv_wall_s"])
+    for choice in choices:
+        log.info("olb.grid: %s on %s: %s (%s)", choice.entry, choice.dataset,
+                 ", ".join(f"{k}={v}" for k, v in choice.params.items()), choice.reason)
+    return plan, choices, stats
+
+
+def resumed_outcomes(tracker, cfg: DictConfig, plan: Plan, data: DataCheck) -> dict[str, dict]:
+    """Finished runs of earlier invocations computed from today's data (see ``matches_data``)."""
+    if tracker is None or not cfg.resume:
+        return {}
+    by_id = {c.cell_id: c for c in plan.unique_cells}
+
+    def same_cell_same_data(run) -> bool:
+        cell = by_id.get(run.cell_id)
+        return cell is not None and matches_data(run.tags, data.sources.get(cell.dataset))
+
+    return {cid: outcome_from_run(run, by_id[cid]) for cid, run in tracker.finished_cells(same_cell_same_data).items()}
+
+
+class _Recorder:
+    """The driver's handler of each cell result: MLflow child run, outcome, a periodic cells.csv."""
+
+    def __init__(self, plan: Plan, data: DataCheck, tracker, outcomes: dict, out: Path):
+        self.plan, self.data, self.tracker, self.outcomes, self.out = plan, data, tracker, outcomes, out
+        self.by_id = {c.cell_id: c for c in plan.unique_cells}
+        self.failures: list[tuple[str, str]] = []
+        self.untracked: list[str] = []
+        self.last_write = time.perf_counter()
+
+    def __call__(self, payload: dict) -> None:
+        cell = self.by_id[payload["cell_id"]]
+        tags = provenance_tags(self.data.sources[cell.dataset])
+        if payload.get("data_fingerprint", tags[FINGERPRINT_TAG]) != tags[FINGERPRINT_TAG]:
+            log.warning("olb.grid: cell %s read other data than planned (files changed during the grid): "
+                        "fingerprint %s, planned %s; its run records what it read", cell.cell_id,
+                        payload["data_fingerprint"], tags[FINGERPRINT_TAG])
+            tags = {FINGERPRINT_TAG: payload["data_fingerprint"], FILES_TAG: payload["data_files"]}
+        run_id = None
+        if self.tracker is not None:
+            try:
+                run_id = self.tracker.log_cell(cell, payload, tags)
+            except Exception as err:  # noqa: BLE001 - keep the grid going; the result stays in cells.csv
+                self.untracked.append(cell.cell_id)
+                log.error("olb.grid: could not record cell %s in MLflow (%s: %s); a rerun will run it again",
+                          cell.cell_id, type(err).__name__, err)
+        self.outcomes[cell.cell_id] = outcome_from_payload(payload, run_id)
+        if payload["status"] != "FINISHED":
+            self.failures.append((cell.run_name, payload.get("traceback") or payload.get("error", "")))
+            log.error("olb.grid: cell %s (%s) FAILED: %s", cell.cell_id, cell.run_name, payload.get("error"))
+        if time.perf_counter() - self.last_write > 10:  # a local copy of the progress, besides MLflow
+            cells_frame(self.plan, self.outcomes, self.data).to_csv(self.out / "cells.csv", index=False)
+            self.last_write = time.perf_counter()
 
 
 def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str] | None = None,
              stream=None) -> GridOutcome:
     """Run every cell of ``cfg`` not finished yet, record them, and write cells.csv, table.csv/.md, plots.
 
-    Raises GridConfigError before any work when the config is invalid or (without allow_unavailable) a
-    data set is unavailable.
+    Raises GridConfigError before any work (no output folder, no MLflow run) when the config or the data is
+    invalid, listing every problem. ``overrides`` (the command line's) decide the table's title and which
+    entries still have the experiment file's settings (only those are shown beside the paper's values).
     """
     t_start = time.perf_counter()
-    stream = stream or sys.stdout
-    plan = plan_grid(cfg)
+    plan, data = prepare(cfg)
     for warning in plan.warnings:
         log.warning("warning: %s", warning)
-    data_dir = cfg.data_dir or os.environ.get("OLB_DATA_DIR") or None
-    availability = check_availability(plan.datasets, data_dir)
-    if availability.unavailable and not cfg.allow_unavailable:
-        lines = "\n".join(f"  - {name}: {msg}" for name, msg in availability.unavailable.items())
-        raise GridConfigError(f"{len(availability.unavailable)} data set(s) unavailable:\n{lines}\n"
-                              "Put the files there, or rerun with allow_unavailable=true to run the rest of the grid "
-                              "(their cells are marked unavailable), or drop them with datasets=[...].")
-    for name, msg in availability.unavailable.items():
+    for name, msg in data.unavailable.items():
         log.warning("olb.grid: data set %r is unavailable; its cells are marked unavailable "
                     "(allow_unavailable=true): %s", name, msg)
+    backend, backend_reason = start_backend(cfg, plan)
+    version = code_version()
+    try:
+        tracker = open_tracker(cfg, version)
+    except GridConfigError:
+        backend.stop()
+        raise
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    unique = plan.unique_cells
-    by_id = {c.cell_id: c for c in unique}
-    version = code_version()
     log.info("olb.grid: experiment %r, %d cells (%d unique) on %d data set(s)\n%s", cfg.name, len(plan.cells),
-             len(unique), len(plan.datasets), describe(plan))
+             len(plan.unique_cells), len(plan.datasets), describe(plan))
 
-    tracker = None
-    if cfg.tracking.enabled:
-        from olb.grid.tracking import Tracker
-
-        try:
-            tracker = Tracker(cfg.tracking, cfg.tracking.experiment or f"olb/{cfg.name}", version)
-            tracker.mark_stale_parents()
-        except Exception as err:  # noqa: BLE001 - unreachable server, unwritable file, bad URI
-            raise GridConfigError(f"tracking.uri={cfg.tracking.uri or 'default'}: cannot open the MLflow tracking "
-                                  f"store: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''} "
-                                  "(tracking=off runs without MLflow)") from None
-
-    outcomes: dict[str, dict] = {}
-    if tracker is not None and cfg.resume:
-        finished = tracker.finished_cells()
-        for cid, run in finished.items():
-            if cid in by_id:
-                outcomes[cid] = outcome_from_run(run, by_id[cid])
+    plan, choices, cv_stats = cross_validate(cfg, plan, data, tracker, backend)
+    unique = plan.unique_cells
+    outcomes = resumed_outcomes(tracker, cfg, plan, data)
     n_resumed = len(outcomes)
     for c in unique:
-        if c.dataset in availability.unavailable and c.cell_id not in outcomes:
-            outcomes[c.cell_id] = {"status": "UNAVAILABLE", "error": availability.unavailable[c.dataset],
-                                   "metrics": {}, "source": ""}
+        if c.dataset in data.unavailable and c.cell_id not in outcomes:
+            outcomes[c.cell_id] = {"status": "UNAVAILABLE", "error": data.unavailable[c.dataset], "metrics": {},
+                                   "source": ""}
     n_unavailable = sum(1 for o in outcomes.values() if o["status"] == "UNAVAILABLE")
     todo = [c for c in unique if c.cell_id not in outcomes]
-    plot_cells = bool(tracker is not None and cfg.tracking.cell_artifacts)
-    tasks = [_cell_task(c, cfg, data_dir, plot_cells) for c in todo]
+    data_dir = grid_data_dir(cfg)
+    tasks = [_cell_task(c, cfg, data_dir, bool(tracker is not None and cfg.tracking.cell_artifacts)) for c in todo]
     log.info("olb.grid: %d to run, %d already finished (resume=%s), %d unavailable; output: %s",
              len(todo), n_resumed, cfg.resume, n_unavailable, out)
 
@@ -164,103 +300,97 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
     if tracker is not None:
         params = {"experiment": cfg.name, "n_cells": len(plan.cells), "n_unique_cells": len(unique),
                   "n_to_run": len(todo), "n_resumed": n_resumed, "algorithms": ",".join(cfg.algorithms),
-                  "datasets": ",".join(plan.datasets), "seeds": str(OmegaConf.to_container(cfg.seeds)
-                                                                   if OmegaConf.is_config(cfg.seeds) else cfg.seeds),
-                  "backend": cfg.backend.name, "resume": cfg.resume}
-        tags = {"olb.output_dir": str(out.resolve()), "olb.overrides": " ".join(overrides or [])}
+                  "datasets": ",".join(plan.datasets), "seeds": str(_plain_value(cfg.seeds)),
+                  "backend": backend.name, "resume": cfg.resume, "verify_checksums": cfg.verify_checksums}
+        tags = {"olb.backend_reason": backend_reason, "olb.output_dir": str(out.resolve()), "olb.overrides": " ".join(overrides or []),
+                "olb.data_fingerprints": " ".join(f"{n}={s.fingerprint}" for n, s in data.sources.items())}
         parent_id = tracker.start_parent(f"{cfg.name} {datetime.now():%Y-%m-%d %H:%M:%S}", params, tags,
                                          OmegaConf.to_yaml(cfg))
 
-    backend = make_backend(cfg.backend)
-    progress = None
-    interrupted = False
-    failures: list[tuple[str, str]] = []
-    untracked: list[str] = []
-    n_run = 0
-    last_write = time.perf_counter()
-    fanout_start = time.perf_counter()
-    try:
-        if tasks:
-            backend.start()
-            if backend.name == "ray":
-                log.info("olb.grid: Ray ready in %.1f s with %d CPU(s)", backend.startup_s, backend.cpus)
-            fanout_start = time.perf_counter()
-            progress = Progress(len(unique) - n_unavailable, skipped=n_resumed, desc=cfg.name, slots=backend.cpus)
-            for payload in backend.run(tasks):
-                if payload is HEARTBEAT:
-                    progress.heartbeat(backend.running)
-                    continue
-                cell = by_id[payload["cell_id"]]
-                run_id = None
-                if tracker is not None:
-                    try:
-                        run_id = tracker.log_cell(cell, payload)
-                    except Exception as err:  # noqa: BLE001 - keep the grid going; the result stays in cells.csv
-                        untracked.append(cell.cell_id)
-                        log.error("olb.grid: could not record cell %s in MLflow (%s: %s); a rerun will run it again",
-                                  cell.cell_id, type(err).__name__, err)
-                outcomes[cell.cell_id] = outcome_from_payload(payload, run_id)
-                n_run += 1
-                if payload["status"] != "FINISHED":
-                    failures.append((cell.run_name, payload.get("traceback") or payload.get("error", "")))
-                    log.error("olb.grid: cell %s (%s) FAILED: %s", cell.cell_id, cell.run_name, payload.get("error"))
-                progress.update(payload["status"], backend.running)
-                if time.perf_counter() - last_write > 10:  # a local copy of the progress, besides MLflow
-                    cells_frame(plan, outcomes).to_csv(out / "cells.csv", index=False)
-                    last_write = time.perf_counter()
-    except KeyboardInterrupt:
-        interrupted = True
-        log.warning("olb.grid: interrupted; %d cell(s) finished in this run are recorded, rerun to complete the grid", n_run)
-    finally:
-        if progress is not None:
-            progress.close()
-        backend.stop()
-    fanout_s = time.perf_counter() - fanout_start
+    recorder = _Recorder(plan, data, tracker, outcomes, out)
+    fan = fan_out(backend, tasks, recorder, cfg.name, skipped=n_resumed)
+    return _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream or sys.stdout, fan, recorder,
+                   n_resumed, n_unavailable, parent_id, t_start, (choices, cv_stats))
 
-    cells = cells_frame(plan, outcomes)
-    table = build_table(plan, outcomes, cfg.reference, availability.unavailable)
+
+def _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, recorder, n_resumed, n_unavailable,
+            parent_id, t_start, selection=((), {})) -> GridOutcome:
+    """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report."""
+    cells = cells_frame(plan, outcomes, data)
+    comparable = comparable_entries(plan, overrides or [], cfg.verify_checksums)
+    table = build_table(plan, outcomes, cfg.reference, data.unavailable, comparable)
     files = {"cells": out / "cells.csv", "table_csv": out / "table.csv", "table_md": out / "table.md"}
     cells.to_csv(files["cells"], index=False)
     table.to_csv(files["table_csv"], index=False)
-    title = f"{cfg.name}: {cfg.description}" if cfg.description else cfg.name
-    if overrides:
-        title += f"\n\nCommand-line overrides: `{' '.join(overrides)}`"
     reference = " ".join(str(x) for x in (cfg.reference.paper, cfg.reference.table) if x)
-    markdown = table_markdown(table, title, list(cfg.table.rows), list(cfg.table.columns), cfg.table.decimals,
-                              f"paper {reference}" if reference else "")
-    files["table_md"].write_text(markdown)
-    plot_paths = []
-    if cfg.plots:
-        plot_paths = _plots(plan, outcomes, table, cells, tracker, out / "plots")
-        if plot_paths:
-            files["plots"] = out / "plots"
+    markdown = table_markdown(table, grid_title(cfg, plan, overrides or [], comparable), list(cfg.table.rows),
+                              list(cfg.table.columns), cfg.table.decimals, f"paper {reference}" if reference else "")
+    choices, cv_stats = selection
+    if choices:
+        from olb.grid.crossval import selection_markdown
 
-    n_failed = int((cells.drop_duplicates("cell_id")["status"] == "FAILED").sum())
+        markdown += "\n" + selection_markdown(choices)
+    if cfg.leaderboard:
+        board_md, board_files = _leaderboard(plan, table, cells, out / "leaderboard")
+        markdown += "\n" + board_md
+        if board_files:
+            files["leaderboard"] = out / "leaderboard"
+    files["table_md"].write_text(markdown)
+    plot_paths = _plots(plan, outcomes, table, cells, tracker, out / "plots") if cfg.plots else []
+    if plot_paths:
+        files["plots"] = out / "plots"
+
+    unique_cells = cells.drop_duplicates("cell_id")
+    n_failed = int((unique_cells["status"] == "FAILED").sum())
+    n_finished = int((unique_cells["status"] == "FINISHED").sum())
     wall_s = time.perf_counter() - t_start
     ran = cells[(cells["source"] == "run") & (cells["status"] == "FINISHED")].drop_duplicates("cell_id")
     busy = float(ran["runtime_s"].sum()) if len(ran) else 0.0
-    efficiency = busy / (backend.cpus * fanout_s) if (n_run and fanout_s > 0) else math.nan
-    code = EXIT_INTERRUPTED if interrupted else (EXIT_FAILED_CELLS if (n_failed or untracked) else EXIT_OK)
+    efficiency = busy / (fan.cpus * fan.seconds) if (fan.n_done and fan.seconds > 0) else math.nan
+    if fan.interrupted:
+        code = EXIT_INTERRUPTED
+    elif n_failed or recorder.untracked:
+        code = EXIT_FAILED_CELLS
+    else:
+        code = EXIT_NOTHING_COMPUTED if n_finished == 0 else EXIT_OK
     if tracker is not None:
-        status = "KILLED" if interrupted else ("FAILED" if n_failed else "FINISHED")
-        metrics = {"n_run": n_run, "n_resumed": n_resumed, "n_failed": n_failed, "n_unavailable": n_unavailable,
-                   "wall_s": wall_s, "startup_s": backend.startup_s}
+        status = "KILLED" if fan.interrupted else ("FAILED" if n_failed or n_finished == 0 else "FINISHED")
+        metrics = {"n_run": fan.n_done, "n_resumed": n_resumed, "n_failed": n_failed, "n_unavailable": n_unavailable,
+                   "wall_s": wall_s, "startup_s": fan.startup_s,
+                   **{k: float(v) for k, v in cv_stats.items() if k != "interrupted"}}
         if not math.isnan(efficiency):
             metrics["fanout_efficiency"] = efficiency
         try:
             tracker.finish_parent(status, metrics, [files["cells"], files["table_csv"], files["table_md"],
-                                                    *([out / "plots"] if plot_paths else [])])
+                                                    *([out / "plots"] if plot_paths else []),
+                                                    *([files["leaderboard"]] if "leaderboard" in files else [])])
         except Exception as err:  # noqa: BLE001 - the files are written; say so and go on
             log.error("olb.grid: could not record the grid's parent run in MLflow (%s: %s)", type(err).__name__, err)
             code = code or EXIT_FAILED_CELLS
 
-    outcome = GridOutcome(exit_code=code, output_dir=out, cells=cells, table=table, plan=plan, n_run=n_run,
+    outcome = GridOutcome(exit_code=code, output_dir=out, cells=cells, table=table, plan=plan, n_run=fan.n_done,
                           n_resumed=n_resumed, n_failed=n_failed, n_unavailable=n_unavailable, wall_s=wall_s,
-                          startup_s=backend.startup_s, fanout_s=fanout_s if n_run else 0.0, efficiency=efficiency,
-                          cpus=backend.cpus, parent_run_id=parent_id, tracking_uri=tracker.uri if tracker else None,
-                          files=files, failures=failures, untracked=untracked)
+                          startup_s=fan.startup_s, fanout_s=fan.seconds if fan.n_done else 0.0,
+                          efficiency=efficiency, cpus=fan.cpus, parent_run_id=parent_id,
+                          tracking_uri=tracker.uri if tracker else None, files=files, failures=recorder.failures,
+                          untracked=recorder.untracked)
     _report(outcome, markdown, cfg, efficiency, stream)
     return outcome
+
+
+def _leaderboard(plan: Plan, table, cells, out_dir: Path):
+    """Mean ranks, critical-difference diagrams and runtime plots of ``table`` (olb/grid/leaderboard.py)."""
+    from olb.data import dataset_spec
+    from olb.grid.leaderboard import write_report
+    from olb.grid.plan import RUNTIME_COLUMNS
+
+    ranked = {m: lower for m, lower in plan.lower_is_better.items() if m not in RUNTIME_COLUMNS}
+    examples = {d: dataset_spec(d).shape.n_examples for d in plan.datasets}
+    try:
+        return write_report(table, cells, ranked, examples, out_dir)
+    except Exception as err:  # noqa: BLE001 - a report never fails a grid; say why it is missing
+        log.warning("olb.grid: leaderboard failed: %s: %s", type(err).__name__, err)
+        return f"## Leaderboard\n\nnot written: {type(err).__name__}: {err}\n", []
 
 
 def _plots(plan, outcomes, table, cells, tracker, plot_dir: Path) -> list[Path]:
@@ -337,18 +467,76 @@ def _hydra_task(cfg: DictConfig) -> None:
     try:
         outcome = run_grid(cfg, hc.runtime.output_dir, list(hc.overrides.task))
     except GridConfigError as err:
+        _remove_hydra_run_dir(Path(hc.runtime.output_dir))
         print(f"olb.grid: error: {err}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
     if outcome.exit_code:
         sys.exit(outcome.exit_code)
 
 
+def _remove_hydra_run_dir(run_dir: Path) -> None:
+    """A refused grid leaves nothing behind: Hydra creates the run dir (and its log file) before the task
+    starts, so remove it, and its parents up to the working directory, if nothing else is in them."""
+    for handler in logging.getLogger().handlers[:]:
+        if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).parent == run_dir:
+            handler.close()
+            logging.getLogger().removeHandler(handler)
+    if not run_dir.is_dir() or any(p.name != "olb.grid.log" for p in run_dir.iterdir()):
+        return
+    for p in run_dir.iterdir():
+        p.unlink()
+    cwd = Path.cwd().resolve()
+    for directory in [run_dir.resolve(), *run_dir.resolve().parents]:
+        if directory == cwd or cwd not in directory.parents:
+            break
+        try:
+            directory.rmdir()
+        except OSError:  # not empty: another run's outputs
+            break
+
+
+def unknown_override_keys(args: list[str]) -> list[str]:
+    """One message per command-line override naming a key the grid's schema does not know, with "did you
+    mean" (Hydra would only answer "Could not override" and suggest ``+key``, which the planner refuses)."""
+    import dataclasses
+    import typing
+
+    from olb.grid.config import make_schema
+    from olb.registry import did_you_mean
+
+    schema = make_schema()
+    groups = {p.name for p in olb.conf_dir().iterdir() if p.is_dir()}
+    problems = []
+    for arg in args:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key = arg.lstrip("+~").split("=", 1)[0].split("@", 1)[0]
+        level, where = schema, ""
+        for part in key.split("."):
+            if not dataclasses.is_dataclass(level):
+                break  # a mapping or a free value (algorithm entries, hyperparameter shorthands)
+            fields = {f.name for f in dataclasses.fields(level)}
+            if not where and (part == "hydra" or (part in groups and "." not in key)):  # Hydra's own, backend=serial
+                break
+            if part not in fields:
+                problems.append(f"{where}{part}: unknown key{did_you_mean(part, fields)} (in {arg!r}); "
+                                f"allowed: {', '.join(sorted(fields))}")
+                break
+            level, where = typing.get_type_hints(level).get(part), f"{where}{part}."
+    return problems
+
+
 def main() -> None:
     register_configs()
     import hydra
 
+    problems = unknown_override_keys(sys.argv[1:])
+    if problems:
+        for problem in problems:
+            print(f"olb.grid: error: {problem}", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG)
     sys.argv[1:] = with_default_experiment(sys.argv[1:])
-    app = hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(_hydra_task)
+    app = hydra.main(config_path=str(olb.conf_dir()), config_name="config", version_base="1.3")(_hydra_task)
     try:
         app()
     except SystemExit as exit_:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
@@ -21,8 +20,7 @@ from hydra.core.config_store import ConfigStore
 import olb
 from olb.registry import ALGORITHMS
 
-CONF_DIR = Path(olb.__file__).resolve().parents[1] / "conf"
-PAPER_TABLES = CONF_DIR / "reference" / "paper_tables.csv"
+PAPER_TABLES = olb.conf_dir() / "reference" / "paper_tables.csv"
 
 # Hyperparameter-like axes that are CellSpec fields rather than algorithm hyperparameters.
 SPEC_AXES = ("loops",)
@@ -44,6 +42,8 @@ class AlgorithmEntry:
     params: Dict[str, Any] = field(default_factory=dict)
     per_dataset: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     best_of: List[str] = field(default_factory=list)
+    # cross-validated choice of the setting per data set (olb/grid/crossval.py): {folds, rule, seed, metrics}
+    select: Optional[Dict[str, Any]] = None
     protocol: Optional[str] = None  # default: the experiment's protocol
     datasets: Optional[List[str]] = None  # run this entry only on these data sets (default: all)
 
@@ -52,7 +52,8 @@ class AlgorithmEntry:
 class BackendConfig:
     """Where cells run: ``ray`` (one task with one CPU per cell) or ``serial`` (in the driver process)."""
 
-    name: str = "ray"
+    name: str = "auto"  # auto: serial when the planned work is smaller than Ray's start-up cost, else ray
+    ray_startup_s: float = 15.0  # what starting a local Ray costs here (backend=auto weighs it against the work)
     address: Optional[str] = None  # Ray cluster address ("auto", "ray://host:10001", ...); None: $RAY_ADDRESS, else a local Ray
     num_cpus: Optional[int] = None  # local Ray: CPUs to use (None: every core)
     temp_dir: str = "/tmp/olb-ray"  # local Ray's session files (keep it short: Unix sockets live there)
@@ -110,7 +111,8 @@ class GridBase:
     protocol: Optional[str] = None  # None: each algorithm's default protocol
     metrics: Optional[List[str]] = None  # None: the task's default metrics
     curve_every: int = 50
-    data_dir: Optional[str] = None  # None: $OLB_DATA_DIR / the data layer's default
+    data_dir: Any = None  # a dir, several joined by os.pathsep, or a list (searched in order); None: $OLB_DATA_DIR
+    verify_checksums: bool = True  # false: read edited files of a registered data set (fingerprint: their content)
     # entry key -> AlgorithmEntry. Typed Dict[str, Any] so that new entries can be added from the command line
     # (+algorithm.NAME.params.KEY=...); plan_grid checks every entry against AlgorithmEntry.
     algorithm: Dict[str, Any] = field(default_factory=dict)
@@ -121,7 +123,9 @@ class GridBase:
     resume: bool = True  # skip cells already finished in the tracking store
     allow_unavailable: bool = False  # run the rest when a data set has no local copy and cannot be downloaded
     plots: bool = True
-    imports: List[str] = field(default_factory=list)  # modules to import (driver and workers) before planning
+    imports: List[str] = field(default_factory=list)
+    selection_store: str = "olb_cv.jsonl"
+    leaderboard: bool = False  # also rank the learners across data sets (olb/grid/leaderboard.py) next to table.md  # finished cross-validation tasks (resume of the selection stage)  # modules to import (driver and workers) before planning
 
 
 def hyperparameter_names() -> list[str]:

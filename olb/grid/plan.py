@@ -1,10 +1,12 @@
-"""Expansion of an experiment config into cells, and every check that must pass before any work starts.
+"""Expansion of an experiment config into cells, and every check decidable from the configs and the data
+registry, before any work starts.
 
-Order of the checks (the first problem stops the grid, with a message naming the key and the allowed
-values): modules in ``imports``; seeds; algorithm entries and names (olb.registry); data set names
-(olb.data registry) and tasks; protocols and metrics; every expanded cell's hyperparameters through the
-algorithm's ``validate`` (its declared ``Param`` ranges); table settings. Data availability is checked
-separately by :func:`check_availability` (it may download).
+All problems are collected and reported together (one GridConfigError, one line per culprit naming the key
+and the allowed values, with "did you mean"): unknown keys; modules in ``imports``; seeds; data set,
+algorithm and metric names; protocols; metrics against each learner's declared outputs; splits against
+protocols; every expanded configuration through the learner's ``validate`` (its ``Param`` ranges) and
+``check_params`` (its rules across parameters and against the data set's registered shape); table settings.
+The files themselves (present, checksums, parseable) are checked by :mod:`olb.grid.datacheck`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from olb.grid.config import SPEC_AXES, AlgorithmEntry, hyperparameter_names
-from olb.registry import algorithm_names, get_algorithm
+from olb.registry import algorithm_names, did_you_mean, get_algorithm
 
 CELL_ID_VERSION = 1
 RUNTIME_COLUMNS = ("runtime_s", "cpu_s", "peak_rss_mb")
@@ -54,11 +56,11 @@ class Cell:
         (``OnlineLearner.report_metrics``)."""
         return (*self.metrics, *get_algorithm(self.algorithm).report_metrics)
 
-    def spec_dict(self, data_dir: str | None = None) -> dict:
+    def spec_dict(self, data_dir=None, verify_checksums: bool = True) -> dict:
         """Keyword arguments of :class:`olb.run.CellSpec`."""
         return {"algorithm": self.algorithm, "dataset": self.dataset, "seed": self.seed, "params": dict(self.params),
                 "protocol": self.protocol, "loops": self.loops, "metrics": tuple(self.metrics),
-                "curve_every": self.curve_every, "data_dir": data_dir}
+                "curve_every": self.curve_every, "data_dir": data_dir, "verify_checksums": verify_checksums}
 
     @property
     def config_label(self) -> str:
@@ -113,7 +115,8 @@ def cell_id(algorithm: str, dataset: str, seed: int, params: dict, protocol: str
             metrics: tuple[str, ...], curve_every: int) -> str:
     """Stable id of a cell: sha1 of the canonical JSON of everything that determines its result.
 
-    ``data_dir`` (where the files are) and the entry's label are not part of it.
+    ``data_dir`` (where the files are) and the entry's label are not part of it, nor is the data read: a
+    cell's identity is (cell id, data fingerprint), see :mod:`olb.grid.datacheck`.
     """
     payload = {"v": CELL_ID_VERSION, "algorithm": algorithm, "dataset": dataset, "seed": int(seed),
                "params": {k: params[k] for k in sorted(params)}, "protocol": protocol, "loops": int(loops),
@@ -122,9 +125,28 @@ def cell_id(algorithm: str, dataset: str, seed: int, params: dict, protocol: str
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-def check_keys(cfg: DictConfig) -> None:
-    """Reject keys the schema does not know (Hydra's ``+key=value`` adds them even to a structured config)."""
+class Problems:
+    """Every problem found before work starts; :meth:`raise_if_any` reports them all in one GridConfigError."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, message: str) -> None:
+        if message not in self.items:
+            self.items.append(message)
+
+    def raise_if_any(self) -> None:
+        if len(self.items) == 1:
+            raise GridConfigError(self.items[0])
+        if self.items:
+            lines = "\n".join(f"  - {item}" for item in self.items)
+            raise GridConfigError(f"{len(self.items)} problems, nothing was run:\n{lines}")
+
+
+def check_keys(cfg: DictConfig, problems: Problems) -> None:
+    """Keys the schema does not know (Hydra's ``+key=value`` adds them even to a structured config)."""
     import dataclasses
+    import typing
 
     from olb.grid.config import make_schema
 
@@ -132,12 +154,11 @@ def check_keys(cfg: DictConfig) -> None:
         fields = {f.name: f for f in dataclasses.fields(schema)}
         for key in node:
             if key not in fields:
-                raise GridConfigError(f"{where}{key}: unknown key; allowed: {', '.join(fields)}")
+                problems.add(f"{where}{key}: unknown key{did_you_mean(key, fields)}; allowed: {', '.join(fields)}")
+                continue
             sub = fields[key].type
             if dataclasses.is_dataclass(sub) and isinstance(node[key], DictConfig):
                 walk(node[key], sub, f"{where}{key}.")
-
-    import typing
 
     schema = make_schema()
     hints = typing.get_type_hints(schema)
@@ -146,27 +167,26 @@ def check_keys(cfg: DictConfig) -> None:
     walk(cfg, schema, "")
 
 
-def import_plugins(modules) -> None:
+def import_plugins(modules, problems: Problems) -> None:
     for name in modules or ():
         try:
             importlib.import_module(name)
         except ImportError as err:
-            raise GridConfigError(f"imports: cannot import {name!r}: {err}") from None
+            problems.add(f"imports: cannot import {name!r}: {err}")
+
+
+_SEEDS_ALLOWED = "allowed: a positive integer n (seeds 0..n-1) or a non-empty list of distinct integers >= 0"
 
 
 def expand_seeds(seeds: Any) -> list[int]:
     seeds = _plain(seeds)
-    if isinstance(seeds, bool) or seeds is None:
-        raise GridConfigError(f"seeds={seeds!r}: allowed: a positive integer n (seeds 0..n-1) or a list of integers >= 0")
-    if isinstance(seeds, int):
-        if seeds < 1:
-            raise GridConfigError(f"seeds={seeds}: allowed: a positive integer n (seeds 0..n-1) or a list of integers >= 0")
+    if isinstance(seeds, int) and not isinstance(seeds, bool) and seeds >= 1:
         return list(range(seeds))
     if isinstance(seeds, list) and seeds and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
         if len(set(seeds)) != len(seeds):
-            raise GridConfigError(f"seeds={seeds}: repeated seed; allowed: distinct integers >= 0")
+            raise GridConfigError(f"seeds={seeds}: repeated seed; {_SEEDS_ALLOWED}")
         return list(seeds)
-    raise GridConfigError(f"seeds={seeds!r}: allowed: a positive integer n (seeds 0..n-1) or a non-empty list of integers >= 0")
+    raise GridConfigError(f"seeds={seeds!r}: {_SEEDS_ALLOWED}")
 
 
 def _as_list(key: str, value: Any) -> list:
@@ -185,177 +205,277 @@ def _metric_info() -> dict:
     return METRICS
 
 
+def _unknown(what: str, name: str, known) -> str:
+    return f"unknown {what} {name!r}{did_you_mean(name, known)}; allowed: {', '.join(sorted(known))}"
+
+
+@dataclass
+class _Context:
+    """What the expansion of every entry shares: the checked global settings."""
+
+    cfg: DictConfig
+    seeds: list[int]
+    datasets: list[str]
+    specs: dict  # data set name -> olb.data.DatasetSpec
+    shorthand: dict
+    problems: Problems
+    used_shorthand: set = field(default_factory=set)
+
+
 def plan_grid(cfg: DictConfig) -> Plan:
-    """Expand ``cfg`` into cells; raise GridConfigError on the first problem (before any work)."""
-    from olb.data import UnknownDatasetError, dataset_names, dataset_spec
-    from olb.protocol import DEFAULT_METRICS, PROTOCOLS
+    """Expand ``cfg`` into cells; every problem decidable from the configs and the data registry (not from
+    the files: see :mod:`olb.grid.datacheck`) is collected and raised as one GridConfigError."""
+    problems = Problems()
+    plan = collect_plan(cfg, problems)
+    problems.raise_if_any()
+    return plan
 
-    check_keys(cfg)
-    import_plugins(cfg.imports)
-    seeds = expand_seeds(cfg.seeds)
-    METRICS = _metric_info()
-    warnings: list[str] = []
 
-    datasets = list(_plain(cfg.datasets) or [])
-    if not datasets:
-        raise GridConfigError("datasets: empty; allowed: " + ", ".join(dataset_names()))
-    if len(set(datasets)) != len(datasets):
-        raise GridConfigError(f"datasets={datasets}: repeated data set")
-    tasks = {}
-    for name in datasets:
-        try:
-            tasks[name] = dataset_spec(name).task
-        except UnknownDatasetError:
-            raise GridConfigError(f"datasets: unknown data set {name!r}; allowed: {', '.join(dataset_names())}") from None
-
-    entries_cfg = {}
-    for key in cfg.algorithm:
-        raw = cfg.algorithm[key]
-        if not isinstance(raw, DictConfig):
-            raise GridConfigError(f"algorithm.{key}: expected a mapping with keys "
-                                  f"{', '.join(AlgorithmEntry.__dataclass_fields__)}, got {_plain(raw)!r}")
-        try:
-            entries_cfg[key] = OmegaConf.merge(OmegaConf.structured(AlgorithmEntry), raw)
-        except Exception as err:  # noqa: BLE001 - OmegaConf's ValidationError / ConfigKeyError
-            first = str(err).splitlines()[0]
-            raise GridConfigError(f"algorithm.{key}: {first}; allowed keys: "
-                                  f"{', '.join(AlgorithmEntry.__dataclass_fields__)}") from None
-    selected = list(_plain(cfg.algorithms) or [])
-    if not selected:
-        raise GridConfigError("algorithms: empty; allowed: " + ", ".join(sorted(set(entries_cfg) | set(algorithm_names()))))
-    if len(set(selected)) != len(selected):
-        raise GridConfigError(f"algorithms={selected}: repeated entry")
-
+def collect_plan(cfg: DictConfig, problems: Problems) -> Plan | None:
+    """The plan of ``cfg``, or ``None`` when some problem (added to ``problems``) prevents it."""
+    check_keys(cfg, problems)
+    import_plugins(cfg.imports, problems)
+    seeds = _collect(problems, expand_seeds, cfg.seeds) or [0]
+    datasets, specs = _datasets(cfg, problems)
+    entries_cfg = _entry_configs(cfg, problems)
+    selected = _selected(cfg, entries_cfg, problems)
+    _check_settings(cfg, problems)
     shorthand = {name: _plain(cfg[name]) for name in hyperparameter_names() if name in cfg and cfg[name] is not None}
-    used_shorthand: set[str] = set()
-
-    if cfg.protocol is not None and cfg.protocol not in PROTOCOLS:
-        raise GridConfigError(f"protocol={cfg.protocol!r} is not allowed; allowed: {', '.join(PROTOCOLS)}")
-    if cfg.metrics is not None:
-        for m in cfg.metrics:
-            if m not in METRICS:
-                raise GridConfigError(f"metrics: unknown metric {m!r}; allowed: {', '.join(sorted(METRICS))}")
-    if cfg.backend.name not in ("ray", "serial"):
-        raise GridConfigError(f"backend.name={cfg.backend.name!r} is not allowed; allowed: ray, serial")
-    if cfg.backend.num_cpus is not None and cfg.backend.num_cpus < 1:
-        raise GridConfigError(f"backend.num_cpus={cfg.backend.num_cpus} is out of range; allowed: null or an integer >= 1")
-    if cfg.backend.max_retries < 0:
-        raise GridConfigError(f"backend.max_retries={cfg.backend.max_retries} is out of range; allowed: an integer >= 0")
-    if cfg.curve_every < 1:
-        raise GridConfigError(f"curve_every={cfg.curve_every} is out of range; allowed: an integer >= 1")
-
+    ctx = _Context(cfg, seeds, datasets, specs, shorthand, problems)
     cells: list[Cell] = []
     entries: dict[str, dict] = {}
     for key in selected:
-        entry = entries_cfg[key] if key in entries_cfg else None
-        algo = (entry.name if entry is not None and entry.name else key)
-        if algo not in algorithm_names():
-            allowed = sorted(set(algorithm_names()) | {k for k in entries_cfg if entries_cfg[k].name})
-            raise GridConfigError(f"algorithms: unknown algorithm {key!r}; allowed: {', '.join(allowed)}")
-        cls = get_algorithm(algo)
-        label = (entry.label if entry is not None and entry.label else key)
-        best_of = tuple(_plain(entry.best_of) if entry is not None else ())
-        allowed_hp = sorted(set(cls.params) | set(SPEC_AXES))
-        for hp in best_of:
-            if hp not in allowed_hp:
-                raise GridConfigError(f"algorithm.{key}.best_of: {hp!r} is not a hyperparameter of {algo}; allowed: {allowed_hp}")
-        protocol = (entry.protocol if entry is not None and entry.protocol else None) or cfg.protocol or cls.default_protocol
-        if protocol not in PROTOCOLS:
-            raise GridConfigError(f"algorithm.{key}.protocol={protocol!r} is not allowed; allowed: {', '.join(PROTOCOLS)}")
-        base = dict(_plain(entry.params) if entry is not None else {})
-        per_dataset = dict(_plain(entry.per_dataset) if entry is not None else {})
-        for ds in per_dataset:
-            if ds not in dataset_names():
-                raise GridConfigError(f"algorithm.{key}.per_dataset: unknown data set {ds!r}; allowed: {', '.join(dataset_names())}")
-        only = _plain(entry.datasets) if entry is not None and entry.datasets is not None else None
-        for ds in only or ():
-            if ds not in dataset_names():
-                raise GridConfigError(f"algorithm.{key}.datasets: unknown data set {ds!r}; allowed: {', '.join(dataset_names())}")
-        entries[key] = {"label": label, "algorithm": algo, "paper_name": entry.paper_name if entry is not None else None,
-                        "best_of": best_of}
-        for ds in datasets:
-            if only is not None and ds not in only:
-                continue
-            if tasks[ds] != cls.task:
-                raise GridConfigError(f"algorithm {key!r} ({algo}) solves {cls.task} tasks, data set {ds!r} is {tasks[ds]}; "
-                                      f"restrict it with algorithm.{key}.datasets=[...]")
-            grid = dict(base)
-            grid.update(per_dataset.get(ds, {}))
-            for hp, value in shorthand.items():
-                if hp in cls.params or hp in SPEC_AXES:
-                    grid[hp] = value
-                    used_shorthand.add(hp)
-            for hp in grid:
-                if hp not in allowed_hp:
-                    raise GridConfigError(f"algorithm.{key}.params: {algo}: unknown hyperparameter {hp!r}; allowed: {allowed_hp}")
-            axes = {hp: _as_list(f"algorithm.{key}.params.{hp}", v) for hp, v in grid.items()}
-            varying_keys = [hp for hp, vs in axes.items() if len(vs) > 1]
-            metrics = tuple(_plain(cfg.metrics) or DEFAULT_METRICS[cls.task])
-            for combo in itertools.product(*axes.values()):
-                raw = dict(zip(axes, combo))
-                loops = raw.pop("loops", 1)
-                if isinstance(loops, bool) or not isinstance(loops, int) or loops < 1:
-                    raise GridConfigError(f"algorithm.{key}: loops={loops!r} is not allowed; allowed: an integer >= 1")
-                try:
-                    params = cls.validate(raw)
-                except ValueError as err:
-                    raise GridConfigError(f"algorithm.{key} on {ds}: {err}") from None
-                varying = tuple((hp, loops if hp == "loops" else params[hp]) for hp in varying_keys)
-                for seed in seeds:
-                    cid = cell_id(algo, ds, seed, params, protocol, loops, metrics, cfg.curve_every)
-                    cells.append(Cell(cid, key, label, algo, ds, seed, params, protocol, loops, metrics,
-                                      cfg.curve_every, varying, best_of, entries[key]["paper_name"]))
-    for hp in sorted(set(shorthand) - used_shorthand):
-        warnings.append(f"{hp}={shorthand[hp]!r} applies to none of the selected algorithms ({', '.join(selected)})")
-    if not cells:
-        raise GridConfigError("the grid is empty: no (algorithm, data set) pair to run")
+        cells += _expand_entry(ctx, key, entries_cfg.get(key), entries_cfg, entries)
+    warnings = [f"{hp}={shorthand[hp]!r} applies to none of the selected algorithms ({', '.join(selected)})"
+                for hp in sorted(set(shorthand) - ctx.used_shorthand)]
+    if not cells and not problems.items:
+        problems.add("the grid is empty: no (algorithm, data set) pair to run")
+    table = _table_settings(cfg, cells, problems) if cells else None
+    if problems.items:
+        return None
+    table_metrics, select_by, lower = table
+    return Plan(cells, datasets, entries, table_metrics, select_by, lower, warnings)
 
+
+def _collect(problems: Problems, fn, *args):
+    """``fn(*args)``, or ``None`` with its GridConfigError recorded."""
+    try:
+        return fn(*args)
+    except GridConfigError as err:
+        problems.add(str(err))
+        return None
+
+
+def _datasets(cfg: DictConfig, problems: Problems) -> tuple[list[str], dict]:
+    from olb.data import DataError, dataset_names, dataset_spec
+
+    datasets = list(_plain(cfg.datasets) or [])
+    if not datasets:
+        problems.add("datasets: empty; allowed: " + ", ".join(dataset_names()))
+    if len(set(datasets)) != len(datasets):
+        problems.add(f"datasets={datasets}: repeated data set")
+    specs = {}
+    for name in dict.fromkeys(datasets):
+        if name not in dataset_names():
+            problems.add(f"datasets: {_unknown('data set', name, dataset_names())}")
+            continue
+        try:
+            specs[name] = dataset_spec(name)
+        except DataError as err:  # a malformed registry entry
+            problems.add(f"datasets: {name}: {err}")
+    return [name for name in dict.fromkeys(datasets) if name in specs], specs
+
+
+def _entry_configs(cfg: DictConfig, problems: Problems) -> dict:
+    allowed = ", ".join(AlgorithmEntry.__dataclass_fields__)
+    entries = {}
+    for key in cfg.algorithm:
+        raw = cfg.algorithm[key]
+        if not isinstance(raw, DictConfig):
+            problems.add(f"algorithm.{key}: expected a mapping with keys {allowed}, got {_plain(raw)!r}")
+            continue
+        try:
+            entries[key] = OmegaConf.merge(OmegaConf.structured(AlgorithmEntry), raw)
+        except Exception as err:  # noqa: BLE001 - OmegaConf's ValidationError / ConfigKeyError
+            bad = [k for k in raw if k not in AlgorithmEntry.__dataclass_fields__]
+            hint = did_you_mean(bad[0], AlgorithmEntry.__dataclass_fields__) if bad else ""
+            problems.add(f"algorithm.{key}: {str(err).splitlines()[0]}{hint}; allowed keys: {allowed}")
+    return entries
+
+
+def _selected(cfg: DictConfig, entries_cfg: dict, problems: Problems) -> list[str]:
+    selected = list(_plain(cfg.algorithms) or [])
+    known = sorted(set(entries_cfg) | set(algorithm_names()))
+    if not selected:
+        problems.add("algorithms: empty; allowed: " + ", ".join(known))
+    if len(set(selected)) != len(selected):
+        problems.add(f"algorithms={selected}: repeated entry")
+    ok = []
+    for key in dict.fromkeys(selected):
+        entry = entries_cfg.get(key)
+        algo = entry.name if entry is not None and entry.name else key
+        if key in cfg.algorithm and entry is None:
+            continue  # malformed entry, reported already
+        if algo not in algorithm_names():
+            problems.add(f"algorithms: {_unknown('algorithm', key if algo == key else algo, known)}")
+            continue
+        ok.append(key)
+    return ok
+
+
+def _check_settings(cfg: DictConfig, problems: Problems) -> None:
+    from olb.protocol import PROTOCOLS
+
+    METRICS = _metric_info()
+    if cfg.protocol is not None and cfg.protocol not in PROTOCOLS:
+        problems.add(f"protocol={cfg.protocol!r} is not allowed{did_you_mean(cfg.protocol, PROTOCOLS)}; "
+                     f"allowed: {', '.join(PROTOCOLS)}")
+    for m in cfg.metrics or ():
+        if m not in METRICS:
+            problems.add(f"metrics: {_unknown('metric', m, METRICS)}")
+    from olb.grid.backends import BACKENDS
+
+    if cfg.backend.name not in BACKENDS:
+        problems.add(f"backend.name={cfg.backend.name!r} is not allowed; allowed: {', '.join(BACKENDS)}")
+    if cfg.backend.num_cpus is not None and cfg.backend.num_cpus < 1:
+        problems.add(f"backend.num_cpus={cfg.backend.num_cpus} is out of range; allowed: null or an integer >= 1")
+    if cfg.backend.max_retries < 0:
+        problems.add(f"backend.max_retries={cfg.backend.max_retries} is out of range; allowed: an integer >= 0")
+    if cfg.curve_every < 1:
+        problems.add(f"curve_every={cfg.curve_every} is out of range; allowed: an integer >= 1")
+
+
+def _expand_entry(ctx: _Context, key: str, entry, entries_cfg: dict, entries: dict) -> list[Cell]:
+    """The cells of one algorithm entry on every data set; its problems go to ``ctx.problems``."""
+    from olb.data import dataset_names
+    from olb.protocol import DEFAULT_METRICS, PROTOCOLS, missing_outputs
+
+    cfg, problems = ctx.cfg, ctx.problems
+    algo = entry.name if entry is not None and entry.name else key
+    cls = get_algorithm(algo)
+    label = entry.label if entry is not None and entry.label else key
+    best_of = tuple(_plain(entry.best_of) if entry is not None else ())
+    allowed_hp = sorted(set(cls.params) | set(SPEC_AXES))
+    for hp in best_of:
+        if hp not in allowed_hp:
+            problems.add(f"algorithm.{key}.best_of: {hp!r} is not a hyperparameter of {algo}"
+                         f"{did_you_mean(hp, allowed_hp)}; allowed: {allowed_hp}")
+    protocol = (entry.protocol if entry is not None and entry.protocol else None) or cfg.protocol or cls.default_protocol
+    if protocol not in PROTOCOLS:
+        problems.add(f"algorithm.{key}.protocol={protocol!r} is not allowed; allowed: {', '.join(PROTOCOLS)}")
+        return []
+    base = dict(_plain(entry.params) if entry is not None else {})
+    per_dataset = dict(_plain(entry.per_dataset) if entry is not None else {})
+    only = _plain(entry.datasets) if entry is not None and entry.datasets is not None else None
+    for where, names in (("per_dataset", per_dataset), ("datasets", only or ())):
+        for ds in names:
+            if ds not in dataset_names():
+                problems.add(f"algorithm.{key}.{where}: {_unknown('data set', ds, dataset_names())}")
+    from olb.grid.crossval import check_selection, selection_settings
+
+    select = _collect(problems, selection_settings, _plain(entry.select) if entry is not None else None,
+                      f"algorithm.{key}")
+    entries[key] = {"label": label, "algorithm": algo, "paper_name": entry.paper_name if entry is not None else None,
+                    "best_of": best_of, "select": select}
+    metrics = tuple(_plain(cfg.metrics) or DEFAULT_METRICS[cls.task])
+    for problem in missing_outputs(cls, metrics):
+        problems.add(f"algorithm {key!r}: {problem}; choose metrics=[...] that use its output")
+    cells: list[Cell] = []
+    for ds in ctx.datasets:
+        if only is not None and ds not in only:
+            continue
+        spec = ctx.specs[ds]
+        if spec.task != cls.task:
+            problems.add(f"algorithm {key!r} ({algo}) solves {cls.task} tasks, data set {ds!r} is {spec.task}; "
+                         f"restrict it with algorithm.{key}.datasets=[...]")
+            continue
+        if protocol != "prequential_last20" and spec.n_train is None:
+            problems.add(f"algorithm {key!r}: protocol {protocol!r} needs a train/test split, and data set {ds!r} "
+                         f"has none: declare one in {spec.conf_file.name} (split: {{kind: first_rows or "
+                         "seeded_permutation, n_train: ...}, see docs/data.md) or use a protocol that needs none, "
+                         "such as protocol=prequential_last20")
+            continue
+        if select is not None:
+            for problem in check_selection(select, cls, tuple(_plain(cfg.metrics) or DEFAULT_METRICS[cls.task]),
+                                           spec.n_train, f"algorithm.{key} on {ds}"):
+                problems.add(problem)
+        grid = dict(base)
+        grid.update(per_dataset.get(ds, {}))
+        for hp, value in ctx.shorthand.items():
+            if hp in cls.params or hp in SPEC_AXES:
+                grid[hp] = value
+                ctx.used_shorthand.add(hp)
+        unknown = [hp for hp in grid if hp not in allowed_hp]
+        for hp in unknown:
+            problems.add(f"algorithm.{key}.params: {algo}: unknown hyperparameter {hp!r}"
+                         f"{did_you_mean(hp, allowed_hp)}; allowed: {allowed_hp}")
+        axes = {}
+        for hp, v in grid.items():
+            values = _collect(problems, _as_list, f"algorithm.{key}.params.{hp}", v)
+            if values is None or hp in unknown:
+                break
+            axes[hp] = values
+        else:
+            cells += _expand_configs(ctx, key, cls, label, best_of, protocol, metrics, spec, axes, entries[key])
+    return cells
+
+
+def _expand_configs(ctx: _Context, key: str, cls, label: str, best_of: tuple, protocol: str, metrics: tuple,
+                    spec, axes: dict, info: dict) -> list[Cell]:
+    """One cell per (configuration in the Cartesian product of ``axes``, seed), each checked against the
+    learner's rules (``validate``, ``check_params`` with the data set's declared shape)."""
+    from olb.learners.base import StreamShape
+
+    shape = StreamShape(spec.shape.n_features, spec.shape.n_labels, spec.n_train)
+    varying_keys = [hp for hp, vs in axes.items() if len(vs) > 1]
+    cells = []
+    for combo in itertools.product(*axes.values()):
+        raw = dict(zip(axes, combo))
+        loops = raw.pop("loops", 1)
+        if isinstance(loops, bool) or not isinstance(loops, int) or loops < 1:
+            ctx.problems.add(f"algorithm.{key}: loops={loops!r} is not allowed; allowed: an integer >= 1")
+            continue
+        try:
+            params = cls.validate(raw)
+        except ValueError as err:
+            ctx.problems.add(f"algorithm.{key}: {err}")
+            continue
+        rules = cls.check_params(params, shape)
+        if rules:
+            ctx.problems.add(f"algorithm.{key} on {spec.name} ({spec.shape.n_features} features, "
+                             f"{spec.shape.n_labels} labels): {'; '.join(rules)}")
+            continue
+        varying = tuple((hp, loops if hp == "loops" else params[hp]) for hp in varying_keys)
+        for seed in ctx.seeds:
+            cid = cell_id(cls.name, spec.name, seed, params, protocol, loops, metrics, ctx.cfg.curve_every)
+            cells.append(Cell(cid, key, label, cls.name, spec.name, seed, params, protocol, loops, metrics,
+                              ctx.cfg.curve_every, varying, best_of, info["paper_name"]))
+    return cells
+
+
+def _table_settings(cfg: DictConfig, cells: list[Cell], problems: Problems):
+    METRICS = _metric_info()
     cell_metrics = sorted({m for c in cells for m in c.measured}, key=lambda m: min(
         c.measured.index(m) for c in cells if m in c.measured))
     table_metrics = list(_plain(cfg.table.metrics) or [*cell_metrics, "runtime_s"])
     for m in table_metrics:
         if m not in cell_metrics and m not in RUNTIME_COLUMNS:
-            raise GridConfigError(f"table.metrics: {m!r} is not measured by the cells; allowed: "
-                                  f"{', '.join([*cell_metrics, *RUNTIME_COLUMNS])}")
+            problems.add(f"table.metrics: {m!r} is not measured by the cells; allowed: "
+                         f"{', '.join([*cell_metrics, *RUNTIME_COLUMNS])}")
     select_by = cfg.table.select_by or table_metrics[0]
     if select_by not in table_metrics:
-        raise GridConfigError(f"table.select_by={select_by!r}; allowed: one of table.metrics {table_metrics}")
+        problems.add(f"table.select_by={select_by!r}; allowed: one of table.metrics {table_metrics}")
     axes_allowed = ("dataset", "algorithm", "metric")
     for where in ("rows", "columns"):
         for axis in cfg.table[where]:
             if axis not in axes_allowed:
-                raise GridConfigError(f"table.{where}: {axis!r} is not allowed; allowed: {', '.join(axes_allowed)}")
+                problems.add(f"table.{where}: {axis!r} is not allowed; allowed: {', '.join(axes_allowed)}")
     if set(cfg.table.rows) & set(cfg.table.columns):
-        raise GridConfigError(f"table.rows {list(cfg.table.rows)} and table.columns {list(cfg.table.columns)} overlap")
+        problems.add(f"table.rows {list(cfg.table.rows)} and table.columns {list(cfg.table.columns)} overlap")
     reported = {m: lower for algo in {c.algorithm for c in cells}
                 for m, lower in get_algorithm(algo).report_metrics.items()}
     lower = {m: METRICS[m].lower_is_better if m in METRICS else reported.get(m, True) for m in table_metrics}
-    return Plan(cells, datasets, entries, table_metrics, select_by, lower, warnings)
-
-
-@dataclass
-class Availability:
-    available: list[str]
-    unavailable: dict[str, str]  # name -> message (says where to put the files)
-
-
-def check_availability(datasets: list[str], data_dir: str | None) -> Availability:
-    """Find (or download, once, in the driver) every data set's files before the fan-out."""
-    from olb.data import DatasetUnavailable, dataset_spec
-    from olb.data.files import locate
-
-    ok, missing = [], {}
-    for name in datasets:
-        spec = dataset_spec(name)
-        if spec.format == "synthetic":
-            ok.append(name)
-            continue
-        try:
-            locate(spec, data_dir)
-            ok.append(name)
-        except DatasetUnavailable as err:
-            missing[name] = str(err)
-    return Availability(ok, missing)
+    return table_metrics, select_by, lower
 
 
 def describe(plan: Plan) -> str:

@@ -34,8 +34,10 @@ def outcome_from_run(run, cell: Cell) -> dict:
     return out
 
 
-def cells_frame(plan: Plan, outcomes: dict[str, dict]) -> pd.DataFrame:
-    """One row per cell: id, algorithm, data set, every hyperparameter, seed, status, runtime, metrics, where it ran."""
+def cells_frame(plan: Plan, outcomes: dict[str, dict], data=None) -> pd.DataFrame:
+    """One row per cell: id, algorithm, data set, every hyperparameter, seed, status, runtime, metrics, the data
+    fingerprint (``data``: the grid's DataCheck), where it ran."""
+    sources = data.sources if data is not None else {}
     metric_names = list(dict.fromkeys(m for c in plan.cells for m in c.measured))
     rows = []
     for cell in plan.cells:
@@ -47,14 +49,15 @@ def cells_frame(plan: Plan, outcomes: dict[str, dict]) -> pd.DataFrame:
         for m in metric_names:
             row[m] = out.get("metrics", {}).get(m, math.nan)
         row["host"], row["node_ip"] = out.get("host", ""), out.get("node_ip", "")
+        row["data_fingerprint"] = sources[cell.dataset].fingerprint if cell.dataset in sources else ""
         row["run_id"] = out.get("run_id") or ""
         row["source"] = out.get("source", "")
         row["error"] = (out.get("error") or "").splitlines()[0][:300] if out.get("error") else ""
         rows.append(row)
     df = pd.DataFrame(rows)
     fixed = ["cell_id", "label", "algorithm", "dataset"]
-    tail = ["loops", "protocol", "seed", "status", *RUNTIME_COLUMNS, *metric_names, "host", "node_ip", "run_id",
-            "source", "error"]
+    tail = ["loops", "protocol", "seed", "status", *RUNTIME_COLUMNS, *metric_names, "data_fingerprint", "host",
+            "node_ip", "run_id", "source", "error"]
     hp = [c for c in df.columns if c not in fixed and c not in tail]
     return df[fixed + hp + tail]
 
@@ -95,11 +98,15 @@ def _stats(values: list[float]) -> tuple[float, float, int]:
     return float(vals.mean()), float(vals.std(ddof=1)) if len(vals) > 1 else math.nan, int(len(vals))
 
 
-def build_table(plan: Plan, outcomes: dict[str, dict], ref_cfg, unavailable: dict[str, str]) -> pd.DataFrame:
+def build_table(plan: Plan, outcomes: dict[str, dict], ref_cfg, unavailable: dict[str, str],
+                comparable: set[str] | None = None) -> pd.DataFrame:
     """Long table: one row per (data set, algorithm configuration, metric).
 
     Configurations of an entry that differ only in ``best_of`` hyperparameters are reduced to the one with
     the best mean (over seeds) of ``select_by`` for each data set, as paper 000 reports "best of 4 gamma".
+    ``n_seeds``/``n_planned`` and ``n_values``/``n_values_planned`` say what each figure rests on (``partial``
+    when less than planned); ``n_failed`` counts the row's failed cells. The paper's value is shown only for
+    entries in ``comparable`` (run with the experiment file's settings; ``None``: all).
     """
     ref = load_reference(ref_cfg)
     rows = []
@@ -110,11 +117,12 @@ def build_table(plan: Plan, outcomes: dict[str, dict], ref_cfg, unavailable: dic
             return math.nan
         return out.get(metric, math.nan) if metric in RUNTIME_COLUMNS else out["metrics"].get(metric, math.nan)
 
+    def status(cell: Cell) -> str:
+        return outcomes.get(cell.cell_id, {}).get("status", "NOT_RUN")
+
     for key, info in plan.entries.items():
         for ds in plan.datasets:
             cells = [c for c in plan.cells if c.entry == key and c.dataset == ds]
-            if not cells:
-                continue
             by_rest: dict[tuple, dict[tuple, list[Cell]]] = {}
             for c in cells:
                 rest = tuple((k, v) for k, v in c.varying if k not in c.best_of)
@@ -129,21 +137,42 @@ def build_table(plan: Plan, outcomes: dict[str, dict], ref_cfg, unavailable: dic
                 else:
                     pick = next(iter(groups))
                 chosen = groups[pick]
-                n_failed = sum(1 for c in chosen if outcomes.get(c.cell_id, {}).get("status") == "FAILED")
+                every = [c for cs in groups.values() for c in cs]
+                n_failed = sum(1 for c in every if status(c) == "FAILED")
                 note = "unavailable" if ds in unavailable else ""
                 if not note and n_failed:
                     note = f"{n_failed} failed"
-                if not note and all(outcomes.get(c.cell_id, {}).get("status", "NOT_RUN") == "NOT_RUN" for c in chosen):
+                if not note and all(status(c) == "NOT_RUN" for c in every):
                     note = "not run"
                 selected = ", ".join(f"{k}={v}" for k, v in pick) if (len(groups) > 1 and finite) else ""
+                shown = comparable is None or key in comparable
                 for metric in plan.table_metrics:
                     mean, std, n = _stats([value(c, metric) for c in chosen])
                     paper, pnote = paper_value(ref, ref_cfg, info["paper_name"], ds, metric)
+                    if not shown and not math.isnan(paper):
+                        paper, pnote = math.nan, "not comparable: settings differ from the paper's"
                     rows.append({"dataset": ds, "algorithm": label, "metric": metric, "mean": mean, "std": std,
-                                 "n_seeds": n, "paper": paper, "diff": mean - paper, "selected": selected,
-                                 "n_failed": n_failed, "note": note or pnote})
+                                 "n_seeds": n, "n_planned": len(chosen), "n_values": len(finite),
+                                 "n_values_planned": len(groups),
+                                 "partial": bool(n and (n < len(chosen) or len(finite) < len(groups))),
+                                 "paper": paper, "diff": mean - paper, "selected": selected,
+                                 "n_failed": n_failed, "note": "; ".join(x for x in (note, pnote) if x)})
     return pd.DataFrame(rows, columns=["dataset", "algorithm", "metric", "mean", "std", "n_seeds", "paper", "diff",
-                                       "selected", "n_failed", "note"])
+                                       "n_planned", "n_values", "n_values_planned", "partial", "selected",
+                                       "n_failed", "note"])
+
+
+def partial_text(row) -> str:
+    """``"partial: 2/3 seeds, 2/4 gamma"`` for a figure resting on less than planned, else ``""``."""
+    if not row["partial"]:
+        return ""
+    parts = []
+    if row["n_seeds"] < row["n_planned"]:
+        parts.append(f"{row['n_seeds']}/{row['n_planned']} seeds")
+    if row["n_values"] < row["n_values_planned"]:
+        chosen = row["selected"].split("=")[0] if row["selected"] else "values"
+        parts.append(f"{row['n_values']}/{row['n_values_planned']} {chosen}")
+    return "partial: " + ", ".join(parts)
 
 
 def _num(x: float, decimals: int) -> str:
@@ -156,7 +185,7 @@ def _num(x: float, decimals: int) -> str:
 
 def _cell_text(row: pd.Series, decimals: int) -> str:
     d = 2 if row["metric"] in RUNTIME_COLUMNS else decimals
-    if row["note"] == "unavailable":
+    if row["note"].startswith("unavailable"):
         text = "unavailable"
     elif row["n_seeds"] == 0:
         text = row["note"] or "-"
@@ -168,6 +197,8 @@ def _cell_text(row: pd.Series, decimals: int) -> str:
         text += f" [{_num(row['paper'], d)}]"
     if row["selected"]:
         text += f" ({row['selected']})"
+    if row["partial"]:
+        text += f" ({partial_text(row)})"
     return text
 
 
@@ -203,13 +234,86 @@ def pivot_markdown(table: pd.DataFrame, rows: list[str], columns: list[str], dec
 def table_markdown(table: pd.DataFrame, title: str, rows: list[str], columns: list[str], decimals: int,
                    reference: str = "") -> str:
     source = f" ({reference})" if reference else ""
-    legend = f"Each entry: mean ± std over seeds [the paper's value{source}] (the selected hyperparameter)."
+    legend = (f"Each entry: mean ± std over seeds [the paper's value{source}, only where the settings are the "
+              "paper's] (the selected hyperparameter) (partial: what a figure rests on when less than planned).")
     long_body = []
     for _, r in table.iterrows():
         d = 2 if r["metric"] in RUNTIME_COLUMNS else decimals
-        long_body.append([r["dataset"], r["algorithm"], r["metric"], _num(r["mean"], d), _num(r["std"], d), r["n_seeds"],
-                          _num(r["paper"], d), _num(r["diff"], d), r["selected"], r["note"]])
-    long = _md_table(["dataset", "algorithm", "metric", "mean", "std", "n_seeds", "paper", "diff", "selected", "note"],
+        note = "; ".join(x for x in (partial_text(r), r["note"]) if x)
+        long_body.append([r["dataset"], r["algorithm"], r["metric"], _num(r["mean"], d), _num(r["std"], d),
+                          f"{r['n_seeds']}/{r['n_planned']}", _num(r["paper"], d), _num(r["diff"], d), r["selected"],
+                          note])
+    long = _md_table(["dataset", "algorithm", "metric", "mean", "std", "seeds", "paper", "diff", "selected", "note"],
                      long_body)
     return (f"# {title}\n\n{legend}\n\n{pivot_markdown(table, rows, columns, decimals)}\n"
             f"## All values\n\n{long}\n")
+
+
+# -- what the table may claim ------------------------------------------------------------------------------
+_ENTRY_FIELDS = ("params", "per_dataset", "protocol", "name", "best_of")  # algorithm.E.<field> changes E's cells
+_GRID_WIDE = ("protocol", "loops")
+
+
+def _override_keys(overrides: list[str]) -> list[tuple[str, str]]:
+    """(key, value) of each command-line override, without Hydra's ``+``/``++``/``~`` prefixes."""
+    pairs = []
+    for override in overrides:
+        key, _, value = override.lstrip("+~").partition("=")
+        pairs.append((key.strip(), value.strip()))
+    return pairs
+
+
+def comparable_entries(plan: Plan, overrides: list[str], verify_checksums: bool = True) -> set[str]:
+    """The entries whose cells keep the experiment file's settings under ``overrides`` (so that the paper's
+    values apply to them): none touched their hyperparameters or protocol, and the data was verified."""
+    from olb.registry import get_algorithm
+
+    entries = set(plan.entries)
+    if not verify_checksums:
+        return set()
+    changed: set[str] = set()
+    for key, _ in _override_keys(overrides):
+        parts = key.split(".")
+        if key in _GRID_WIDE:
+            changed |= entries
+        elif parts[0] == "algorithm" and len(parts) >= 3 and parts[2] in _ENTRY_FIELDS:
+            changed.add(parts[1])
+        elif len(parts) == 1:  # a hyperparameter shorthand changes every entry whose algorithm has it
+            changed |= {e for e, info in plan.entries.items() if key in get_algorithm(info["algorithm"]).params}
+    return entries - changed
+
+
+def grid_title(cfg, plan: Plan, overrides: list[str], comparable: set[str]) -> str:
+    """The experiment's name and description when it ran as its file says, else its name and what ran."""
+    what_ran = {"datasets", "algorithms", "seeds", "metrics", "verify_checksums"}
+    as_written = comparable == set(plan.entries) and not any(k in what_ran for k, _ in _override_keys(overrides))
+    title = f"{cfg.name}: {cfg.description}" if (cfg.description and as_written) else cfg.name
+    if overrides:
+        title += f"\n\nCommand-line overrides: `{' '.join(overrides)}`"
+    return f"{title}\n\nRun: {settings_run(plan)}"
+
+
+def settings_run(plan: Plan) -> str:
+    """What the cells ran, from the cells themselves: data sets, seeds, each entry's non-default settings."""
+    from olb.registry import get_algorithm
+
+    seeds = sorted({c.seed for c in plan.cells})
+    parts = [f"data sets {', '.join(plan.datasets)}", f"{len(seeds)} seed(s) ({', '.join(map(str, seeds))})"]
+    for key, info in plan.entries.items():
+        cells = [c for c in plan.cells if c.entry == key]
+        if not cells:
+            continue
+        defaults = get_algorithm(info["algorithm"]).params
+        values: dict[str, list] = {}
+        for c in cells:
+            for name, v in [*c.params.items(), ("loops", c.loops)]:
+                default = defaults[name].default if name in defaults else 1
+                if v != default or name in c.best_of:
+                    values.setdefault(name, [])
+                    if v not in values[name]:
+                        values[name].append(v)
+        settings = ", ".join(f"{k}={v[0] if len(v) == 1 else '{' + ', '.join(map(str, v)) + '}'}"
+                             for k, v in values.items())
+        protocols = sorted({c.protocol for c in cells})
+        parts.append(f"{info['label']} ({info['algorithm']}, {'/'.join(protocols)}{', ' + settings if settings else ''})")
+    return "; ".join(parts)

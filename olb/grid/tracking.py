@@ -130,17 +130,20 @@ class Tracker:
             if not token:
                 return runs
 
-    def finished_cells(self) -> dict[str, FinishedRun]:
-        """cell id -> the newest successful child run of this experiment (any earlier invocation)."""
+    def finished_cells(self, accept=None) -> dict[str, FinishedRun]:
+        """cell id -> the newest successful child run of this experiment (any earlier invocation) for which
+        ``accept(run)`` holds (every run without ``accept``)."""
         runs = self._search("tags.`olb.status` = 'FINISHED' and attributes.status = 'FINISHED'",
                             order_by=["attributes.start_time DESC"])
         found: dict[str, FinishedRun] = {}
         for run in runs:
             cid = run.data.tags.get("olb.cell_id")
             if cid and cid not in found:
-                found[cid] = FinishedRun(run.info.run_id, cid, dict(run.data.metrics), dict(run.data.params),
-                                         dict(run.data.tags),
-                                         run.info.start_time / 1000.0, (run.info.end_time or run.info.start_time) / 1000.0)
+                finished = FinishedRun(run.info.run_id, cid, dict(run.data.metrics), dict(run.data.params),
+                                       dict(run.data.tags), run.info.start_time / 1000.0,
+                                       (run.info.end_time or run.info.start_time) / 1000.0)
+                if accept is None or accept(finished):
+                    found[cid] = finished
         return found
 
     def curve(self, run_id: str, metric: str) -> dict:
@@ -185,8 +188,9 @@ class Tracker:
                 self._retry(self.client.log_artifact, run_id, str(path))
         self._retry(self.client.set_terminated, run_id, status)
 
-    def log_cell(self, cell: Cell, payload: dict) -> str:
-        """One child run with the cell's parameters, metrics, curve (one batch), tags and artifacts."""
+    def log_cell(self, cell: Cell, payload: dict, data_tags: dict | None = None) -> str:
+        """One child run with the cell's parameters, metrics, curve (one batch), tags (``data_tags``: which
+        data it read) and artifacts."""
         from mlflow.entities import Metric
 
         status = payload["status"]
@@ -195,7 +199,7 @@ class Tracker:
         tags = {"mlflow.runName": cell.run_name, "olb.kind": "cell", "olb.cell_id": cell.cell_id,
                 "olb.experiment": self.experiment_name, "olb.code_version": self.code_version,
                 "olb.entry": cell.entry, "olb.label": cell.label, "olb.host": str(payload.get("host", "")),
-                "olb.node_ip": str(payload.get("node_ip", "")), "olb.status": status}
+                "olb.node_ip": str(payload.get("node_ip", "")), "olb.status": status, **(data_tags or {})}
         if self.parent_run_id:
             tags["mlflow.parentRunId"] = self.parent_run_id
         if status != "FINISHED":

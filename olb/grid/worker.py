@@ -17,7 +17,12 @@ import traceback
 
 
 def execute_cell(task: dict) -> dict:
-    """Run ``task["spec"]`` (CellSpec keyword arguments) and return the payload the driver records."""
+    """Run ``task["spec"]`` (CellSpec keyword arguments) and return the payload the driver records.
+    A cross-validation task (``task["kind"] == "cv"``) runs :func:`olb.grid.crossval.execute_cv` instead."""
+    if task.get("kind") == "cv":
+        from olb.grid.crossval import execute_cv
+
+        return execute_cv(task)
     started = time.time()
     wall0, cpu0 = time.perf_counter(), time.process_time()
     base = {"cell_id": task["cell_id"], "start_time": started, "host": socket.gethostname(), "node_ip": _node_ip(),
@@ -42,6 +47,8 @@ def execute_cell(task: dict) -> dict:
         "params": result.params,
         "metrics": {k: float(v) for k, v in stream.metrics.items()},
         "primary_metric": stream.primary_metric,
+        "data_fingerprint": result.data.fingerprint,  # what the cell read (the driver checks it against its plan)
+        "data_files": result.data.files_text(),
         "curve": curve,
         "phases": {name: dict(p) for name, p in stream.phases.items()},
         "setup_s": float(result.setup_s),

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from olb.weak.base import WeakLearners, log_uniform
-from olb.weak.river_adapter import RiverWeakLearners
+from olb.weak.base import WeakLearners
+from olb.weak.river_adapter import RiverWeakLearners, river_hoeffding_tree
 from olb.weak.vfdt import VFDTForest
 
 WEAK_LEARNERS = ("vfdt", "river_hoeffding_tree")
@@ -22,14 +20,7 @@ def make_weak_learners(kind: str, n_learners: int, n_features: int, n_labels: in
         return VFDTForest(n_learners, n_features, n_labels, num_covariates=num_covariates,
                           importance_scale_range=importance_scale_range, seed=seed)
     if kind == "river_hoeffding_tree":
-        from river import tree
-
-        def factory(i: int, rng: np.random.Generator):
-            return tree.HoeffdingTreeClassifier(
-                grace_period=max(1, int(rng.uniform(5, 20))), delta=log_uniform(rng, 0.01, 0.9),
-                tau=log_uniform(rng, 0.01, 0.9), leaf_prediction="mc")
-
-        return RiverWeakLearners(factory, n_learners, n_features, n_labels, num_covariates, seed)
+        return RiverWeakLearners(river_hoeffding_tree, n_learners, n_features, n_labels, num_covariates, seed)
     raise ValueError(f"unknown weak learner {kind!r}; allowed: {', '.join(WEAK_LEARNERS)}")
 
 

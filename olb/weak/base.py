@@ -34,6 +34,13 @@ class WeakLearners(ABC):
         """Feed label l to learner i with importance weight ``weights[i, l]`` (N, k); 0 means not fed."""
 
 
+# Ranges of the per-tree random parameters of every Hoeffding-tree pool (the authors' code): split confidence
+# delta and tie threshold tau log-uniform, grace period uniform (weight units).
+DELTA_RANGE = (0.01, 0.9)
+TAU_RANGE = (0.01, 0.9)
+GRACE_RANGE = (5.0, 20.0)
+
+
 def log_uniform(rng: np.random.Generator, low: float, high: float) -> float:
     """A draw whose log10 is uniform on [log10 low, log10 high]."""
     return float(10.0 ** rng.uniform(np.log10(low), np.log10(high)))

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from olb.weak.base import WeakLearners
+from olb.weak.base import DELTA_RANGE, GRACE_RANGE, TAU_RANGE, WeakLearners, log_uniform
 
 
 class RiverWeakLearners(WeakLearners):
@@ -53,3 +53,13 @@ class RiverWeakLearners(WeakLearners):
     def learn(self, x: np.ndarray, weights: np.ndarray) -> None:
         for i, label in zip(*np.nonzero(weights > 0)):
             self.models[i].learn_one(self._features(x, i), int(label), w=float(weights[i, label]))
+
+
+def river_hoeffding_tree(i: int, rng: np.random.Generator):
+    """river's ``HoeffdingTreeClassifier`` (``leaf_prediction='mc'``) with random parameters drawn from the
+    VFDT forest's ranges (grace period truncated to an integer, at least 1); a ``factory`` for the pool."""
+    from river import tree
+
+    return tree.HoeffdingTreeClassifier(
+        grace_period=max(1, int(rng.uniform(*GRACE_RANGE))), delta=log_uniform(rng, *DELTA_RANGE),
+        tau=log_uniform(rng, *TAU_RANGE), leaf_prediction="mc")

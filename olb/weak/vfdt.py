@@ -1,10 +1,11 @@
-"""A forest of Very Fast Decision Trees (Domingos & Hulten 2000) updated together in numpy.
+"""A forest of Very Fast Decision Trees (Domingos & Hulten 2000) updated together in shared arrays.
 
 The boosters of papers 000, 001 and 004 use N = 10..100 VFDTs as weak learners, each a single-label
 learner over the k labels that returns its leaf's normalized class histogram as a distribution h in
 Delta[k]. Every example touches every tree, so this module keeps all N trees in shared arrays and
-routes, predicts and updates them together: one numpy expression per step instead of one Python call
-per tree and per attribute. That is where olb's speed comes from (see ``docs/benchmarks.md``).
+routes, predicts and updates them together in compiled loops (:mod:`olb.weak.vfdt_core`): each example is
+routed once per round, the statistics of all trees are updated in one call, and the due split attempts
+are evaluated together. That is where olb's speed comes from (see ``docs/speed.md``).
 
 The trees mirror the VFDT port the papers' authors used (``specs/reference_notes.md`` section 1),
 since the papers themselves only say "VFDT":
@@ -53,11 +54,13 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from olb.weak.base import WeakLearners, log_uniform
+from olb.weak import vfdt_core
+from olb.weak.base import DELTA_RANGE, GRACE_RANGE, TAU_RANGE, WeakLearners, log_uniform
 
 _N_THRESHOLDS = 10
 _MIN_BRANCH_FRACTION = 0.01
 _MIN_VARIANCE = 1e-12
+_SPLIT_BATCH = 16  # leaves whose split candidates are evaluated together (bounds the temporary arrays)
 
 
 class VFDTForest(WeakLearners):
@@ -83,9 +86,9 @@ class VFDTForest(WeakLearners):
         n_features: int,
         n_labels: int,
         num_covariates: int = 20,
-        delta_range: tuple[float, float] = (0.01, 0.9),
-        tau_range: tuple[float, float] = (0.01, 0.9),
-        grace_range: tuple[float, float] = (5.0, 20.0),
+        delta_range: tuple[float, float] = DELTA_RANGE,
+        tau_range: tuple[float, float] = TAU_RANGE,
+        grace_range: tuple[float, float] = GRACE_RANGE,
         importance_scale_range: tuple[float, float] | None = None,
         pseudo_count: float = 1.0,
         seed: int | np.random.Generator | None = None,
@@ -107,9 +110,11 @@ class VFDTForest(WeakLearners):
             self.covariates = np.stack([rng.choice(n_features, num_covariates, replace=False) for _ in range(N)])
         self.pseudo_count = pseudo_count
         self._ln_inv_delta = np.log(1.0 / self.delta)
-        self._trees = np.arange(N)
+        self._fractions = np.arange(1, _N_THRESHOLDS + 1) / (_N_THRESHOLDS + 1)
+        self._eps_factor = np.array([np.log2(c) ** 2 if c >= 2 else 0.0 for c in range(n_labels + 1)])
         self._d = self.covariates.shape[1]
         self._init_storage(capacity=4 * N)
+        self._round_leaves = None  # (x, leaves) of the round's prediction
         self.root = np.array([self._new_leaf(np.zeros(n_labels), np.zeros(n_labels, bool), self._new_slot())
                               for _ in range(N)])
 
@@ -165,24 +170,25 @@ class VFDTForest(WeakLearners):
         return node
 
     # ------------------------------------------------------------------ routing and prediction
-    def _project(self, x: np.ndarray) -> np.ndarray:
-        return x[self.covariates]  # (N, d')
+    def _leaves(self, x: np.ndarray) -> np.ndarray:
+        """Leaf node of every tree for ``x``; routed once per round: ``learn`` reuses what the round's
+        prediction routed for the same x (the trees do not change in between)."""
+        cached = self._round_leaves
+        if cached is not None and cached[0] is x:
+            return cached[1]
+        leaves = vfdt_core.route(x, self.covariates, self.root, self.split_feature, self.threshold, self.left,
+                                 self.right, self.nan_left)
+        self._round_leaves = (x, leaves)
+        return leaves
 
-    def _route(self, xs: np.ndarray) -> np.ndarray:
-        """Leaf node of every tree for the projected input ``xs`` (N, d')."""
-        node = self.root.copy()
-        active = np.flatnonzero(self.split_feature[node] >= 0)
-        while active.size:
-            n = node[active]
-            v = xs[active, self.split_feature[n]]
-            go_left = np.where(np.isnan(v), self.nan_left[n], v <= self.threshold[n])
-            node[active] = np.where(go_left, self.left[n], self.right[n])
-            active = active[self.split_feature[node[active]] >= 0]
-        return node
+    def leaf_masses(self, x: np.ndarray) -> np.ndarray:
+        """Unnormalized prediction masses (N, k) of every tree's leaf for ``x``: the class masses, with 1 for
+        a class the leaf has not seen (the smoothed histogram)."""
+        leaves = self._leaves(x)
+        return self.class_mass[leaves] + ~self.seen[leaves]
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
-        leaves = self._route(self._project(x))
-        mass = self.class_mass[leaves] + ~self.seen[leaves]
+        mass = self.leaf_masses(x)
         return mass / mass.sum(axis=1, keepdims=True)
 
     # ------------------------------------------------------------------ learning
@@ -190,88 +196,37 @@ class VFDTForest(WeakLearners):
         """Feed label l to tree i with importance weight ``weights[i, l]`` (0: not fed)."""
         if self.importance_scale is not None:
             weights = weights * self.importance_scale[:, None]
-        tree, label = np.nonzero(weights > 0)
-        if tree.size == 0:
-            return
-        w = weights[tree, label]
-        xs = self._project(x)
-        leaves = self._route(xs)
-        node = leaves[tree]
-        # class masses, with the pseudo-count the first time a class reaches a node
-        self.class_mass[node, label] += w + self.pseudo_count * ~self.seen[node, label]
-        self.seen[node, label] = True
-        # weighted Gaussian statistics of every covariate (West's weighted incremental update)
-        xv = xs[tree]  # (P, d')
-        wv = np.where(np.isnan(xv), 0.0, w[:, None])
-        xv = np.nan_to_num(xv)
-        s = self.slot[node]
-        total = self.g_weight[s, :, label] + wv
-        mean = self.g_mean[s, :, label]
-        diff = xv - mean
-        new_mean = mean + np.divide(wv * diff, total, out=np.zeros_like(diff), where=total > 0)
-        self.g_m2[s, :, label] += wv * diff * (xv - new_mean)
-        self.g_mean[s, :, label] = new_mean
-        self.g_weight[s, :, label] = total
-        observed = wv > 0
-        self.g_min[s, :, label] = np.where(observed, np.minimum(self.g_min[s, :, label], xv), self.g_min[s, :, label])
-        self.g_max[s, :, label] = np.where(observed, np.maximum(self.g_max[s, :, label], xv), self.g_max[s, :, label])
-        # split attempts where the grace period has passed and more than one class was seen
-        touched = np.unique(leaves[np.unique(tree)])
-        owner = self._owner_of(touched, leaves)
+        leaves = self._leaves(x)
+        self._round_leaves = None
+        fed = vfdt_core.update_statistics(x, np.ascontiguousarray(weights, dtype=float), leaves, self.covariates,
+                                          self.slot, self.class_mass, self.seen, self.g_weight, self.g_mean,
+                                          self.g_m2, self.g_min, self.g_max, self.pseudo_count)
+        # split attempts (in increasing node order) where the grace period has passed and > 1 class was seen
+        owner = np.flatnonzero(fed)
+        touched = leaves[owner]
         weight = self.class_mass[touched].sum(axis=1)
         due = (weight - self.weight_at_last_attempt[touched] > self.grace[owner]) & (self.seen[touched].sum(axis=1) > 1)
-        for leaf, i, n in zip(touched[due], owner[due], weight[due]):
-            self.weight_at_last_attempt[leaf] = n
-            self._attempt_split(leaf, i, n)
+        due = np.flatnonzero(due)
+        due = due[np.argsort(touched[due])]
+        self.weight_at_last_attempt[touched[due]] = weight[due]
+        for start in range(0, len(due), _SPLIT_BATCH):
+            batch = due[start:start + _SPLIT_BATCH]
+            self._attempt_splits(touched[batch], owner[batch], weight[batch])
 
-    def _owner_of(self, nodes: np.ndarray, leaves: np.ndarray) -> np.ndarray:
-        """Tree index of each node in ``nodes`` (each is the current leaf of exactly one tree)."""
-        order = np.argsort(leaves)
-        return order[np.searchsorted(leaves[order], nodes)]
-
-    def _attempt_split(self, leaf: int, tree: int, n: float) -> None:
-        pre = self.class_mass[leaf]
-        s = self.slot[leaf]
-        W, g_min, g_max = self.g_weight[s], self.g_min[s], self.g_max[s]  # (d', k)
-        has = W > 0
-        lo = np.where(has, g_min, np.inf).min(axis=1)  # (d',)
-        hi = np.where(has, g_max, -np.inf).max(axis=1)
-        usable = hi > lo
-        if not usable.any():
-            return
-        frac = np.arange(1, _N_THRESHOLDS + 1) / (_N_THRESHOLDS + 1)
-        lo, hi = np.where(usable, lo, 0.0), np.where(usable, hi, 0.0)  # unobserved features: no candidates
-        thresholds = lo[:, None] + (hi - lo)[:, None] * frac  # (d', T)
-        mean = self.g_mean[s]
-        sigma = np.sqrt(np.maximum(np.divide(self.g_m2[s], W, out=np.zeros_like(W), where=has), _MIN_VARIANCE))
-        t = thresholds[:, :, None]  # (d', T, 1)
-        left = W[:, None, :] * ndtr((t - mean[:, None, :]) / sigma[:, None, :])
-        left = np.where(t < g_min[:, None, :], 0.0, left)
-        left = np.where(t > g_max[:, None, :], W[:, None, :], left)
-        right = W[:, None, :] - left
-        merit = self._info_gain(pre, left, right)  # (d', T)
-        merit[~usable] = -np.inf
-        best_t = merit.argmax(axis=1)
-        per_feature = merit[np.arange(len(merit)), best_t]
-        order = np.argsort(per_feature)[::-1]
-        best = per_feature[order[0]]
-        if not np.isfinite(best):
-            return
-        second = per_feature[order[1]] if len(order) > 1 else -np.inf
-        n_classes = max(int(self.seen[leaf].sum()), 2)
-        eps = np.sqrt(np.log2(n_classes) ** 2 * self._ln_inv_delta[tree] / (2.0 * n))
-        if best - second > eps or eps < self.tau[tree]:
-            f, j = order[0], best_t[order[0]]
-            self._split(leaf, f, thresholds[f, j], left[f, j], right[f, j])
-
-    @staticmethod
-    def _info_gain(pre: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-        """Information gain (bits) of binary splits; -inf unless two branches hold > 1% of the weight."""
-        wl, wr = left.sum(axis=-1), right.sum(axis=-1)
-        total = wl + wr
-        merit = _entropy(pre) - (wl * _entropy(left) + wr * _entropy(right)) / np.where(total > 0, total, 1.0)
-        two_branches = (wl > _MIN_BRANCH_FRACTION * total) & (wr > _MIN_BRANCH_FRACTION * total)
-        return np.where(two_branches, merit, -np.inf)
+    def _attempt_splits(self, leaves: np.ndarray, trees: np.ndarray, n: np.ndarray) -> None:
+        """Evaluate the candidate splits of ``leaves`` (of ``trees``, with total weights ``n``) and split
+        where the Hoeffding test says so (compiled loops; the CDF and log2 are ufunc calls on the batch)."""
+        usable, thresholds, z = vfdt_core.split_candidates(leaves, self.slot, self.g_weight, self.g_mean, self.g_m2,
+                                                           self.g_min, self.g_max, self._fractions, _MIN_VARIANCE)
+        left, right, totals, positive = vfdt_core.branch_masses(leaves, self.slot, self.class_mass, self.g_weight,
+                                                               self.g_min, self.g_max, usable, thresholds, ndtr(z))
+        splits, feature, best_t, tied, per_feature = vfdt_core.split_decisions(
+            leaves, trees, n, self.class_mass, self.seen, left, right, usable, totals, np.log2(positive),
+            self._eps_factor, self._ln_inv_delta, self.tau, _MIN_BRANCH_FRACTION)
+        for b in np.flatnonzero(splits):
+            f = np.argsort(per_feature[b])[::-1][0] if tied[b] else feature[b]  # numpy's choice among ties
+            j = best_t[b, f]
+            self._split(leaves[b], f, thresholds[b, f, j], left[b, f, j], right[b, f, j])
 
     def _split(self, leaf: int, feature: int, threshold: float, left_mass: np.ndarray, right_mass: np.ndarray) -> None:
         slot = self.slot[leaf]
@@ -288,10 +243,3 @@ class VFDTForest(WeakLearners):
     def n_leaves(self) -> int:
         return int((self.split_feature[: self.n_nodes] < 0).sum())
 
-
-def _entropy(mass: np.ndarray) -> np.ndarray:
-    """Entropy in bits of (unnormalized) class masses along the last axis."""
-    total = mass.sum(axis=-1, keepdims=True)
-    p = np.divide(mass, total, out=np.zeros_like(mass), where=total > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return -np.where(p > 0, p * np.log2(p), 0.0).sum(axis=-1)

@@ -8,18 +8,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from olb.learners.base import OnlineLearner, Param
-from olb.learners.boosting.common import BOOSTER_PARAMS, build_weak_learners
+from olb.learners.base import OnlineLearner
+from olb.learners.boosting.common import ALL_FEATURES_PARAM, BOOSTER_PARAMS, RoundCache, build_weak_learners
 from olb.weak import VFDTForest
+from olb.weak.river_adapter import river_hoeffding_tree
 
 _TREE_PARAMS = {
     "num_learners": BOOSTER_PARAMS["num_learners"],
-    "num_covariates": Param(int, 0, low=0, doc="random features per tree; 0 (default): all features"),
+    "num_covariates": ALL_FEATURES_PARAM,
     "weak_learner": BOOSTER_PARAMS["weak_learner"],
 }
 
 
-class BestVFDT(OnlineLearner):
+class _TreeBaseline(OnlineLearner):
+    """What paper 001's two tree baselines declare alike: multiclass, a class output, N trees."""
+
+    task = "multiclass"
+    outputs = ("class",)
+    default_protocol = "prequential_last20"
+    params = dict(_TREE_PARAMS)
+    test_params = {"num_learners": 3}
+
+
+class BestVFDT(_TreeBaseline):
     """"Best decision tree" (paper 001, Table 1): N VFDTs with random parameters, each trained alone.
 
     Every tree is fed each example with weight 1 and predicts the argmax of its leaf distribution (the
@@ -38,10 +49,6 @@ class BestVFDT(OnlineLearner):
     """
 
     name = "best_vfdt"
-    task = "multiclass"
-    outputs = ("class",)
-    default_protocol = "prequential_last20"
-    params = dict(_TREE_PARAMS)
     report_metrics = {"best_tree_accuracy": False}  # higher is better
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
@@ -50,12 +57,10 @@ class BestVFDT(OnlineLearner):
                                          self.num_covariates, self.rng)
         self.correct = np.zeros(self.num_learners, np.int64)
         self._hits: list[np.ndarray] = []  # per example, which trees were right (bit-packed)
-        self._last = None
+        self._cache = RoundCache()
 
     def _predictions(self, x: np.ndarray) -> np.ndarray:
-        if self._last is None or self._last[0] is not x:
-            self._last = (x, self.trees.predict_proba(x).argmax(axis=1))
-        return self._last[1]
+        return self._cache.get(x, lambda x: self.trees.predict_proba(x).argmax(axis=1))
 
     def predict_one(self, x: np.ndarray) -> int:
         return int(self._predictions(x)[int(self.correct.argmax())])
@@ -63,7 +68,7 @@ class BestVFDT(OnlineLearner):
     def learn_one(self, x: np.ndarray, y) -> None:
         y = int(y)
         hits = self._predictions(x) == y
-        self._last = None
+        self._cache.clear()
         self.correct += hits
         self._hits.append(np.packbits(hits))
         weights = np.zeros((self.num_learners, self.n_labels))
@@ -84,7 +89,7 @@ class BestVFDT(OnlineLearner):
                 "leader_tree": int(self.correct.argmax())}
 
 
-class OzaBoost(OnlineLearner):
+class OzaBoost(_TreeBaseline):
     """Oza's online boosting (Oza & Russell 2001; Oza 2005), the "Online Boosting" column of Table 1.
 
     Per example, lambda = 1; tree m is trained with weight K ~ Poisson(lambda) (one weighted update
@@ -109,10 +114,6 @@ class OzaBoost(OnlineLearner):
     """
 
     name = "oza"
-    task = "multiclass"
-    outputs = ("class",)
-    default_protocol = "prequential_last20"
-    params = dict(_TREE_PARAMS)
     EPS_CLIP = 1e-6
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
@@ -181,8 +182,7 @@ def _leaf_masses(trees, x: np.ndarray) -> np.ndarray | None:
     """
     if not isinstance(trees, VFDTForest) or trees.pseudo_count != 1.0:
         return None
-    leaves = trees._route(trees._project(x))
-    return trees.class_mass[leaves] + ~trees.seen[leaves]
+    return trees.leaf_masses(x)
 
 
 def _as_dict(x: np.ndarray) -> dict:
@@ -193,12 +193,8 @@ def _river_oza(n_models: int, n_labels: int, rng: np.random.Generator):
     """river's AdaBoostClassifier over Hoeffding trees with the forest's random parameter ranges."""
     from river import ensemble, tree
 
-    from olb.weak.base import log_uniform
-
     model = ensemble.AdaBoostClassifier(tree.HoeffdingTreeClassifier(), n_models=n_models,
                                         seed=int(rng.integers(2**31)))
     for i in range(n_models):
-        model[i] = tree.HoeffdingTreeClassifier(
-            grace_period=max(1, int(rng.uniform(5, 20))), delta=log_uniform(rng, 0.01, 0.9),
-            tau=log_uniform(rng, 0.01, 0.9), leaf_prediction="mc")
+        model[i] = river_hoeffding_tree(i, rng)
     return model

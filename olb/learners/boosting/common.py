@@ -3,7 +3,11 @@
 - ``BOOSTER_PARAMS``: the shared hyperparameter names (``num_learners``, ``num_covariates``,
   ``weak_learner``, ``authors_weights``); each booster adjusts defaults where its paper differs.
 - ``build_weak_learners``: the pool of N weak learners of a booster (:func:`olb.weak.make_weak_learners`).
-- ``hedge_draw`` / ``hedge_update``: the Hedge distribution over the N experts (Ada.OLMR, Adaboost.OLM).
+- ``ALL_FEATURES_PARAM``: ``num_covariates`` defaulting to all features (paper 001's learners).
+- ``GAMMA_PARAM`` / ``MARGIN_PARAM``: the edge of the potential-based boosters' baseline and their hinge margin.
+- ``RoundCache``: what a booster computed for the round's x in ``predict_one``, reused by ``learn_one``.
+- ``hedge_init`` / ``hedge_draw`` / ``hedge_update``: the Hedge distribution over the N experts (Ada.OLMR,
+  Adaboost.OLM, TopAda); ``projected_alpha_step``: an adaptive booster's step on alpha, projected to [-2, 2].
 """
 
 from __future__ import annotations
@@ -20,6 +24,32 @@ BOOSTER_PARAMS = {
     "authors_weights": Param(bool, False, doc="scale each tree's importance weights by a constant from "
                              "U[3, 10], as the authors' code does (not in the paper)"),
 }
+ALL_FEATURES_PARAM = Param(int, 0, low=0, doc="random features per tree; 0 (default): every tree sees all "
+                           "features, as in the authors' multiclass code")
+GAMMA_PARAM = Param(float, 0.1, low=0.0, high=1.0, open_low=True, open_high=True, doc="edge of the baseline")
+MARGIN_PARAM = Param(float, 1.0, low=0.0, doc="hinge margin inside the potential (authors' code: 0)")
+ALPHA_BOUND = 2.0  # the adaptive boosters project alpha to [-2, 2] (papers 000, 001, 004)
+
+
+class RoundCache:
+    """The value computed for one round's input, kept until ``learn_one`` clears it.
+
+    The protocol calls ``learn_one(x)`` right after ``predict_one(x)`` with the same array, so the cache is
+    keyed by identity: a different x (or none cached) means computing again.
+    """
+
+    def __init__(self):
+        self.clear()
+
+    def get(self, x: np.ndarray, compute):
+        """The value for ``x``: the cached one if ``x`` is the cached input, else ``compute(x)`` (then cached)."""
+        if self._x is not x:
+            self._value = compute(x)
+            self._x = x
+        return self._value
+
+    def clear(self) -> None:
+        self._x = self._value = None
 
 
 def build_weak_learners(kind: str, n_learners: int, n_features: int, n_labels: int, num_covariates: int,
@@ -28,6 +58,11 @@ def build_weak_learners(kind: str, n_learners: int, n_features: int, n_labels: i
     """The booster's N weak learners; ``num_covariates`` <= 0 means every tree sees all features."""
     covariates = n_features if num_covariates <= 0 else num_covariates
     return make_weak_learners(kind, n_learners, n_features, n_labels, covariates, importance_scale_range, rng)
+
+
+def hedge_init(n_experts: int) -> np.ndarray:
+    """The uniform Hedge weights 1/N of the first round."""
+    return np.full(n_experts, 1.0 / n_experts)
 
 
 def hedge_draw(weights: np.ndarray, rng: np.random.Generator) -> int:
@@ -42,3 +77,8 @@ def hedge_update(weights: np.ndarray, losses: np.ndarray) -> np.ndarray:
     """
     new = weights * np.exp(-losses)
     return new / new.sum()
+
+
+def projected_alpha_step(alpha: np.ndarray, change: np.ndarray) -> np.ndarray:
+    """``alpha - change`` projected to [-2, 2] (online gradient descent on the weights alpha^i)."""
+    return np.clip(alpha - change, -ALPHA_BOUND, ALPHA_BOUND)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from olb.learners.base import OnlineLearner, Param
-from olb.learners.boosting.common import BOOSTER_PARAMS, build_weak_learners, hedge_draw, hedge_update
+from olb.learners.boosting.common import (BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM, RoundCache, build_weak_learners,
+                                         hedge_draw, hedge_init, hedge_update, projected_alpha_step)
 from olb.learners.boosting.losses import logistic_rank_gradient
 from olb.learners.boosting.potentials import PairwisePotential
 from olb.metrics import rank_loss_many
@@ -23,6 +24,7 @@ class MLRBooster(OnlineLearner):
 
     task = "multilabel"
     initial_alpha = 0.0
+    test_params = {"num_learners": 3}
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
@@ -31,16 +33,16 @@ class MLRBooster(OnlineLearner):
                                         self.num_covariates, self.rng, scale)
         self.alpha = np.full(self.num_learners, self.initial_alpha)
         self.t = 0
-        self._last = None
+        self._cache = RoundCache()
 
     def _experts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Weak predictions H (N, k) and the states s^0..s^N (N + 1, k) of the experts."""
-        if self._last is not None and self._last[0] is x:
-            return self._last[1], self._last[2]
+        return self._cache.get(x, self._compute_experts)
+
+    def _compute_experts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         H = self.weak.predict_proba(x)
         states = np.zeros((self.num_learners + 1, self.n_labels))
         np.cumsum(self.alpha[:, None] * H, axis=0, out=states[1:])
-        self._last = (x, H, states)
         return H, states
 
     def predict_one(self, x: np.ndarray) -> np.ndarray:
@@ -51,7 +53,7 @@ class MLRBooster(OnlineLearner):
     def learn_one(self, x: np.ndarray, y: np.ndarray) -> None:
         """Update with the relevance vector ``y`` (k,) of 0/1."""
         H, states = self._experts(x)
-        self._last = None
+        self._cache.clear()
         self.t += 1
         relevant = np.asarray(y, bool)
         if relevant.all() or not relevant.any():
@@ -97,7 +99,7 @@ class AdaOLMR(MLRBooster):
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
-        self.hedge = np.full(self.num_learners, 1.0 / self.num_learners)
+        self.hedge = hedge_init(self.num_learners)
         self._gradients = None
 
     def _choose_expert(self) -> int:
@@ -109,7 +111,7 @@ class AdaOLMR(MLRBooster):
 
     def _update_booster(self, H, states, relevant):
         slopes = np.einsum("ik,ik->i", self._gradients[1:], H)  # f_t^i'(alpha) = c^{i+1} . h^i
-        self.alpha = np.clip(self.alpha - slopes / np.sqrt(self.t), -2.0, 2.0)
+        self.alpha = projected_alpha_step(self.alpha, slopes / np.sqrt(self.t))
         self.hedge = hedge_update(self.hedge, rank_loss_many(states[1:], relevant))
 
 
@@ -136,8 +138,8 @@ class OnlineBMR(MLRBooster):
     initial_alpha = 1.0
     params = {
         **BOOSTER_PARAMS,
-        "gamma": Param(float, 0.1, low=0.0, high=1.0, open_low=True, open_high=True, doc="edge of the baseline"),
-        "margin": Param(float, 1.0, low=0.0, doc="hinge margin inside the potential (authors' code: 0)"),
+        "gamma": GAMMA_PARAM,
+        "margin": MARGIN_PARAM,
         "invalid_baseline": Param(str, "cap", choices=("cap", "raise"), doc="rule where gamma |Y| > 1"),
     }
 

@@ -33,7 +33,8 @@ import numpy as np
 from scipy.special import expit
 
 from olb.learners.base import OnlineLearner, Param
-from olb.learners.boosting.common import BOOSTER_PARAMS, build_weak_learners, hedge_draw, hedge_update
+from olb.learners.boosting.common import (ALL_FEATURES_PARAM, BOOSTER_PARAMS, GAMMA_PARAM, RoundCache, build_weak_learners, hedge_draw,
+                                         hedge_init, hedge_update, projected_alpha_step)
 from olb.learners.boosting.potentials import baseline, mbbm_cost_matrix
 
 AUTHORS_WEIGHT_CONSTANTS = (5.0, 200.0)  # U[5, 200] per tree in the authors' multiclass driver
@@ -44,8 +45,7 @@ _TIE_TOL = 1e-9
 
 MULTICLASS_PARAMS = {
     **BOOSTER_PARAMS,
-    "num_covariates": Param(int, 0, low=0, doc="random features per tree; 0 (default): every tree sees all "
-                            "features, as in the authors' multiclass code"),
+    "num_covariates": ALL_FEATURES_PARAM,
     "authors_weights": Param(bool, False, doc="the authors' importance weights instead of the paper's: a "
                              "per-tree constant from U[5, 200] times the paper's weight / (k - 1) (times 0.1 "
                              "for OnlineMBBM), weight 5 for Adaboost.OLM's first tree, floor 1e-10"),
@@ -59,7 +59,6 @@ MULTICLASS_PARAMS = {
 class _Round:
     """One example's pass through the N learners (recomputed only if x changes)."""
 
-    x: np.ndarray
     H: np.ndarray  # (N, k) tree distributions
     labels: np.ndarray  # (N,) weak single-label predictions l^i
     states: np.ndarray  # (N + 1, k) votes s^0..s^N
@@ -74,6 +73,7 @@ class MulticlassBooster(OnlineLearner):
     outputs = ("class",)
     default_protocol = "prequential_last20"
     initial_alpha = 0.0
+    test_params = {"num_learners": 3}
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
@@ -82,12 +82,13 @@ class MulticlassBooster(OnlineLearner):
         self.weight_constants = self.rng.uniform(*AUTHORS_WEIGHT_CONSTANTS, size=N) if self.authors_weights else None
         self.alpha = np.full(N, self.initial_alpha)
         self.t = 0
-        self._last: _Round | None = None
+        self._cache = RoundCache()
 
     # ------------------------------------------------------------------ one round
     def _round(self, x: np.ndarray) -> _Round:
-        if self._last is not None and self._last.x is x:
-            return self._last
+        return self._cache.get(x, self._compute_round)
+
+    def _compute_round(self, x: np.ndarray) -> _Round:
         N, k = self.num_learners, self.n_labels
         H = self.weak.predict_proba(x)
         # random tie breaks: a perturbation far below any real cost difference
@@ -99,8 +100,7 @@ class MulticlassBooster(OnlineLearner):
         else:
             labels, states, weights = self._weak_predictions(H, tie[0])
         experts = (states[1:] + tie[1]).argmax(axis=1)
-        self._last = _Round(x, H, labels, states, experts, weights)
-        return self._last
+        return _Round(H, labels, states, experts, weights)
 
     def _states(self, labels: np.ndarray) -> np.ndarray:
         """Votes s^0..s^N for the weak predictions ``labels`` under the current alpha."""
@@ -119,7 +119,7 @@ class MulticlassBooster(OnlineLearner):
     def learn_one(self, x: np.ndarray, y) -> None:
         """Update with the class index ``y``: every tree is fed (x, y) with its importance weight."""
         r = self._round(x)
-        self._last = None
+        self._cache.clear()
         y = int(y)
         self.t += 1
         w = self._importance_weights(r.weights[:, y])
@@ -217,7 +217,7 @@ class AdaBoostOLM(MulticlassBooster):
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
-        self.hedge = np.full(self.num_learners, 1.0 / self.num_learners)
+        self.hedge = hedge_init(self.num_learners)
 
     def _weak_predictions(self, H, tie):
         """The chain l^i = argmin_l h^i . C(s^{i-1})[:, l], one learner after the other.
@@ -259,7 +259,7 @@ class AdaBoostOLM(MulticlassBooster):
     def _update_booster(self, r, y):
         eta = 2.0 * np.sqrt(2.0) / ((self.n_labels - 1) * np.sqrt(self.t))
         slopes = alpha_gradient(r.states[:-1], r.labels, self.alpha, y, self.authors_gradient)
-        self.alpha = np.clip(self.alpha - eta * slopes, -2.0, 2.0)
+        self.alpha = projected_alpha_step(self.alpha, eta * slopes)
         self.hedge = hedge_update(self.hedge, (r.experts != y).astype(float))
 
 
@@ -392,7 +392,7 @@ class OnlineMBBM(MulticlassBooster):
     initial_alpha = 1.0
     params = {
         **MULTICLASS_PARAMS,
-        "gamma": Param(float, 0.1, low=0.0, high=1.0, open_low=True, open_high=True, doc="edge of the baseline"),
+        "gamma": GAMMA_PARAM,
         "authors_horizon": Param(bool, False, doc="N - i + 1 remaining draws for learner i (authors' code) "
                                  "instead of the paper's N - i"),
         "weak_prediction": Param(str, "normalized_cost", choices=("normalized_cost", "expected_cost", "argmax"),

@@ -19,8 +19,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import gammaln
-from scipy.stats import poisson
+from scipy.special import gammaln, xlogy
 
 __all__ = [
     "baseline_probs",
@@ -310,6 +309,11 @@ class TopkPairPotential:
 # --------------------------------------------------------------------------------------------------
 
 
+def _poisson_pmf(k, mu) -> np.ndarray:
+    """Poisson pmf exp(k log mu - log k! - mu), the formula scipy.stats.poisson uses (without its import cost)."""
+    return np.exp(xlogy(k, mu) - gammaln(np.asarray(k) + 1) - mu)
+
+
 def _n_nodes(n: int, tol: float) -> int:
     """Smallest L > n with aliasing bound sum_{t>=1} Pois(n + tL; n) / Pois(n; n) <= tol."""
     if n == 0:
@@ -374,10 +378,10 @@ class ZeroOnePotential:
             i = np.arange(n + 1)[:, None]
             omega = np.exp(2j * np.pi * ((i * v) % L) / L)  # (n+1, V): omega_v^i
             tau = np.zeros((n + 2, v.size), complex)
-            tau[1:] = np.cumsum(poisson.pmf(i, self.q * n) * omega, axis=0)
+            tau[1:] = np.cumsum(_poisson_pmf(i, self.q * n) * omega, axis=0)
             fold = np.where((v == 0) | (2 * v == L), 1.0, 2.0)
             back = np.exp(-2j * np.pi * ((n * v) % L) / L)  # omega_v^(-n)
-            W = poisson.pmf(i, self.p * n) * omega * (fold * back / (L * poisson.pmf(n, n)))
+            W = _poisson_pmf(i, self.p * n) * omega * (fold * back / (L * _poisson_pmf(n, n)))
             W = np.stack([W.real, -W.imag], axis=-1).reshape(n + 1, 2 * v.size)  # for _contract
             tab = self._tables[n] = (tau, W)
         return tab

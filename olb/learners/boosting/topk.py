@@ -30,8 +30,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from olb.learners.base import Param
-from olb.learners.boosting.common import BOOSTER_PARAMS, hedge_draw, hedge_update
+from olb.learners.base import Param, StreamShape
+from olb.learners.boosting.common import (BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM, hedge_draw, hedge_init,
+                                         hedge_update, projected_alpha_step)
 from olb.feedback import TopKFeedback, observed_pairs, ranking, ranking_scores
 from olb.learners.boosting.exploration import EXPLORATIONS, importance_weights, make_exploration
 from olb.learners.boosting.mlr import MLRBooster
@@ -56,16 +57,22 @@ class TopKBooster(MLRBooster):
     """Algorithm 1 of paper 004 on top of paper 000's booster; subclasses give costs, alpha and the expert."""
 
     feedback = "topk"
+    test_params = {"num_learners": 3, "k": 2}
+
+    @classmethod
+    def check_params(cls, params: dict, shape: StreamShape) -> list[str]:
+        """k below the number of labels; the single-swap scheme's k >= 3 and rho < 0.25 (paper 004, App. B.1)."""
+        problems = super().check_params(params, shape)
+        k, rho, m = params["k"], params["rho"], shape.n_labels
+        if k >= m:
+            problems.append(f"k={k} must be smaller than the number of labels ({m}); top-k feedback with "
+                            "k >= the number of labels would reveal the whole label set")
+        if params["exploration"] == "single_swap" and (k < 3 or rho >= 0.25):
+            problems.append(f"exploration='single_swap' needs k >= 3 and rho < 0.25 (paper 004, App. B.1); "
+                            f"got k={k}, rho={rho}")
+        return problems
 
     def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
-        checked = self.validate(hyper)
-        k, m = checked["k"], int(n_labels)
-        if k >= m:
-            raise ValueError(f"{self.name}: k={k} must be smaller than the number of labels ({m}); "
-                             "top-k feedback with k >= m would reveal the whole label set")
-        if checked["exploration"] == "single_swap" and (k < 3 or checked["rho"] >= 0.25):
-            raise ValueError(f"{self.name}: exploration='single_swap' needs k >= 3 and rho < 0.25 (paper 004, "
-                             f"App. B.1); got k={k}, rho={checked['rho']}")
         super().__init__(n_features, n_labels, seed, **hyper)
         self.explorer = make_exploration(self.exploration, n_labels, self.k, self.rho)
         self._round = None  # what predict_one decided: (H, states, in_top of sigma(s), explored top k)
@@ -90,7 +97,8 @@ class TopKBooster(MLRBooster):
         if not np.array_equal(feedback.labels, top):
             raise ValueError(f"{self.name}: feedback on labels {feedback.labels.tolist()} but the ranking "
                              f"output had top {self.k} labels {top.tolist()}")
-        self._round = self._last = None
+        self._round = None
+        self._cache.clear()
         self.t += 1
         a, b = observed_pairs(feedback)
         if a.size == 0:
@@ -131,8 +139,8 @@ class TopOpt(TopKBooster):
     params = {
         **BOOSTER_PARAMS,
         **TOPK_PARAMS,
-        "gamma": Param(float, 0.1, low=0.0, high=1.0, open_low=True, open_high=True, doc="edge of the baseline u_a^gamma"),
-        "margin": Param(float, 1.0, low=0.0, doc="hinge margin inside the potential (authors' code: 0)"),
+        "gamma": GAMMA_PARAM,
+        "margin": MARGIN_PARAM,
     }
 
     def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
@@ -181,7 +189,7 @@ class TopAda(TopKBooster):
 
     def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
-        self.hedge = np.full(self.num_learners, 1.0 / self.num_learners)
+        self.hedge = hedge_init(self.num_learners)
         self.step = 8.0 * self.rho * np.sqrt(2.0) / n_labels**2  # eta_t = step / sqrt(t)
         self._gradients = None
 
@@ -202,7 +210,7 @@ class TopAda(TopKBooster):
         slopes = np.einsum("ik,ik->i", self._gradients[1:], H)  # d/d alpha of L-hat_log(s^{i-1} + alpha h^i)
         if self.clip_gradient:
             slopes = np.clip(slopes, -1.0, 1.0)
-        self.alpha = np.clip(self.alpha - self.step / np.sqrt(self.t) * slopes, -2.0, 2.0)
+        self.alpha = projected_alpha_step(self.alpha, self.step / np.sqrt(self.t) * slopes)
         losses = self._rank_loss_estimates(states, a, b, w)
         self.hedge = hedge_update(self.hedge, losses - losses.min())  # shift: same update, no underflow
 

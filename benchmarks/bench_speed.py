@@ -1,0 +1,96 @@
+"""Speed of the boosters toward the hardware's limit: CPU seconds of the stream, microseconds per example
+per tree, and the ratio to the authors' code on the same settings (see docs/speed.md).
+
+    python benchmarks/bench_speed.py                 # every cell, median of 3, each cell in a fresh process
+    python benchmarks/bench_speed.py --repeats 1 --cells adaolmr-emotions-authors
+
+Each cell runs in its own child process (so its peak RSS is its own); inside it, the cell runs once untimed
+(imports and compiled-code warm-up) and then ``--repeats`` times; the stream's CPU seconds (the protocol's
+``cpu_s``: learning and scoring, no data loading) are reported as the median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+# The authors' code (Python 2.7 ported to 3.11, same machine class, CPU seconds, seeds 1-3 where run):
+# microseconds per example per tree on the same settings (their drivers always use their importance weights).
+AUTHORS_US_PER_EXAMPLE_TREE = {
+    ("adaolmr", "emotions"): 2512.0,  # 152.2, 143.2, 151.4 CPU s for 593 examples x 100 trees
+    ("onlinebmr", "emotions"): 6432.0,  # 381.4 CPU s, gamma 0.1, 100 Monte Carlo samples per potential
+    ("adaolm", "balance"): 176.0,  # 11.0 CPU s for 625 examples x 100 trees
+    ("onlinembbm", "balance"): 370.0,  # 23.2 CPU s, gamma 0.1, 100 Monte Carlo samples
+}
+
+# name -> (algorithm, dataset, hyperparameters); the authors' code is only comparable where authors_weights=True
+CELLS = {
+    "adaolmr-emotions-paper": ("adaolmr", "emotions", {}),
+    "adaolmr-emotions-authors": ("adaolmr", "emotions", {"authors_weights": True}),
+    "onlinebmr-emotions-authors": ("onlinebmr", "emotions", {"authors_weights": True, "gamma": 0.1}),
+    "adaolmr-yeast-authors": ("adaolmr", "yeast", {"authors_weights": True}),
+    "onlinebmr-yeast-authors": ("onlinebmr", "yeast", {"authors_weights": True, "gamma": 0.1}),
+    "adaolm-balance-authors": ("adaolm", "balance", {"authors_weights": True}),
+    "onlinembbm-balance-authors": ("onlinembbm", "balance", {"authors_weights": True, "gamma": 0.1}),
+}
+
+
+def measure(algorithm: str, dataset: str, params: dict, repeats: int, seed: int) -> dict:
+    """Run one cell ``repeats`` times after an untimed warm-up run; CPU seconds of each stream and the peak RSS."""
+    import resource
+    import time
+
+    from olb.run import CellSpec, run_cell
+
+    spec = CellSpec(algorithm, dataset, seed=seed, params=params)
+    start = time.process_time()
+    run_cell(spec)
+    first_cpu_s = time.process_time() - start
+    cpu, metrics = [], None
+    for _ in range(repeats):
+        result = run_cell(spec)
+        cpu.append(result.stream.cpu_s)
+        metrics = dict(result.metrics)
+    n = sum(p["n_examples"] for p in result.stream.phases.values())
+    return {"cpu_s": cpu, "n_examples": n, "first_run_cpu_s": first_cpu_s, "metrics": metrics,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
+    parser.add_argument("--num-learners", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:  # one cell, in this (fresh) process
+        algorithm, dataset, params = CELLS[args.child]
+        params = {**params, "num_learners": args.num_learners}
+        print(json.dumps(measure(algorithm, dataset, params, args.repeats, args.seed)))
+        return
+    header = (f"{'cell':<28} {'examples':>8} {'cpu_s':>7} {'us/ex/tree':>10} {'vs authors':>10} "
+              f"{'1st run s':>9} {'peak MB':>7}  metric")
+    print(f"median of {args.repeats} stream CPU times, {args.num_learners} trees, seed {args.seed}")
+    print(header)
+    print("-" * len(header))
+    for name in args.cells:
+        out = subprocess.run([sys.executable, __file__, "--child", name, "--repeats", str(args.repeats),
+                              "--num-learners", str(args.num_learners), "--seed", str(args.seed)],
+                             capture_output=True, text=True, check=True)
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        cpu_s = statistics.median(r["cpu_s"])
+        us = 1e6 * cpu_s / r["n_examples"] / args.num_learners
+        algorithm, dataset, params = CELLS[name]
+        authors = AUTHORS_US_PER_EXAMPLE_TREE.get((algorithm, dataset)) if params.get("authors_weights") else None
+        ratio = f"{authors / us:9.0f}x" if authors else "-"
+        metric = ", ".join(f"{k}={v:.4f}" for k, v in r["metrics"].items())
+        print(f"{name:<28} {r['n_examples']:>8} {cpu_s:>7.2f} {us:>10.1f} {ratio:>10} "
+              f"{r['first_run_cpu_s']:>9.2f} {r['peak_rss_mb']:>7.0f}  {metric}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""Which data a result came from: the content hash of every file a data set reads, checked against the
+registered sha256, and the data fingerprint that identifies them in the grid: the files' hashes, the
+entry's format and format options, and its declared split.
+
+Hashes are cached by (path, size, mtime_ns) in ``<cache dir>/sha256.json``, so a rerun does not rehash
+unchanged files; an edited file has a new mtime and is hashed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from olb.data.errors import DataError
+from olb.data.files import cache_dir
+from olb.data.registry import DatasetSpec
+
+_CHUNK = 1 << 20
+
+
+class ChecksumMismatch(DataError, ValueError):
+    """A registered data set's local file differs from its registered sha256."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The data a cell reads: ``fingerprint`` (16 hex digits) and, by role, each file's path and sha256.
+    ``verified``: every file was checked against a registered sha256 (and matched)."""
+
+    dataset: str
+    fingerprint: str
+    paths: dict[str, str]
+    hashes: dict[str, str]
+    verified: bool = False
+
+    def files_text(self) -> str:
+        """``role=path`` per file, for the ``olb.data_files`` tag."""
+        return " ".join(f"{role}={path}" for role, path in self.paths.items())
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of the file's bytes, from the stat-keyed cache when the file did not change."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
+    known = _read_hash_cache()
+    if key in known:
+        return known[key]
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(_CHUNK):
+            digest.update(block)
+    known[key] = digest.hexdigest()
+    _write_hash_cache(known)
+    return known[key]
+
+
+def provenance(spec: DatasetSpec, paths: dict[str, Path], verify_checksums: bool = True) -> Provenance:
+    """Hash ``paths`` (the data set's files by role) and derive the fingerprint.
+
+    With ``verify_checksums`` a file whose sha256 differs from the registered one raises `ChecksumMismatch`
+    naming the file, the expected and the found hash; without it the found hash is used as it is.
+    """
+    hashes = {role: file_sha256(path) for role, path in paths.items()}
+    if verify_checksums:
+        for role, path in paths.items():
+            expected = spec.files[role].sha256
+            if expected and hashes[role] != expected:
+                raise ChecksumMismatch(
+                    f"{path}: sha256 {hashes[role]}, expected {expected} (registered in {spec.conf_file}); "
+                    "restore the file, or pass verify_checksums=false to use it as it is (its cells then run "
+                    "on its content)"
+                )
+    # How the bytes are read is part of the data: the format and its options (label columns, nominal
+    # categories, generator parameters) and the declared split.
+    identity = {"files": hashes, "format": spec.format, "options": spec.options,
+                "split": spec.split.as_dict() if spec.split else None}
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
+    verified = verify_checksums and all(spec.files[role].sha256 for role in paths)
+    return Provenance(spec.name, hashlib.sha256(text.encode()).hexdigest()[:16],
+                      {role: str(path) for role, path in paths.items()}, hashes, verified)
+
+
+def _hash_cache_path() -> Path:
+    return cache_dir() / "sha256.json"
+
+
+def _read_hash_cache() -> dict[str, str]:
+    try:
+        return json.loads(_hash_cache_path().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_hash_cache(known: dict[str, str]) -> None:
+    """Atomic replace: concurrent writers may drop each other's new entries, never corrupt the file."""
+    target = _hash_cache_path()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, suffix=".tmp") as fh:
+            json.dump(known, fh)
+        os.replace(fh.name, target)
+    except OSError:  # a read-only cache only costs a rehash next time
+        pass

@@ -1,0 +1,61 @@
+"""Fan-out: run a list of cell tasks on a backend and hand each result to the driver as it arrives.
+
+The loop knows nothing of plans or tables: any stage that produces cell tasks (the grid, a later
+cross-validation stage) runs them through :func:`fan_out` with its own ``on_result``. Ctrl-C and SIGTERM
+end it cleanly: what finished so far has been handed over, the backend is stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from olb.grid.backends import HEARTBEAT
+from olb.grid.progress import Progress
+
+log = logging.getLogger("olb.grid")
+
+
+@dataclass
+class FanoutStats:
+    n_done: int = 0  # results handed to on_result
+    interrupted: bool = False
+    seconds: float = 0.0  # from the first submitted task to the last result
+    startup_s: float = 0.0
+    cpus: int = 1
+
+
+def fan_out(backend, tasks: list[dict], on_result: Callable[[dict], None], desc: str, skipped: int = 0) -> FanoutStats:
+    """Run ``tasks`` (``execute_cell`` payloads) on ``backend``; ``on_result(payload)`` runs in the driver for
+    each result. ``skipped`` (cells done earlier) only shapes the progress bar."""
+    stats = FanoutStats()
+    if not tasks:
+        return stats
+    progress = None
+    start = time.perf_counter()
+    try:
+        backend.start()
+        if backend.name == "ray":
+            log.info("olb.grid: Ray ready in %.1f s with %d CPU(s)", backend.startup_s, backend.cpus)
+        start = time.perf_counter()
+        progress = Progress(len(tasks) + skipped, skipped=skipped, desc=desc, slots=backend.cpus)
+        for payload in backend.run(tasks):
+            if payload is HEARTBEAT:
+                progress.heartbeat(backend.running)
+                continue
+            on_result(payload)
+            stats.n_done += 1
+            progress.update(payload["status"], backend.running)
+    except KeyboardInterrupt:
+        stats.interrupted = True
+        log.warning("olb.grid: interrupted; %d cell(s) finished in this run are recorded, rerun to complete the grid",
+                    stats.n_done)
+    finally:
+        if progress is not None:
+            progress.close()
+        backend.stop()
+    stats.seconds = time.perf_counter() - start
+    stats.startup_s, stats.cpus = backend.startup_s, backend.cpus
+    return stats

@@ -1,0 +1,80 @@
+"""The stored examples of a nearest-neighbour learner and the exact k-nearest search over them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class RowMemory:
+    """Rows appended over a stream, kept in a preallocated array that doubles when full.
+
+    ``rows`` is a view of the filled part; ``sq_norms`` caches each row's squared norm for the search.
+
+    >>> mem = RowMemory(2)
+    >>> mem.extend(np.array([[0.0, 0.0], [3.0, 4.0]]))
+    >>> mem.append(np.array([1.0, 0.0]))
+    >>> len(mem), mem.sq_norms.tolist()
+    (3, [0.0, 25.0, 1.0])
+    """
+
+    def __init__(self, n_columns: int, capacity: int = 64):
+        self._data = np.empty((max(int(capacity), 1), int(n_columns)))
+        self._sq = np.empty(self._data.shape[0])
+        self.n = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self._data[: self.n]
+
+    @property
+    def sq_norms(self) -> np.ndarray:
+        return self._sq[: self.n]
+
+    def _reserve(self, n_more: int) -> None:
+        need = self.n + n_more
+        if need > self._data.shape[0]:
+            size = max(need, 2 * self._data.shape[0])
+            data = np.empty((size, self._data.shape[1]))
+            data[: self.n] = self.rows
+            sq = np.empty(size)
+            sq[: self.n] = self.sq_norms
+            self._data, self._sq = data, sq
+
+    def extend(self, rows: np.ndarray) -> None:
+        rows = np.asarray(rows, dtype=float)
+        self._reserve(rows.shape[0])
+        self._data[self.n : self.n + rows.shape[0]] = rows
+        self._sq[self.n : self.n + rows.shape[0]] = np.einsum("ij,ij->i", rows, rows)
+        self.n += rows.shape[0]
+
+    def append(self, row: np.ndarray) -> None:
+        self.extend(np.asarray(row, dtype=float)[None, :])
+
+
+def k_nearest(rows: np.ndarray, sq_norms: np.ndarray, x: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` rows nearest to ``x`` in Euclidean distance, nearest first (ties: lower index first).
+
+    Squared distances are expanded as ||r||^2 - 2 r.x + ||x||^2 (one matrix-vector product over the memory).
+
+    >>> rows = np.array([[0.0], [5.0], [1.0], [2.0]])
+    >>> k_nearest(rows, (rows ** 2).ravel(), np.array([1.2]), 2).tolist()
+    [2, 3]
+    """
+    n = rows.shape[0]
+    if n == 0:
+        return np.empty(0, dtype=np.intp)
+    dist = sq_norms - 2.0 * (rows @ x) + float(x @ x)
+    k = min(int(k), n)
+    candidates = np.argpartition(dist, k - 1)[:k] if k < n else np.arange(n)
+    order = np.lexsort((candidates, dist[candidates]))
+    return candidates[order]
+
+
+def vote(labels: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
+    """Per-label vote fraction of the ``neighbours`` (rows of the 0/1 matrix ``labels``); zeros if none."""
+    if neighbours.size == 0:
+        return np.zeros(labels.shape[1])
+    return labels[neighbours].mean(axis=0)

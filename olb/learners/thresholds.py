@@ -1,0 +1,135 @@
+"""Labels for learners that only rank: a threshold on top of any scorer (fixed, predicted size, or learned).
+
+The boosters of papers 000 and 004 output a score per label and never decide which labels are relevant, so
+threshold metrics (F1, Hamming loss, ...) cannot be computed for them. :class:`Thresholded` wraps such a
+scorer and adds the ``"labels"`` output by one of three rules (``threshold_rule``):
+
+``alt`` (default)
+    Paper 002's idea on top of a fixed scorer: a threshold predictor t(x) = <w, [x, 1]> trained online with the
+    ALT loss (:mod:`olb.learners.linear.alt_loss`), the scorer's scores standing in for the label columns.
+    Only w learns from the loss (up to ``repeats`` steps of size ``eta`` per round, stopping at zero loss);
+    the scorer learns as it always does. Labels: {k : s_k > t(x)}.
+``size``
+    The predicted label-set size m = the mean number of relevant labels of the training examples seen so far
+    (rounded, at least 1): the m best-scored labels are relevant.
+``fixed``
+    {k : s_k > threshold}; the scale of the scores is the scorer's own (a booster's scores are sums of votes).
+
+Registered as ``<scorer>+threshold`` for every full-information multi-label learner that gives scores only
+(``adaolmr+threshold``, ``onlinebmr+threshold``); its hyperparameters are the scorer's plus the rule's.
+
+>>> from olb.learners.boosting import AdaOLMR
+>>> Wrapped = thresholded(AdaOLMR)
+>>> learner = Wrapped(n_features=3, n_labels=4, seed=0, num_learners=2)
+>>> sorted(learner.predict_one(np.array([0.1, 0.2, 0.3])))
+['labels', 'scores']
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from olb.learners.base import OnlineLearner, Param, StreamShape
+from olb.learners.boosting import LEARNERS as BOOSTERS
+from olb.learners.boosting.common import RoundCache
+from olb.learners.linear.alt_loss import alt_coefficients
+from olb.learners.params import ETA, FEATURE_SCALING, REPEATS, with_default
+
+THRESHOLD_PARAMS = {
+    "threshold_rule": Param(str, "alt", choices=("alt", "size", "fixed"),
+                            doc="how labels are decided from the scores: a threshold learned with the ALT loss, "
+                                "the running mean label-set size, or a fixed threshold"),
+    "threshold": Param(float, 0.0, doc="the fixed threshold of threshold_rule='fixed'"),
+    "eta": with_default(ETA, 0.1),
+    "repeats": with_default(REPEATS, 5),
+    "feature_scaling": with_default(FEATURE_SCALING, "minmax"),
+}
+
+
+class Thresholded(OnlineLearner):
+    """A scorer (``scorer_class``) with a label threshold; see the module docstring."""
+
+    scorer_class: type[OnlineLearner]
+    outputs = ("scores", "labels")
+
+    def __init__(self, n_features, n_labels, seed=None, **hyper):
+        super().__init__(n_features, n_labels, seed, **hyper)
+        own = {key: self.hyper[key] for key in self.scorer_class.params}
+        self.scorer = self.scorer_class(n_features, n_labels, seed=self.rng, **own)
+        self.w = np.zeros(self.n_features + 1)  # threshold predictor on [x, 1]
+        self.n_seen = 0
+        self.n_relevant = 0
+        self._scores = RoundCache()
+
+    @classmethod
+    def check_params(cls, params: dict, shape: StreamShape) -> list[str]:
+        return cls.scorer_class.check_params({k: params[k] for k in cls.scorer_class.params}, shape)
+
+    def predict_one(self, x):
+        scores = np.asarray(self._scores.get(x, self.scorer.predict_one), dtype=float)
+        return {"scores": scores.copy(), "labels": self._labels(x, scores)}
+
+    def learn_one(self, x, feedback) -> None:
+        scores = np.asarray(self._scores.get(x, self.scorer.predict_one), dtype=float)
+        self._scores.clear()
+        y = np.ascontiguousarray(feedback, dtype=np.int8)
+        if self.threshold_rule == "alt":
+            self._learn_threshold(x, scores, y)
+        self.n_seen += 1
+        self.n_relevant += int(y.sum())
+        self.scorer.learn_one(x, feedback)
+
+    def _labels(self, x, scores: np.ndarray) -> np.ndarray:
+        if self.threshold_rule == "fixed":
+            return (scores > self.threshold).astype(np.int8)
+        if self.threshold_rule == "size":
+            size = max(1, int(round(self.n_relevant / self.n_seen))) if self.n_seen else 1
+            labels = np.zeros(self.n_labels, np.int8)
+            labels[np.argsort(-scores, kind="stable")[:size]] = 1
+            return labels
+        return (scores > self._threshold(x)).astype(np.int8)
+
+    def _threshold(self, x) -> float:
+        return float(self.w[:-1] @ np.nan_to_num(x) + self.w[-1])
+
+    def _learn_threshold(self, x, scores: np.ndarray, y: np.ndarray) -> None:
+        """Up to ``repeats`` ALT steps on the threshold column alone (the scores stay the scorer's)."""
+        s = np.concatenate([[self._threshold(x)], scores])
+        c = np.empty(self.n_labels + 1)
+        features = np.append(np.nan_to_num(x), 1.0)
+        step = self.eta * float(features @ features)
+        total = 0.0
+        for _ in range(self.repeats):
+            if not alt_coefficients(s, y, c):
+                break
+            s[0] += step * c[0]
+            total += c[0]
+        self.w += self.eta * total * features
+
+
+def thresholded(scorer_class: type[OnlineLearner]) -> type[Thresholded]:
+    """The registered ``<scorer>+threshold`` learner of ``scorer_class``."""
+    clash = set(THRESHOLD_PARAMS) & set(scorer_class.params)
+    if clash:
+        raise ValueError(f"{scorer_class.name}: hyperparameter(s) {sorted(clash)} clash with the threshold's")
+    return type(f"{scorer_class.__name__}Thresholded", (Thresholded,), {
+        "__doc__": f"{scorer_class.__name__} with a label threshold (olb.learners.thresholds).",
+        "name": f"{scorer_class.name}+threshold",
+        "scorer_class": scorer_class,
+        "task": scorer_class.task,
+        "feedback": "full",
+        "default_protocol": scorer_class.default_protocol,
+        "predict_before_learn": scorer_class.predict_before_learn,
+        "params": {**scorer_class.params, **THRESHOLD_PARAMS},
+        "test_params": dict(scorer_class.test_params),
+        "__module__": __name__,
+    })
+
+
+def _needs_labels(cls: type[OnlineLearner]) -> bool:
+    return cls.task == "multilabel" and cls.feedback == "full" and "labels" not in cls.outputs
+
+
+LEARNERS = tuple(thresholded(cls) for cls in BOOSTERS if _needs_labels(cls))
+for _cls in LEARNERS:  # picklable by name, as module attributes
+    globals()[_cls.__name__] = _cls

@@ -1,0 +1,71 @@
+"""kNN and the neighbour memory against a brute-force search."""
+
+import doctest
+import pickle
+
+import numpy as np
+import pytest
+
+from olb.learners.neighbors import knn, memory
+from olb.learners.neighbors.knn import KNN
+from olb.learners.neighbors.memory import RowMemory, k_nearest
+from olb.registry import get_algorithm
+
+
+def brute_force_votes(X, Y, x, k):
+    order = np.argsort(((X - x) ** 2).sum(axis=1), kind="stable")[:k]
+    return Y[order].mean(axis=0)
+
+
+def test_memory_grows_past_its_capacity_and_keeps_every_row():
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(100, 3))
+    mem = RowMemory(3, capacity=2)
+    mem.extend(rows[:7])
+    for row in rows[7:]:
+        mem.append(row)
+    np.testing.assert_array_equal(mem.rows, rows)
+    np.testing.assert_allclose(mem.sq_norms, (rows**2).sum(axis=1))
+
+
+@pytest.mark.parametrize("n, p, k", [(50, 4, 1), (400, 72, 10), (30, 10, 30), (5, 3, 10)])
+def test_k_nearest_matches_brute_force(n, p, k):
+    rng = np.random.default_rng(n + p)
+    rows = rng.normal(size=(n, p))
+    for x in rng.normal(size=(5, p)):
+        expected = np.argsort(((rows - x) ** 2).sum(axis=1), kind="stable")[:k]
+        np.testing.assert_array_equal(k_nearest(rows, (rows**2).sum(axis=1), x, k), expected)
+
+
+def test_knn_votes_match_brute_force_search_over_the_stream():
+    rng = np.random.default_rng(1)
+    X, Y = rng.normal(size=(200, 6)), (rng.random((200, 4)) < 0.3).astype(float)
+    learner = get_algorithm("knn")(6, 4, seed=0, n_neighbors=7, vote_threshold=0.4)
+    learner.learn_many(X[:40], Y[:40])
+    for t in range(40, 200):
+        learner.learn_one(X[t], Y[t])
+    for x in rng.normal(size=(20, 6)):
+        expected = brute_force_votes(X, Y, x, 7)
+        out = learner.predict_one(x)
+        np.testing.assert_allclose(out["scores"], expected)
+        np.testing.assert_array_equal(out["labels"], (expected >= 0.4).astype(int))
+
+
+def test_knn_predicts_nothing_before_learning_and_survives_pickling():
+    learner = KNN(3, 2)
+    np.testing.assert_array_equal(learner.predict_one(np.zeros(3))["labels"], [0, 0])
+    learner.learn_one(np.ones(3), np.array([1.0, 0.0]))
+    clone = pickle.loads(pickle.dumps(learner))
+    clone.learn_one(np.zeros(3), np.array([0.0, 1.0]))
+    learner.learn_one(np.zeros(3), np.array([0.0, 1.0]))
+    np.testing.assert_array_equal(clone.predict_one(np.full(3, 0.6))["scores"], learner.predict_one(np.full(3, 0.6))["scores"])
+
+
+def test_knn_rejects_a_bad_vote_threshold_by_name():
+    with pytest.raises(ValueError, match="vote_threshold"):
+        KNN(3, 2, vote_threshold=0.0)
+
+
+@pytest.mark.parametrize("module", [memory, knn])
+def test_doctests(module):
+    assert doctest.testmod(module).failed == 0
