@@ -123,9 +123,9 @@ class GridBase:
     resume: bool = True  # skip cells already finished in the tracking store
     allow_unavailable: bool = False  # run the rest when a data set has no local copy and cannot be downloaded
     plots: bool = True
-    imports: List[str] = field(default_factory=list)
-    selection_store: str = "olb_cv.jsonl"
-    leaderboard: bool = False  # also rank the learners across data sets (olb/grid/leaderboard.py) next to table.md  # finished cross-validation tasks (resume of the selection stage)  # modules to import (driver and workers) before planning
+    imports: List[str] = field(default_factory=list)  # modules to import (driver and workers) before planning
+    selection_store: str = "olb_cv.jsonl"  # finished cross-validation tasks (resume of the selection stage)
+    leaderboard: bool = False  # also rank the learners across data sets (olb/grid/leaderboard.py) next to table.md
 
 
 def hyperparameter_names() -> list[str]:
