@@ -84,6 +84,7 @@ class ReferenceConfig:
     table: Optional[str] = None  # value of the "table" column, e.g. "Table 3"
     metrics: Dict[str, str] = field(default_factory=dict)  # olb metric -> the file's metric name
     datasets: Dict[str, str] = field(default_factory=dict)  # olb data set -> the file's data set name
+    scale: float = 1.0  # the file's numbers are ours times this (paper 002 reports every metric x100)
 
 
 @dataclass
