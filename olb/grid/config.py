@@ -56,7 +56,9 @@ class BackendConfig:
     ray_startup_s: float = 15.0  # what starting a local Ray costs here (backend=auto weighs it against the work)
     address: Optional[str] = None  # Ray cluster address ("auto", "ray://host:10001", ...); None: $RAY_ADDRESS, else a local Ray
     num_cpus: Optional[int] = None  # local Ray: CPUs to use (None: every core)
-    temp_dir: str = "/tmp/olb-ray"  # local Ray's session files (keep it short: Unix sockets live there)
+    # local Ray's session files, one folder per driver ({pid}: two grids on one machine never share a Ray's
+    # files); keep it short: Unix sockets live there
+    temp_dir: str = "/tmp/olb-ray-{pid}"
     object_store_memory_mb: int = 256  # local Ray: cells return small results, no need for a big store
     max_retries: int = 2  # re-runs of a cell whose worker process died (exceptions are not retried)
     queue_per_cpu: int = 1  # cells queued per CPU besides the running ones (keeps workers busy)
