@@ -58,3 +58,16 @@ def test_each_driver_starts_its_local_ray_in_its_own_folder(monkeypatch):
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     assert ray_init_kwargs(_cfg())["_temp_dir"] == f"/tmp/olb-ray-{os.getpid()}"
+
+
+def test_a_grid_starts_its_own_local_ray_while_the_store_opens(tmp_path):
+    """The whole path a user takes (no Ray running yet): Ray started by the grid, MLflow opened beside it."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "olb.grid", "backend=ray", "backend.num_cpus=2", "seeds=2",
+                          "algorithms=[adaolmr]", "num_learners=2", "plots=false",
+                          f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", f"hydra.run.dir={tmp_path / 'out'}"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "backend ray: as configured" in run.stdout and "2 cells: 2 run, 0 resumed, 0 failed" in run.stdout

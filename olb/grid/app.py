@@ -176,16 +176,31 @@ def planned_work(plan: Plan) -> tuple[float, int]:
     return seconds, tasks
 
 
-def start_backend(cfg: DictConfig, plan: Plan):
-    """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.backends.choose_backend), a local
-    Ray already starting in the background while the driver goes on; with the reason for the choice."""
+def choose(cfg: DictConfig, plan: Plan):
+    """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.backends.choose_backend) and why."""
     work_s, n_tasks = planned_work(plan)
     name, reason = choose_backend(cfg.backend, work_s, n_tasks)
     log.info("olb.grid: backend %s: %s", name, reason)
-    backend = make_backend(cfg.backend, name)
-    if name == "ray":
-        backend.start_async()
-    return backend, reason
+    return make_backend(cfg.backend, name), reason
+
+
+def start_tracker_and_backend(cfg: DictConfig, backend):
+    """Open the MLflow store (in a thread) while a local Ray starts (in this, the main thread: the processes Ray
+    starts die with the thread that started them); the tracker, or GridConfigError with nothing left running."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        opening = pool.submit(open_tracker, cfg, code_version())
+        try:
+            if backend.name == "ray":
+                backend.start()
+        finally:
+            try:
+                tracker = opening.result()
+            except GridConfigError:
+                backend.stop()
+                raise
+    return tracker
 
 
 def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backend):
@@ -269,13 +284,8 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
     for name, msg in data.unavailable.items():
         log.warning("olb.grid: data set %r is unavailable; its cells are marked unavailable "
                     "(allow_unavailable=true): %s", name, msg)
-    backend, backend_reason = start_backend(cfg, plan)
-    version = code_version()
-    try:
-        tracker = open_tracker(cfg, version)
-    except GridConfigError:
-        backend.stop()
-        raise
+    backend, backend_reason = choose(cfg, plan)
+    tracker = start_tracker_and_backend(cfg, backend)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     log.info("olb.grid: experiment %r, %d cells (%d unique) on %d data set(s)\n%s", cfg.name, len(plan.cells),

@@ -11,8 +11,9 @@ re-run up to ``backend.max_retries`` times; a cell that raises is not retried (i
 numbers, for debugging.
 
 ``auto`` (the default): serial when the planned work is smaller than what Ray's start-up costs, Ray otherwise
-(:func:`choose_backend`; the choice and its reason are printed and recorded in MLflow). A local Ray is
-started in a background thread while the driver opens the MLflow store (:meth:`RayBackend.start_async`).
+(:func:`choose_backend`; the choice and its reason are printed and recorded in MLflow). A local Ray starts
+while the MLflow store opens (in another thread: Ray itself must start in the main thread, since the processes
+it starts die with the thread that started them).
 """
 
 from __future__ import annotations
@@ -75,29 +76,7 @@ class RayBackend:
     def running(self) -> int:
         return min(len(self._in_flight), self.cpus)
 
-    def start_async(self) -> None:
-        """Start Ray in a background thread (:meth:`start` then waits for it): overlaps other start-up work."""
-        self._starting = threading.Thread(target=self._start_catching, name="olb-ray-start", daemon=True)
-        self._starting.start()
-
-    def _start_catching(self) -> None:
-        try:
-            self._start()
-        except BaseException as err:  # noqa: BLE001 - handed to start() in the driver's thread
-            self._start_error = err
-
     def start(self) -> None:
-        thread = getattr(self, "_starting", None)
-        if thread is None:
-            self._start()
-            return
-        thread.join()
-        self._starting = None
-        error, self._start_error = getattr(self, "_start_error", None), None
-        if error is not None:
-            raise error
-
-    def _start(self) -> None:
         if getattr(self, "_remote", None) is not None:
             return
         for key, value in QUIET_RAY_ENV.items():
@@ -123,9 +102,6 @@ class RayBackend:
     def stop(self) -> None:
         import ray
 
-        if getattr(self, "_starting", None) is not None:  # a start still under way finishes first
-            self._starting.join()
-            self._starting = None
         self.cancel()
         if self.owned and ray.is_initialized():
             ray.shutdown()
