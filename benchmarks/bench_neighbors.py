@@ -62,7 +62,7 @@ def measure(name: str, n_queries: int, k: int) -> dict:
         start = time.perf_counter()
         nn = NearestNeighbors(n_neighbors=k, algorithm=algorithm).fit(memory)
         row[f"sklearn_{algorithm}_build_ms"] = 1e3 * (time.perf_counter() - start)
-        row[f"sklearn_{algorithm}_us"], theirs = per_query_us(lambda q: nn.kneighbors(q[None, :])[1][0], queries)
+        row[f"sklearn_{algorithm}_us"], theirs = per_query_us(lambda q, nn=nn: nn.kneighbors(q[None, :])[1][0], queries)
         row[f"sklearn_{algorithm}_same"] = same_distances(memory, queries, ours, theirs)
     return row
 
