@@ -39,8 +39,8 @@ def check(overrides: list[str]) -> int:
         if o.lstrip("+~").split("=", 1)[0] == "backend.address":
             fail("do not set backend.address: the batch script connects the grid to the Ray cluster it starts")
     try:
-        from olb.grid import GridConfigError, compose, plan_grid
-        from olb.grid.plan import check_availability
+        from olb.grid import GridConfigError, compose
+        from olb.grid.app import prepare
     except ImportError as err:
         fail(f"{sys.executable} cannot import olb's grid ({err}); set OLB_PYTHON to the project's virtual "
              "environment (make setup creates .venv) or OLB_VENV to its directory")
@@ -48,18 +48,14 @@ def check(overrides: list[str]) -> int:
         cfg = compose(grid_overrides)
     except Exception as err:  # noqa: BLE001 - Hydra's composition errors, shown as they are
         fail(f"the grid's configuration does not compose: {type(err).__name__}: {err}")
-    if cfg.backend.name != "ray":
-        fail(f"backend={cfg.backend.name} runs every cell in the driver; on a cluster use the default backend=ray")
+    if cfg.backend.name == "serial":
+        fail("backend=serial runs every cell in the driver; on a cluster use the default backend (auto: the "
+             "batch script gives it the cluster's address, so it runs on Ray)")
     try:
-        plan = plan_grid(cfg)
+        plan, _ = prepare(cfg)  # the configuration and the data (present, verified, parsed), every problem at once
     except GridConfigError as err:
-        fail(f"invalid grid: {err}")
-    data_dir = cfg.data_dir or os.environ.get("OLB_DATA_DIR") or None
-    unavailable = check_availability(plan.datasets, data_dir).unavailable
-    if unavailable and not cfg.allow_unavailable:
-        lines = "; ".join(f"{name}: {msg}" for name, msg in unavailable.items())
-        fail(f"{len(unavailable)} data set(s) unavailable ({lines}). Set OLB_DATA_DIR or data_dir=..., "
-             "or add allow_unavailable=true to run the rest")
+        fail(f"invalid grid: {err} (set OLB_DATA_DIR or data_dir=... for missing data, or add "
+             "allow_unavailable=true to run the rest)")
     uri = "off"
     if cfg.tracking.enabled:
         # olb.grid.tracking.resolve_uri without importing MLflow (seconds): MLflow's default is ./mlflow.db

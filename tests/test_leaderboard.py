@@ -47,3 +47,21 @@ def test_board_from_cells_and_runtime_plot(tmp_path):
     quality = _board()
     runtime = pd.DataFrame(1e-4, index=quality.index, columns=quality.columns)
     assert runtime_quality_plot(quality, runtime, "f1", False, tmp_path / "rq.png").stat().st_size > 1000
+
+
+def test_a_grid_writes_the_leaderboard_next_to_its_table(tmp_path):
+    from olb.grid import compose, run_grid
+
+    cfg = compose(["backend=serial", "tracking=off", "plots=false", "leaderboard=true", "seeds=1",
+                   "algorithms=[falt,pa1_br,pa2_br]", "datasets=[emotions,scene]", "protocol=train_frozen",
+                   "metrics=[f1,hamming_loss]", "table.metrics=[f1,hamming_loss,cpu_s]", "name=board"])
+    outcome = run_grid(cfg, tmp_path / "out")
+    assert outcome.exit_code == 0
+    md = outcome.files["table_md"].read_text()
+    assert "## Leaderboard: mean ranks across data sets" in md and "### f1 (higher is better)" in md
+    assert {p.name for p in (tmp_path / "out" / "leaderboard").iterdir()} == {
+        "cd_f1.png", "cd_hamming_loss.png", "runtime_vs_f1.png", "runtime_vs_hamming_loss.png"}
+    table = pd.read_csv(outcome.files["table_csv"])
+    f1 = table[table["metric"] == "f1"].pivot_table(index="dataset", columns="algorithm", values="mean")
+    best = ranks(f1, lower_is_better=False).mean().idxmin()
+    assert md.split("### f1")[1].split("| 1 | ")[1].startswith(best)  # table and ranks agree

@@ -228,12 +228,14 @@ def predictions(seed=11, n=120, k=6):
 def test_registry_entries():
     expected = {"rank_loss", "weighted_rank_loss", "unweighted_rank_loss", "ranking_loss", "accuracy",
                 "hamming_loss", "precision", "recall", "f1", "example_f1", "macro_f1", "micro_f1",
-                "precision_empty1", "recall_empty1", "f1_empty1", "example_f1_empty0", "macro_f1_absent1"}
+                "precision_empty1", "recall_empty1", "f1_empty1", "example_f1_empty0", "macro_f1_absent1",
+                "precision_unlabelled1", "recall_unlabelled1", "f1_unlabelled1", "ranking_loss_unlabelled0"}
     assert set(M.METRICS) == expected
     for name, m in M.METRICS.items():
         assert m.name == name and m.needs in ("scores", "labels", "class") and m.source
         assert m.lower_is_better == ("loss" in name)
-        assert m.per_example == (name not in ("f1", "macro_f1", "micro_f1", "f1_empty1", "macro_f1_absent1"))
+        assert m.per_example == (name not in ("f1", "macro_f1", "micro_f1", "f1_empty1", "macro_f1_absent1",
+                                              "f1_unlabelled1"))
         assert (m.needs == "scores") == ("rank" in name)
 
 
@@ -282,8 +284,18 @@ def test_empty_set_conventions_by_name():
     assert np.mean(R["recall_empty1"](labels, y)) == pytest.approx((1 + 0 + 1 + 1) / 4)
     psn, rcal = 2.5 / 4, 3 / 4
     assert R["f1_empty1"](labels, y) == pytest.approx(2 * psn * rcal / (psn + rcal))
+    # without relevant labels: 1 whatever is predicted (rows 0 and 2); an empty prediction otherwise: 0
+    assert np.mean(R["precision_unlabelled1"](labels, y)) == pytest.approx((1 + 0 + 1 + 0.5) / 4)
+    assert np.mean(R["recall_unlabelled1"](labels, y)) == pytest.approx((1 + 0 + 1 + 1) / 4)
+    psn, rcal = 2.5 / 4, 3 / 4
+    assert R["f1_unlabelled1"](labels, y) == pytest.approx(2 * psn * rcal / (psn + rcal))
     assert np.mean(R["example_f1"](labels, y)) == pytest.approx((1 + 0 + 0 + 2 / 3) / 4)
     assert np.mean(R["example_f1_empty0"](labels, y)) == pytest.approx((0 + 0 + 0 + 2 / 3) / 4)
+    # ranking loss: rows 0 and 2 have no relevant label: left out by default, kept with loss 0 otherwise
+    scores = np.array([[0.1, 0.2, 0.3], [0.3, 0.2, 0.1], [0.5, 0.5, 0.5], [0.1, 0.3, 0.2]])
+    per_row = np.array([np.nan, 0.5, np.nan, 1.0])  # row 1: pair (1, 0) wrong, (1, 2) right; row 3: both wrong
+    assert np.nanmean(R["ranking_loss"](scores, y)) == pytest.approx(np.nanmean(per_row))
+    assert np.mean(R["ranking_loss_unlabelled0"](scores, y)) == pytest.approx(np.nansum(per_row) / 4)
     # label 2 is never relevant nor predicted: 0 by default, 1 under the other convention
     assert R["macro_f1"](labels, y) == pytest.approx((2 / 3 + 0 + 0) / 3)
     assert R["macro_f1_absent1"](labels, y) == pytest.approx((2 / 3 + 0 + 1) / 3)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -18,8 +19,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def installed(tmp_path_factory):
     """A fresh virtual environment holding only the olb wheel; its dependencies come from this environment."""
     tmp = tmp_path_factory.mktemp("wheel")
+    source = tmp / "source"  # a copy: building writes build/ next to the sources
+    shutil.copytree(ROOT, source, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "outputs", "*.egg-info", "__pycache__", "mlflow.db", "mlruns"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(tmp / "dist"), str(ROOT)], check=True, capture_output=True, timeout=300)
+                    str(tmp / "dist"), str(source)], check=True, capture_output=True, timeout=300)
     wheel = next((tmp / "dist").glob("olb-*.whl"))
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp / "venv")], check=True, timeout=120)
     python = tmp / "venv" / "bin" / "python"

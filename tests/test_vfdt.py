@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from olb.weak import RiverWeakLearners, VFDTForest, make_weak_learners
-from olb.weak.vfdt import _entropy
+from olb.weak import vfdt_core
 
 
 def _stream(n, rng):
@@ -42,13 +42,32 @@ def test_trees_split_on_the_informative_feature_and_predict_it():
     assert (predicted == yt).mean() > 0.95
 
 
+def _decide(pre, left, right):
+    """The compiled merit and Hoeffding test of one leaf with a single candidate split (feature 0)."""
+    masses = [np.asarray(m, float) for m in (pre, left, right)]
+    totals = np.array([[m.sum() for m in masses]])
+    shares = np.concatenate([m / m.sum() for m in masses])
+    log_positive = np.log2(shares[shares > 0])  # in the compiled order: the leaf, then left, right
+    splits, _, _, _, per_feature = vfdt_core.split_decisions(
+        np.array([0]), np.array([0]), np.array([masses[0].sum()]), masses[0][None], masses[0][None] > 0,
+        masses[1][None, None, None], masses[2][None, None, None], np.array([[True]]), totals, log_positive,
+        np.array([0.0, 0.0, 1.0]), np.array([np.log(2.0)]), np.array([0.05]), 0.01)
+    return per_feature[0, 0], bool(splits[0])
+
+
 def test_info_gain_of_a_perfect_split_is_the_prior_entropy():
-    pre = np.array([5.0, 5.0])
-    gain = VFDTForest._info_gain(pre, np.array([[5.0, 0.0]]), np.array([[0.0, 5.0]]))
-    assert gain[0] == pytest.approx(1.0)
+    assert _decide([5.0, 5.0], [5.0, 0.0], [0.0, 5.0]) == (pytest.approx(1.0), True)
     # a branch holding less than 1% of the weight makes the candidate invalid
-    assert VFDTForest._info_gain(pre, np.array([[10.0, 10.0]]), np.array([[0.01, 0.0]]))[0] == -np.inf
-    assert _entropy(np.array([1.0, 1.0, 2.0])) == pytest.approx(1.5)
+    assert _decide([10.01, 10.0], [10.0, 10.0], [0.01, 0.0]) == (-np.inf, False)
+    p = np.array([0.25, 0.25, 0.5])
+    assert vfdt_core._entropy(2 * p, 2.0, np.log2(p), 0, np.empty(3)) == (pytest.approx(1.5), 3)
+
+
+def test_compiled_sums_add_in_numpys_order_bit_for_bit():
+    rng = np.random.default_rng(0)
+    for n in [*range(1, 300), 1000, 4099]:
+        a = rng.random(n) * 10.0 ** rng.integers(-8, 8, n)
+        assert vfdt_core.pairwise_sum(a, 0, n) == a.sum(), n
 
 
 def test_missing_values_are_skipped_in_statistics_and_routed():

@@ -1,12 +1,15 @@
 """Parsed data sets on disk, keyed by their data fingerprint: the grid's planner parses each data set once
 and every cell (Ray worker or serial) reads the arrays instead of parsing text files again.
 
-One ``<cache dir>/parsed/<name>-<fingerprint>.npz`` per data set: ``Y``, ``X`` (dense) or its CSR parts
+One ``<cache dir>/parsed/<name>-<fingerprint>-<parser version>.npz`` per data set (the parser version
+hashes the loaders' code): ``Y``, ``X`` (dense) or its CSR parts
 (``X_data``, ``X_indices``, ``X_indptr``, ``X_shape``), and the metadata as JSON. Written atomically.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import tempfile
@@ -18,8 +21,21 @@ from olb.data.dataset import Dataset
 from olb.data.files import cache_dir
 
 
+# The modules whose code decides the parsed arrays: a change to any of them makes earlier caches unused.
+_PARSER_MODULES = ("arff.py", "uci.py", "libsvm.py", "splits.py", "dataset.py", "registry.py", "__init__.py")
+
+
+@functools.cache
+def parser_version() -> str:
+    """8 hex digits of the sha256 of the parsing code (so that a fixed loader never reads stale arrays)."""
+    digest = hashlib.sha256()
+    for module in _PARSER_MODULES:
+        digest.update((Path(__file__).parent / module).read_bytes())
+    return digest.hexdigest()[:8]
+
+
 def parsed_path(name: str, fingerprint: str) -> Path:
-    return cache_dir() / "parsed" / f"{name}-{fingerprint}.npz"
+    return cache_dir() / "parsed" / f"{name}-{fingerprint}-{parser_version()}.npz"
 
 
 def read_parsed(name: str, fingerprint: str) -> Dataset | None:

@@ -10,6 +10,7 @@ From Python (tests, notebooks)::
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -26,13 +27,14 @@ from omegaconf import DictConfig, OmegaConf
 
 import olb
 from olb.data import dataset_names
-from olb.grid.backends import make_backend
+from olb.grid.backends import choose_backend, make_backend
 from olb.grid.config import register_configs
 from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, check_data, matches_data, provenance_tags
 from olb.grid.fanout import fan_out
-from olb.grid.plan import GridConfigError, Plan, Problems, collect_plan, describe
+from olb.grid.plan import Cell, GridConfigError, Plan, Problems, collect_plan, describe
 from olb.grid.results import (build_table, cells_frame, comparable_entries, grid_title, outcome_from_payload,
                               outcome_from_run, table_markdown)
+from olb.registry import get_algorithm
 
 log = logging.getLogger("olb.grid")
 
@@ -146,6 +148,46 @@ def open_tracker(cfg: DictConfig, version: str):
     return tracker
 
 
+def planned_work(plan: Plan) -> tuple[float, int]:
+    """Rough CPU seconds and number of tasks of ``plan`` (for ``backend=auto``): every cell, finished ones too
+    (resume is known only once the store is open); for a cross-validated entry, every candidate's folds (each
+    fold streams about the whole training split) and one candidate's cells."""
+    from olb.data import dataset_spec
+    from olb.learners.base import StreamShape
+
+    groups: dict[tuple[str, str], list[Cell]] = {}
+    for cell in plan.unique_cells:
+        groups.setdefault((cell.entry, cell.dataset), []).append(cell)
+    seconds, tasks = 0.0, 0
+    for (entry, dataset), cells in groups.items():
+        shape = dataset_spec(dataset).shape
+        n_train = shape.n_train if shape.n_train is not None else shape.n_examples
+        cls = get_algorithm(cells[0].algorithm)
+        cost = cls.cost_per_example_s(cells[0].params, StreamShape(shape.n_features, shape.n_labels, shape.n_train))
+        rows = [c.loops * n_train + shape.n_examples - n_train for c in cells]
+        select = plan.entries[entry].get("select")
+        if select:
+            settings = {json.dumps([c.params, c.loops], sort_keys=True, default=str) for c in cells}
+            seconds += cost * n_train * select["folds"] * len(settings)
+            tasks += len(settings)
+            rows = rows[: len(cells) // len(settings)]
+        seconds += cost * sum(rows)
+        tasks += len(rows)
+    return seconds, tasks
+
+
+def start_backend(cfg: DictConfig, plan: Plan):
+    """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.backends.choose_backend), a local
+    Ray already starting in the background while the driver goes on; with the reason for the choice."""
+    work_s, n_tasks = planned_work(plan)
+    name, reason = choose_backend(cfg.backend, work_s, n_tasks)
+    log.info("olb.grid: backend %s: %s", name, reason)
+    backend = make_backend(cfg.backend, name)
+    if name == "ray":
+        backend.start_async()
+    return backend, reason
+
+
 def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backend):
     """The selection stage (olb/grid/crossval.py) for the entries with ``select``: the plan restricted to the
     chosen settings, the choices, and the stage's statistics (nothing to do: the plan unchanged)."""
@@ -217,7 +259,8 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
     """Run every cell of ``cfg`` not finished yet, record them, and write cells.csv, table.csv/.md, plots.
 
     Raises GridConfigError before any work (no output folder, no MLflow run) when the config or the data is
-    invalid, listing every problem.
+    invalid, listing every problem. ``overrides`` (the command line's) decide the table's title and which
+    entries still have the experiment file's settings (only those are shown beside the paper's values).
     """
     t_start = time.perf_counter()
     plan, data = prepare(cfg)
@@ -226,14 +269,18 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
     for name, msg in data.unavailable.items():
         log.warning("olb.grid: data set %r is unavailable; its cells are marked unavailable "
                     "(allow_unavailable=true): %s", name, msg)
+    backend, backend_reason = start_backend(cfg, plan)
     version = code_version()
-    tracker = open_tracker(cfg, version)
+    try:
+        tracker = open_tracker(cfg, version)
+    except GridConfigError:
+        backend.stop()
+        raise
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     log.info("olb.grid: experiment %r, %d cells (%d unique) on %d data set(s)\n%s", cfg.name, len(plan.cells),
              len(plan.unique_cells), len(plan.datasets), describe(plan))
 
-    backend = make_backend(cfg.backend)
     plan, choices, cv_stats = cross_validate(cfg, plan, data, tracker, backend)
     unique = plan.unique_cells
     outcomes = resumed_outcomes(tracker, cfg, plan, data)
@@ -254,8 +301,8 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
         params = {"experiment": cfg.name, "n_cells": len(plan.cells), "n_unique_cells": len(unique),
                   "n_to_run": len(todo), "n_resumed": n_resumed, "algorithms": ",".join(cfg.algorithms),
                   "datasets": ",".join(plan.datasets), "seeds": str(_plain_value(cfg.seeds)),
-                  "backend": cfg.backend.name, "resume": cfg.resume, "verify_checksums": cfg.verify_checksums}
-        tags = {"olb.output_dir": str(out.resolve()), "olb.overrides": " ".join(overrides or []),
+                  "backend": backend.name, "resume": cfg.resume, "verify_checksums": cfg.verify_checksums}
+        tags = {"olb.backend_reason": backend_reason, "olb.output_dir": str(out.resolve()), "olb.overrides": " ".join(overrides or []),
                 "olb.data_fingerprints": " ".join(f"{n}={s.fingerprint}" for n, s in data.sources.items())}
         parent_id = tracker.start_parent(f"{cfg.name} {datetime.now():%Y-%m-%d %H:%M:%S}", params, tags,
                                          OmegaConf.to_yaml(cfg))
@@ -283,6 +330,11 @@ def _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, rec
         from olb.grid.crossval import selection_markdown
 
         markdown += "\n" + selection_markdown(choices)
+    if cfg.leaderboard:
+        board_md, board_files = _leaderboard(plan, table, cells, out / "leaderboard")
+        markdown += "\n" + board_md
+        if board_files:
+            files["leaderboard"] = out / "leaderboard"
     files["table_md"].write_text(markdown)
     plot_paths = _plots(plan, outcomes, table, cells, tracker, out / "plots") if cfg.plots else []
     if plot_paths:
@@ -310,7 +362,8 @@ def _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, rec
             metrics["fanout_efficiency"] = efficiency
         try:
             tracker.finish_parent(status, metrics, [files["cells"], files["table_csv"], files["table_md"],
-                                                    *([out / "plots"] if plot_paths else [])])
+                                                    *([out / "plots"] if plot_paths else []),
+                                                    *([files["leaderboard"]] if "leaderboard" in files else [])])
         except Exception as err:  # noqa: BLE001 - the files are written; say so and go on
             log.error("olb.grid: could not record the grid's parent run in MLflow (%s: %s)", type(err).__name__, err)
             code = code or EXIT_FAILED_CELLS
@@ -323,6 +376,21 @@ def _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, rec
                           untracked=recorder.untracked)
     _report(outcome, markdown, cfg, efficiency, stream)
     return outcome
+
+
+def _leaderboard(plan: Plan, table, cells, out_dir: Path):
+    """Mean ranks, critical-difference diagrams and runtime plots of ``table`` (olb/grid/leaderboard.py)."""
+    from olb.data import dataset_spec
+    from olb.grid.leaderboard import write_report
+    from olb.grid.plan import RUNTIME_COLUMNS
+
+    ranked = {m: lower for m, lower in plan.lower_is_better.items() if m not in RUNTIME_COLUMNS}
+    examples = {d: dataset_spec(d).shape.n_examples for d in plan.datasets}
+    try:
+        return write_report(table, cells, ranked, examples, out_dir)
+    except Exception as err:  # noqa: BLE001 - a report never fails a grid; say why it is missing
+        log.warning("olb.grid: leaderboard failed: %s: %s", type(err).__name__, err)
+        return f"## Leaderboard\n\nnot written: {type(err).__name__}: {err}\n", []
 
 
 def _plots(plan, outcomes, table, cells, tracker, plot_dir: Path) -> list[Path]:

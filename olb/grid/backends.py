@@ -9,6 +9,10 @@ re-run up to ``backend.max_retries`` times; a cell that raises is not retried (i
 
 ``serial``: every cell in the driver process, one after the other, through the same function: the same
 numbers, for debugging.
+
+``auto`` (the default): serial when the planned work is smaller than what Ray's start-up costs, Ray otherwise
+(:func:`choose_backend`; the choice and its reason are printed and recorded in MLflow). A local Ray is
+started in a background thread while the driver opens the MLflow store (:meth:`RayBackend.start_async`).
 """
 
 from __future__ import annotations
@@ -71,7 +75,31 @@ class RayBackend:
     def running(self) -> int:
         return min(len(self._in_flight), self.cpus)
 
+    def start_async(self) -> None:
+        """Start Ray in a background thread (:meth:`start` then waits for it): overlaps other start-up work."""
+        self._starting = threading.Thread(target=self._start_catching, name="olb-ray-start", daemon=True)
+        self._starting.start()
+
+    def _start_catching(self) -> None:
+        try:
+            self._start()
+        except BaseException as err:  # noqa: BLE001 - handed to start() in the driver's thread
+            self._start_error = err
+
     def start(self) -> None:
+        thread = getattr(self, "_starting", None)
+        if thread is None:
+            self._start()
+            return
+        thread.join()
+        self._starting = None
+        error, self._start_error = getattr(self, "_start_error", None), None
+        if error is not None:
+            raise error
+
+    def _start(self) -> None:
+        if getattr(self, "_remote", None) is not None:
+            return
         for key, value in QUIET_RAY_ENV.items():
             os.environ.setdefault(key, value)
         t0 = time.perf_counter()
@@ -95,10 +123,14 @@ class RayBackend:
     def stop(self) -> None:
         import ray
 
+        if getattr(self, "_starting", None) is not None:  # a start still under way finishes first
+            self._starting.join()
+            self._starting = None
         self.cancel()
         if self.owned and ray.is_initialized():
             ray.shutdown()
         self.owned = False
+        self._remote = None
 
     def cancel(self) -> None:
         import ray
@@ -157,9 +189,31 @@ def ray_init_kwargs(cfg: BackendConfig) -> dict:
     return kwargs
 
 
-def make_backend(cfg: BackendConfig):
-    if cfg.name == "serial":
+BACKENDS = ("auto", "ray", "serial")
+
+
+def choose_backend(cfg: BackendConfig, work_s: float, n_tasks: int) -> tuple[str, str]:
+    """``(backend name, why)`` for ``cfg``: as configured, or for ``auto`` the faster of serial (``work_s``
+    CPU seconds, the planned work) and Ray (its start-up, ``backend.ray_startup_s``, plus the work spread over
+    the CPUs); a cluster address always means Ray."""
+    if cfg.name != "auto":
+        return cfg.name, "as configured"
+    if cfg.address or os.environ.get("RAY_ADDRESS"):
+        return "ray", "a Ray cluster address is given"
+    cpus = cfg.num_cpus or os.cpu_count() or 1
+    on_ray = cfg.ray_startup_s + work_s / cpus
+    if cpus < 2 or n_tasks < 2 or work_s <= on_ray:
+        return "serial", (f"planned work ~{work_s:.0f} CPU s in {n_tasks} task(s): serially ~{work_s:.0f} s, on a "
+                          f"local Ray with {cpus} CPU(s) ~{on_ray:.0f} s (start-up ~{cfg.ray_startup_s:.0f} s)")
+    return "ray", (f"planned work ~{work_s:.0f} CPU s in {n_tasks} tasks: on a local Ray with {cpus} CPUs "
+                   f"~{on_ray:.0f} s (start-up ~{cfg.ray_startup_s:.0f} s) against ~{work_s:.0f} s serially")
+
+
+def make_backend(cfg: BackendConfig, name: str | None = None):
+    """The backend ``name`` (default ``cfg.name``; ``auto`` must be resolved by :func:`choose_backend` first)."""
+    name = name or cfg.name
+    if name == "serial":
         return SerialBackend(cfg)
-    if cfg.name == "ray":
+    if name == "ray":
         return RayBackend(cfg)
-    raise ValueError(f"backend.name={cfg.name!r} is not allowed; allowed: ray, serial")
+    raise ValueError(f"backend.name={name!r} is not allowed; allowed: {', '.join(BACKENDS)}")

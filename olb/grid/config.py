@@ -52,7 +52,8 @@ class AlgorithmEntry:
 class BackendConfig:
     """Where cells run: ``ray`` (one task with one CPU per cell) or ``serial`` (in the driver process)."""
 
-    name: str = "ray"
+    name: str = "auto"  # auto: serial when the planned work is smaller than Ray's start-up cost, else ray
+    ray_startup_s: float = 15.0  # what starting a local Ray costs here (backend=auto weighs it against the work)
     address: Optional[str] = None  # Ray cluster address ("auto", "ray://host:10001", ...); None: $RAY_ADDRESS, else a local Ray
     num_cpus: Optional[int] = None  # local Ray: CPUs to use (None: every core)
     temp_dir: str = "/tmp/olb-ray"  # local Ray's session files (keep it short: Unix sockets live there)
@@ -123,7 +124,8 @@ class GridBase:
     allow_unavailable: bool = False  # run the rest when a data set has no local copy and cannot be downloaded
     plots: bool = True
     imports: List[str] = field(default_factory=list)
-    selection_store: str = "olb_cv.jsonl"  # finished cross-validation tasks (resume of the selection stage)  # modules to import (driver and workers) before planning
+    selection_store: str = "olb_cv.jsonl"
+    leaderboard: bool = False  # also rank the learners across data sets (olb/grid/leaderboard.py) next to table.md  # finished cross-validation tasks (resume of the selection stage)  # modules to import (driver and workers) before planning
 
 
 def hyperparameter_names() -> list[str]:

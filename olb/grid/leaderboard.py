@@ -118,3 +118,29 @@ def board(cells: pd.DataFrame, metric: str, learner: str = "label") -> pd.DataFr
     """Data set x learner table of ``metric``'s mean over seeds, from a grid's cells (FINISHED cells only)."""
     done = cells[cells["status"] == "FINISHED"]
     return done.pivot_table(index="dataset", columns=learner, values=metric, aggfunc=np.mean)
+
+
+def write_report(table: pd.DataFrame, cells: pd.DataFrame, lower_is_better: dict[str, bool],
+                 examples: dict[str, int], out_dir: Path) -> tuple[str, list[Path]]:
+    """The cross-learner report of a grid: per metric, the mean-rank table (markdown) and its critical-difference
+    diagram; one runtime-vs-quality plot per metric. ``table`` is the grid's table.csv (one figure per data set
+    and learner, settings already chosen), ``cells`` its cells.csv (CPU seconds), ``examples`` the rows each
+    data set streams. Metrics whose board is too small are listed with the reason."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    done = cells[cells["status"] == "FINISHED"].copy()
+    done["cpu_per_example"] = done["cpu_s"] / done["dataset"].map(examples)
+    runtime = done.pivot_table(index="dataset", columns="label", values="cpu_per_example", aggfunc="median")
+    parts, files = ["## Leaderboard: mean ranks across data sets", ""], []
+    for metric, lower in lower_is_better.items():
+        figures = table[table["metric"] == metric].pivot_table(index="dataset", columns="algorithm", values="mean")
+        try:
+            comparison = compare(figures, metric, lower)
+        except ValueError as err:
+            parts += [f"### {metric}", "", f"not ranked: {err}", ""]
+            continue
+        files.append(cd_diagram(comparison, out_dir / f"cd_{metric}.png"))
+        files.append(runtime_quality_plot(figures, runtime.reindex(columns=figures.columns), metric, lower,
+                                          out_dir / f"runtime_vs_{metric}.png"))
+        parts += [f"### {metric} ({'lower' if lower else 'higher'} is better)", "", comparison.markdown(), "",
+                  f"![critical difference](leaderboard/cd_{metric}.png)", ""]
+    return "\n".join(parts), files

@@ -333,8 +333,10 @@ def _check_settings(cfg: DictConfig, problems: Problems) -> None:
     for m in cfg.metrics or ():
         if m not in METRICS:
             problems.add(f"metrics: {_unknown('metric', m, METRICS)}")
-    if cfg.backend.name not in ("ray", "serial"):
-        problems.add(f"backend.name={cfg.backend.name!r} is not allowed; allowed: ray, serial")
+    from olb.grid.backends import BACKENDS
+
+    if cfg.backend.name not in BACKENDS:
+        problems.add(f"backend.name={cfg.backend.name!r} is not allowed; allowed: {', '.join(BACKENDS)}")
     if cfg.backend.num_cpus is not None and cfg.backend.num_cpus < 1:
         problems.add(f"backend.num_cpus={cfg.backend.num_cpus} is out of range; allowed: null or an integer >= 1")
     if cfg.backend.max_retries < 0:

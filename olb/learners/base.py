@@ -139,6 +139,12 @@ class OnlineLearner:
         naming the parameters and what is allowed; empty when there is none. Subclasses extend it."""
         return []
 
+    @classmethod
+    def cost_per_example_s(cls, params: dict, shape: StreamShape) -> float:
+        """A rough CPU cost in seconds of one round (predict and learn), for planning only (the grid's
+        ``backend=auto``). The default assumes ~20 us per weak learner (``num_learners``) or per label."""
+        return 2e-5 * max(1, int(params.get("num_learners", shape.n_labels)))
+
     def predict_one(self, x: np.ndarray):
         raise NotImplementedError
 

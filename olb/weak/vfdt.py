@@ -1,10 +1,11 @@
-"""A forest of Very Fast Decision Trees (Domingos & Hulten 2000) updated together in numpy.
+"""A forest of Very Fast Decision Trees (Domingos & Hulten 2000) updated together in shared arrays.
 
 The boosters of papers 000, 001 and 004 use N = 10..100 VFDTs as weak learners, each a single-label
 learner over the k labels that returns its leaf's normalized class histogram as a distribution h in
 Delta[k]. Every example touches every tree, so this module keeps all N trees in shared arrays and
-routes, predicts and updates them together: one numpy expression per step instead of one Python call
-per tree and per attribute. That is where olb's speed comes from (see ``docs/benchmarks.md``).
+routes, predicts and updates them together in compiled loops (:mod:`olb.weak.vfdt_core`): each example is
+routed once per round, the statistics of all trees are updated in one call, and the due split attempts
+are evaluated together. That is where olb's speed comes from (see ``docs/speed.md``).
 
 The trees mirror the VFDT port the papers' authors used (``specs/reference_notes.md`` section 1),
 since the papers themselves only say "VFDT":
@@ -59,6 +60,7 @@ from olb.weak.base import DELTA_RANGE, GRACE_RANGE, TAU_RANGE, WeakLearners, log
 _N_THRESHOLDS = 10
 _MIN_BRANCH_FRACTION = 0.01
 _MIN_VARIANCE = 1e-12
+_SPLIT_BATCH = 16  # leaves whose split candidates are evaluated together (bounds the temporary arrays)
 
 
 class VFDTForest(WeakLearners):
@@ -108,6 +110,8 @@ class VFDTForest(WeakLearners):
             self.covariates = np.stack([rng.choice(n_features, num_covariates, replace=False) for _ in range(N)])
         self.pseudo_count = pseudo_count
         self._ln_inv_delta = np.log(1.0 / self.delta)
+        self._fractions = np.arange(1, _N_THRESHOLDS + 1) / (_N_THRESHOLDS + 1)
+        self._eps_factor = np.array([np.log2(c) ** 2 if c >= 2 else 0.0 for c in range(n_labels + 1)])
         self._d = self.covariates.shape[1]
         self._init_storage(capacity=4 * N)
         self._round_leaves = None  # (x, leaves) of the round's prediction
@@ -203,54 +207,26 @@ class VFDTForest(WeakLearners):
         weight = self.class_mass[touched].sum(axis=1)
         due = (weight - self.weight_at_last_attempt[touched] > self.grace[owner]) & (self.seen[touched].sum(axis=1) > 1)
         due = np.flatnonzero(due)
-        for j in due[np.argsort(touched[due])]:
-            leaf, n = touched[j], weight[j]
-            self.weight_at_last_attempt[leaf] = n
-            self._attempt_split(leaf, owner[j], n)
+        due = due[np.argsort(touched[due])]
+        self.weight_at_last_attempt[touched[due]] = weight[due]
+        for start in range(0, len(due), _SPLIT_BATCH):
+            batch = due[start:start + _SPLIT_BATCH]
+            self._attempt_splits(touched[batch], owner[batch], weight[batch])
 
-    def _attempt_split(self, leaf: int, tree: int, n: float) -> None:
-        pre = self.class_mass[leaf]
-        s = self.slot[leaf]
-        W, g_min, g_max = self.g_weight[s], self.g_min[s], self.g_max[s]  # (d', k)
-        has = W > 0
-        lo = np.where(has, g_min, np.inf).min(axis=1)  # (d',)
-        hi = np.where(has, g_max, -np.inf).max(axis=1)
-        usable = hi > lo
-        if not usable.any():
-            return
-        frac = np.arange(1, _N_THRESHOLDS + 1) / (_N_THRESHOLDS + 1)
-        lo, hi = np.where(usable, lo, 0.0), np.where(usable, hi, 0.0)  # unobserved features: no candidates
-        thresholds = lo[:, None] + (hi - lo)[:, None] * frac  # (d', T)
-        mean = self.g_mean[s]
-        sigma = np.sqrt(np.maximum(np.divide(self.g_m2[s], W, out=np.zeros_like(W), where=has), _MIN_VARIANCE))
-        t = thresholds[:, :, None]  # (d', T, 1)
-        left = W[:, None, :] * ndtr((t - mean[:, None, :]) / sigma[:, None, :])
-        left = np.where(t < g_min[:, None, :], 0.0, left)
-        left = np.where(t > g_max[:, None, :], W[:, None, :], left)
-        right = W[:, None, :] - left
-        merit = self._info_gain(pre, left, right)  # (d', T)
-        merit[~usable] = -np.inf
-        best_t = merit.argmax(axis=1)
-        per_feature = merit[np.arange(len(merit)), best_t]
-        order = np.argsort(per_feature)[::-1]
-        best = per_feature[order[0]]
-        if not np.isfinite(best):
-            return
-        second = per_feature[order[1]] if len(order) > 1 else -np.inf
-        n_classes = max(int(self.seen[leaf].sum()), 2)
-        eps = np.sqrt(np.log2(n_classes) ** 2 * self._ln_inv_delta[tree] / (2.0 * n))
-        if best - second > eps or eps < self.tau[tree]:
-            f, j = order[0], best_t[order[0]]
-            self._split(leaf, f, thresholds[f, j], left[f, j], right[f, j])
-
-    @staticmethod
-    def _info_gain(pre: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-        """Information gain (bits) of binary splits; -inf unless two branches hold > 1% of the weight."""
-        wl, wr = left.sum(axis=-1), right.sum(axis=-1)
-        total = wl + wr
-        merit = _entropy(pre) - (wl * _entropy(left) + wr * _entropy(right)) / np.where(total > 0, total, 1.0)
-        two_branches = (wl > _MIN_BRANCH_FRACTION * total) & (wr > _MIN_BRANCH_FRACTION * total)
-        return np.where(two_branches, merit, -np.inf)
+    def _attempt_splits(self, leaves: np.ndarray, trees: np.ndarray, n: np.ndarray) -> None:
+        """Evaluate the candidate splits of ``leaves`` (of ``trees``, with total weights ``n``) and split
+        where the Hoeffding test says so (compiled loops; the CDF and log2 are ufunc calls on the batch)."""
+        usable, thresholds, z = vfdt_core.split_candidates(leaves, self.slot, self.g_weight, self.g_mean, self.g_m2,
+                                                           self.g_min, self.g_max, self._fractions, _MIN_VARIANCE)
+        left, right, totals, positive = vfdt_core.branch_masses(leaves, self.slot, self.class_mass, self.g_weight,
+                                                               self.g_min, self.g_max, usable, thresholds, ndtr(z))
+        splits, feature, best_t, tied, per_feature = vfdt_core.split_decisions(
+            leaves, trees, n, self.class_mass, self.seen, left, right, usable, totals, np.log2(positive),
+            self._eps_factor, self._ln_inv_delta, self.tau, _MIN_BRANCH_FRACTION)
+        for b in np.flatnonzero(splits):
+            f = np.argsort(per_feature[b])[::-1][0] if tied[b] else feature[b]  # numpy's choice among ties
+            j = best_t[b, f]
+            self._split(leaves[b], f, thresholds[b, f, j], left[b, f, j], right[b, f, j])
 
     def _split(self, leaf: int, feature: int, threshold: float, left_mass: np.ndarray, right_mass: np.ndarray) -> None:
         slot = self.slot[leaf]
@@ -267,10 +243,3 @@ class VFDTForest(WeakLearners):
     def n_leaves(self) -> int:
         return int((self.split_feature[: self.n_nodes] < 0).sum())
 
-
-def _entropy(mass: np.ndarray) -> np.ndarray:
-    """Entropy in bits of (unnormalized) class masses along the last axis."""
-    total = mass.sum(axis=-1, keepdims=True)
-    p = np.divide(mass, total, out=np.zeros_like(mass), where=total > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return -np.where(p > 0, p * np.log2(p), 0.0).sum(axis=-1)

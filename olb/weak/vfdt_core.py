@@ -69,3 +69,240 @@ def update_statistics(x, weights, leaves, covariates, slot, class_mass, seen, g_
                     g_min[s, j, label] = min(g_min[s, j, label], xv)
                     g_max[s, j, label] = max(g_max[s, j, label], xv)
     return fed
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Split attempts, for a batch of leaves at once. The normal CDF and log2 stay numpy/scipy ufunc calls on the
+# whole batch (numba's own versions differ from them in the last bits); the loops around them are compiled.
+# Sums over labels follow numpy's pairwise order (:func:`pairwise_sum`), so merits are bit-identical too.
+# ---------------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _block_sum(a, start, n):  # pragma: no cover - compiled
+    """numpy's unrolled sum of at most 128 contiguous values: sequential below 8, else 8 interleaved partial sums."""
+    if n < 8:
+        res = -0.0
+        for i in range(n):
+            res += a[start + i]
+        return res
+    r0, r1, r2, r3 = a[start], a[start + 1], a[start + 2], a[start + 3]
+    r4, r5, r6, r7 = a[start + 4], a[start + 5], a[start + 6], a[start + 7]
+    i = 8
+    while i < n - n % 8:
+        p = start + i
+        r0, r1, r2, r3 = r0 + a[p], r1 + a[p + 1], r2 + a[p + 2], r3 + a[p + 3]
+        r4, r5, r6, r7 = r4 + a[p + 4], r5 + a[p + 5], r6 + a[p + 6], r7 + a[p + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[start + i]
+        i += 1
+    return res
+
+
+@njit(cache=True, nogil=True)
+def pairwise_sum(a, start, n):  # pragma: no cover - compiled
+    """Sum of ``a[start:start + n]`` in numpy's order for a contiguous reduction: blocks of at most 128 values
+    (:func:`_block_sum`), combined by halving (the halves' split rounded down to a multiple of 8).
+
+    The halving recursion runs on an explicit stack (numba's cached code and recursion do not mix well).
+    """
+    if n <= 128:
+        return _block_sum(a, start, n)
+    depth = 64
+    starts = np.empty(depth, np.int64)
+    sizes = np.empty(depth, np.int64)
+    partial = np.empty(depth)  # the left half's sum, once known
+    phase = np.zeros(depth, np.int64)  # 0: left half to do, 1: right half to do
+    starts[0], sizes[0], top, result = start, n, 0, 0.0
+    while top >= 0:
+        m = sizes[top]
+        half = m // 2
+        half -= half % 8
+        if phase[top] == 0:
+            phase[top] = 1
+            child_start, child_n = starts[top], half
+        else:
+            phase[top] = 2
+            child_start, child_n = starts[top] + half, m - half
+        if child_n <= 128:
+            value = _block_sum(a, child_start, child_n)
+        else:
+            top += 1
+            starts[top], sizes[top], phase[top] = child_start, child_n, 0
+            continue
+        # fold the finished child into its ancestors
+        while True:
+            if phase[top] == 1:
+                partial[top] = value
+                break
+            value = partial[top] + value
+            top -= 1
+            if top < 0:
+                result = value
+                break
+    return result
+
+
+@njit(cache=True, nogil=True)
+def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractions, min_variance):
+    """Candidate thresholds (L, d', T) of every leaf's covariates, which covariates have any (L, d'), and the
+    standardized thresholds z = (t - mu_c) / sigma_c whose normal CDF gives the share of class c's weight left
+    of t, only where that share is neither 0 (t below the class's smallest value, or no weight) nor all of it
+    (t above its largest), in the order :func:`branch_masses` reads them.
+
+    Thresholds lie at ``fractions`` of the way from the covariate's smallest to its largest observed value.
+    """
+    n_leaves, n_thr = leaves.shape[0], fractions.shape[0]
+    _, d, k = g_weight.shape
+    usable = np.zeros((n_leaves, d), np.bool_)
+    thresholds = np.zeros((n_leaves, d, n_thr))
+    z = np.empty(n_leaves * d * n_thr * k)
+    n_z = 0
+    for b in range(n_leaves):
+        s = slot[leaves[b]]
+        for f in range(d):
+            lo, hi = np.inf, -np.inf
+            for c in range(k):
+                if g_weight[s, f, c] > 0:
+                    lo = min(lo, g_min[s, f, c])
+                    hi = max(hi, g_max[s, f, c])
+            if not hi > lo:
+                continue
+            usable[b, f] = True
+            for j in range(n_thr):
+                thresholds[b, f, j] = lo + (hi - lo) * fractions[j]
+            for j in range(n_thr):
+                t = thresholds[b, f, j]
+                for c in range(k):
+                    W = g_weight[s, f, c]
+                    if W > 0 and not t < g_min[s, f, c] and not t > g_max[s, f, c]:
+                        sigma = np.sqrt(max(g_m2[s, f, c] / W, min_variance))
+                        z[n_z] = (t - g_mean[s, f, c]) / sigma
+                        n_z += 1
+    return usable, thresholds, z[:n_z]
+
+
+@njit(cache=True, nogil=True)
+def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thresholds, cdf):
+    """Class masses left and right of every candidate (L, d', T, k); the total mass of every distribution whose
+    entropy the merit needs (L, 1 + 2 d' T: the leaf's own, then each candidate's left and right branch); and
+    their positive class shares, in the order :func:`split_decisions` reads them (it needs their log2).
+    A class's weight left of t is W_c Phi(z): none below its smallest value, all above its largest."""
+    n_leaves, d, n_thr = thresholds.shape
+    k = class_mass.shape[1]
+    left = np.zeros((n_leaves, d, n_thr, k))
+    right = np.zeros((n_leaves, d, n_thr, k))
+    totals = np.zeros((n_leaves, 1 + 2 * d * n_thr))
+    positive = np.empty(totals.size * k)
+    n_cdf = n_pos = 0
+    for b in range(n_leaves):
+        leaf = leaves[b]
+        s = slot[leaf]
+        totals[b, 0], n_pos = _shares(class_mass[leaf], positive, n_pos)
+        for f in range(d):
+            if not usable[b, f]:
+                continue
+            for j in range(n_thr):
+                t = thresholds[b, f, j]
+                for c in range(k):
+                    W = g_weight[s, f, c]
+                    m = 0.0
+                    if W > 0 and not t < g_min[s, f, c]:
+                        if t > g_max[s, f, c]:
+                            m = W
+                        else:
+                            m = W * cdf[n_cdf]
+                            n_cdf += 1
+                    left[b, f, j, c] = m
+                    right[b, f, j, c] = W - m
+                row = 1 + 2 * (f * n_thr + j)
+                totals[b, row], n_pos = _shares(left[b, f, j], positive, n_pos)
+                totals[b, row + 1], n_pos = _shares(right[b, f, j], positive, n_pos)
+    return left, right, totals, positive[:n_pos]
+
+
+@njit(cache=True, nogil=True)
+def _shares(mass, positive, n_pos):  # pragma: no cover - compiled
+    """The total of ``mass``; its positive shares mass / total are appended to ``positive``."""
+    total = pairwise_sum(mass, 0, mass.shape[0])
+    if total > 0:
+        for c in range(mass.shape[0]):
+            p = mass[c] / total
+            if p > 0:
+                positive[n_pos] = p
+                n_pos += 1
+    return total, n_pos
+
+
+@njit(cache=True, nogil=True)
+def _entropy(mass, total, log_positive, cursor, terms):  # pragma: no cover - compiled
+    """Entropy in bits of the class shares mass / total (0 if the total is 0); ``log_positive[cursor:]`` holds
+    log2 of the positive shares in order, ``terms`` is scratch space. Returns the entropy and the next cursor."""
+    for c in range(mass.shape[0]):
+        terms[c] = 0.0
+        if total > 0:
+            p = mass[c] / total
+            if p > 0:
+                terms[c] = p * log_positive[cursor]
+                cursor += 1
+    return -pairwise_sum(terms, 0, terms.shape[0]), cursor
+
+
+@njit(cache=True, nogil=True)
+def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usable, totals, log_positive,
+                    eps_factor, ln_inv_delta, tau, min_branch_fraction):  # pragma: no cover - compiled
+    """Information-gain merits of every candidate and the Hoeffding test of each leaf.
+
+    Returns per leaf whether it splits, the best feature and threshold index, whether the best merit is tied
+    across features (then the caller picks the feature as numpy's argsort would), and the merit per feature.
+    A candidate scores -inf unless both branches hold more than ``min_branch_fraction`` of the weight; the
+    leaf splits when best - second best > eps or eps < tau, eps = sqrt(log2(#classes)^2 ln(1/delta) / (2 n)).
+    """
+    n_leaves, d, n_thr, k = left.shape
+    splits = np.zeros(n_leaves, np.bool_)
+    tied = np.zeros(n_leaves, np.bool_)
+    best_feature = np.zeros(n_leaves, np.int64)
+    best_threshold = np.zeros((n_leaves, d), np.int64)
+    per_feature = np.full((n_leaves, d), -np.inf)
+    cursor = 0
+    terms = np.empty(k)
+    for b in range(n_leaves):
+        pre, cursor = _entropy(class_mass[leaves[b]], totals[b, 0], log_positive, cursor, terms)
+        for f in range(d):
+            if not usable[b, f]:
+                continue
+            for j in range(n_thr):
+                row = 1 + 2 * (f * n_thr + j)
+                wl, wr = totals[b, row], totals[b, row + 1]
+                total = wl + wr
+                h_left, cursor = _entropy(left[b, f, j], wl, log_positive, cursor, terms)
+                h_right, cursor = _entropy(right[b, f, j], wr, log_positive, cursor, terms)
+                merit = pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
+                if not (wl > min_branch_fraction * total and wr > min_branch_fraction * total):
+                    merit = -np.inf
+                if merit > per_feature[b, f] or j == 0:
+                    per_feature[b, f] = merit
+                    best_threshold[b, f] = j
+        best, second, where = -np.inf, -np.inf, 0
+        for f in range(d):
+            v = per_feature[b, f]
+            if v > best:
+                second, best, where = best, v, f
+                tied[b] = False
+            elif v == best:
+                second = v
+                tied[b] = True
+            elif v > second:
+                second = v
+        best_feature[b] = where
+        if not np.isfinite(best):
+            continue
+        leaf = leaves[b]
+        n_classes = 0
+        for c in range(k):
+            n_classes += seen[leaf, c]
+        eps = np.sqrt(eps_factor[max(n_classes, 2)] * ln_inv_delta[trees[b]] / (2.0 * n_weight[b]))
+        splits[b] = best - second > eps or eps < tau[trees[b]]
+    return splits, best_feature, best_threshold, tied, per_feature

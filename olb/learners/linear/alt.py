@@ -3,7 +3,8 @@
 Both learn W = [w_0, w_1, ..., w_q] (d x (q + 1)): w_1..w_q score the labels, w_0 scores the threshold, and
 the predicted label set is {k : <w_k, x> > <w_0, x>} (ties: irrelevant). The model starts at W = 0 [RECON] and
 is trained by the ALT loss of :mod:`olb.learners.linear.alt_loss`. Rows may be sparse (CSR) and are never
-densified: a round costs O(nnz(x) q) per repeat.
+densified: a FALT round costs O(nnz(x) q) whatever the repeats (they run on the example's scores), a SALT
+repeat O(nnz(x) m) with m the columns that move.
 """
 
 from __future__ import annotations
