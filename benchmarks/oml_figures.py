@@ -5,7 +5,8 @@ set with error bars (standard deviation over the training permutations), and OML
     python benchmarks/oml_figures.py outputs/oml_latent_dim/<run>/cells.csv --out docs/figures/oml
 
 Writes ``metrics.png`` (when the cells hold several learners) and ``latent_dim.png`` (when OML's cells hold
-several ``latent_dim`` values) into ``--out``, and prints the table of means and deviations it plotted.
+several ``latent_dim`` values) into ``--out``, and prints the table of means and deviations it plotted and,
+when the cells hold OML and kNN, whether each of paper 003's three claims holds per data set and metric.
 """
 
 from __future__ import annotations
@@ -16,6 +17,36 @@ from pathlib import Path
 import pandas as pd
 
 METRICS = ["macro_f1", "example_f1", "micro_f1", "hamming_loss"]
+LOWER_IS_BETTER = {"hamming_loss"}
+COMPARABLE = 0.05  # claim 3's "comparable": within this absolute difference of the metric
+
+
+def claims(cells: pd.DataFrame) -> pd.DataFrame:
+    """Paper 003's three claims per data set and metric, on the means over permutations: (1) OML beats kNN,
+    (2) OML beats OSML-ELM and OLANSGD* (our stand-in), (3) kNN is comparable to both (within COMPARABLE)."""
+    means = summary(cells, ["dataset", "label"]).xs("mean", axis=1, level=1)
+    rows = []
+    for dataset in dict.fromkeys(cells["dataset"]):
+        if dataset not in means.index.get_level_values(0):
+            continue
+        at = means.loc[dataset]
+        for metric in METRICS:
+            sign = -1.0 if metric in LOWER_IS_BETTER else 1.0
+
+            def beats(a, b):
+                return a in at.index and b in at.index and sign * (at.loc[a, metric] - at.loc[b, metric]) > 0
+
+            others = [o for o in ("osml_elm", "olansgd_star") if o in at.index]
+            rows.append({
+                "dataset": dataset, "metric": metric,
+                **{name: round(at.loc[name, metric], 4) for name in ("oml", "knn", *others) if name in at.index},
+                "1_oml_beats_knn": "holds" if beats("oml", "knn") else "fails",
+                "2_oml_beats_both": "holds" if all(beats("oml", o) for o in others) else
+                                    ("partly" if any(beats("oml", o) for o in others) else "fails"),
+                "3_knn_comparable": "holds" if all(abs(at.loc["knn", metric] - at.loc[o, metric]) <= COMPARABLE
+                                                   for o in others) else "fails",
+            })
+    return pd.DataFrame(rows)
 
 
 def summary(cells: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -80,6 +111,8 @@ def main(argv=None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     if cells["label"].nunique() > 1:
         print(summary(cells, ["dataset", "label"]).round(4).to_string())
+        if {"oml", "knn"} <= set(cells["label"]):
+            print(claims(cells).to_string(index=False))
         print("wrote", plot_learners(cells, args.out))
     oml = cells[cells["algorithm"] == "oml"]
     if "latent_dim" in oml and oml["latent_dim"].nunique() > 1:
