@@ -3,6 +3,7 @@ per tree, and the ratio to the authors' code on the same settings (see docs/spee
 
     python benchmarks/bench_speed.py                 # every cell, median of 3, each cell in a fresh process
     python benchmarks/bench_speed.py --repeats 1 --cells adaolmr-emotions-authors
+    python benchmarks/bench_speed.py --jit         # numba's import, and the first examples with a cold/warm cache
 
 Each cell runs in its own child process (so its peak RSS is its own); inside it, the cell runs once untimed
 (imports and compiled-code warm-up) and then ``--repeats`` times; the stream's CPU seconds (the protocol's
@@ -59,14 +60,63 @@ def measure(algorithm: str, dataset: str, params: dict, repeats: int, seed: int)
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def first_examples(n: int = 200) -> dict:
+    """Wall seconds of ``import numba``, of importing and building a forest, and of its first ``n`` examples
+    (where the compiled code is loaded from numba's cache, or compiled if the cache is cold)."""
+    import time
+
+    start = time.perf_counter()
+    import numba  # noqa: F401
+
+    imported = time.perf_counter()
+    import numpy as np
+
+    from olb.weak.vfdt import VFDTForest
+
+    forest = VFDTForest(3, 8, 3, num_covariates=4, seed=0)
+    rng = np.random.default_rng(0)
+    built = time.perf_counter()
+    for _ in range(n):
+        x = rng.normal(size=8)
+        weights = np.zeros((3, 3))
+        weights[:, int(x[0] > 0) + int(x[1] > 0)] = 1.0
+        forest.predict_proba(x)
+        forest.learn(x, weights)
+    return {"import_numba_s": imported - start, "build_s": built - imported,
+            "first_examples_s": time.perf_counter() - built}
+
+
+def jit_report() -> None:
+    """The compiled code's start-up: a fresh process with an empty numba cache, then one reusing that cache."""
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        for label in ("cold cache (compiles)", "warm cache (loads)"):
+            out = subprocess.run([sys.executable, __file__, "--jit-child"], capture_output=True, text=True,
+                                 check=True, env=env)
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            print(f"{label:<22} import numba {r['import_numba_s']:.2f} s, import + build forest {r['build_s']:.2f} s,"
+                  f" first 200 examples {r['first_examples_s']:.2f} s (wall)", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
     parser.add_argument("--num-learners", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--jit", action="store_true", help="only the compiled code's start-up, cold and warm")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--jit-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.jit_child:
+        print(json.dumps(first_examples()))
+        return
+    if args.jit:
+        jit_report()
+        return
     if args.child:  # one cell, in this (fresh) process
         algorithm, dataset, params = CELLS[args.child]
         params = {**params, "num_learners": args.num_learners}

@@ -1,6 +1,5 @@
 """Paper 002's linear and kernel learners: hand-computed steps, a plain reference loop, kernels, sparse rows."""
 
-import pickle
 
 import numpy as np
 import pytest
@@ -183,15 +182,6 @@ def test_bias_adds_a_learned_intercept():
     learner = FALT(2, 3, eta=0.5, repeats=1, bias=True)
     learner.learn_one(X1, Y1)
     np.testing.assert_allclose(learner.W[2], 0.5 * C1 * 1.0)  # the constant feature 1 gets the same step
-
-
-@pytest.mark.parametrize("cls", [FALT, SALT, FALTKernel, PA1BR, PA2BRKernel])
-def test_pickles_mid_stream_and_continues_identically(cls):
-    X, Y = stream(6)
-    a = learn(cls(5, 4, **cls.test_params), X[:20], Y[:20])
-    b = pickle.loads(pickle.dumps(a))
-    learn(a, X[20:], Y[20:]), learn(b, X[20:], Y[20:])
-    np.testing.assert_array_equal(a.predict_one(X[0])["scores"], b.predict_one(X[0])["scores"])
 
 
 def test_predicting_before_learning_is_all_irrelevant_and_does_not_change_the_model():

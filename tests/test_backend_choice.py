@@ -49,3 +49,12 @@ def test_the_default_grid_runs_serially_and_says_why(tmp_path, caplog):
                        stream=io.StringIO())
     assert outcome.exit_code == 0
     assert any("backend serial: planned work" in r.getMessage() for r in caplog.records)
+
+
+def test_each_driver_starts_its_local_ray_in_its_own_folder(monkeypatch):
+    import os
+
+    from olb.grid.backends import ray_init_kwargs
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert ray_init_kwargs(_cfg())["_temp_dir"] == f"/tmp/olb-ray-{os.getpid()}"

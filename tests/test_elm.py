@@ -1,6 +1,5 @@
 """OSML-ELM and ELM-OMLL*: the recursive least squares equals batch least squares; seeds fix the network."""
 
-import pickle
 
 import numpy as np
 import pytest
@@ -67,9 +66,7 @@ def test_seed_fixes_the_result(cls):
     X, Y = stream(4)
     a, b, c = (run(cls(4, 3, seed=s, num_hidden=10), X, Y, n_init=15) for s in (7, 7, 8))
     np.testing.assert_array_equal(a.predict_one(X[0])["scores"], b.predict_one(X[0])["scores"])
-    assert not np.array_equal(a.predict_one(X[0])["scores"], c.predict_one(X[0])["scores"])
-    d = pickle.loads(pickle.dumps(a))
-    np.testing.assert_array_equal(d.predict_one(X[1])["scores"], a.predict_one(X[1])["scores"])
+    assert not np.array_equal(a.predict_one(X[0])["scores"], c.predict_one(X[0])["scores"])  # a random hidden layer
 
 
 def test_defaults_follow_the_paper_protocol():

@@ -5,7 +5,6 @@ import pytest
 
 from olb.learners.boosting.losses import logistic_rank_gradient
 from olb.learners.boosting.mlr import AdaOLMR, OnlineBMR
-from olb.registry import UnknownAlgorithmError, get_algorithm
 
 
 def logistic_loss(s, relevant):
@@ -91,24 +90,3 @@ def test_bad_hyperparameters_are_rejected_by_name(cls, params, match):
         cls(n_features=3, n_labels=3, seed=0, **params)
 
 
-def test_registry_names_algorithms_and_rejects_unknown_ones():
-    assert get_algorithm("adaolmr") is AdaOLMR and get_algorithm("onlinebmr") is OnlineBMR
-    with pytest.raises(UnknownAlgorithmError, match="unknown algorithm 'adaboost'; allowed: .*adaolmr, .*onlinebmr"):
-        get_algorithm("adaboost")
-
-
-@pytest.mark.parametrize("cls", [AdaOLMR, OnlineBMR])
-def test_same_seed_same_predictions(cls):
-    rng = np.random.default_rng(5)
-    X, Y = rng.normal(size=(60, 30)), rng.integers(0, 2, (60, 6))
-
-    def scores(seed):
-        model = cls(n_features=30, n_labels=6, seed=seed, num_learners=6)
-        out = []
-        for x, y in zip(X, Y):
-            out.append(model.predict_one(x))
-            model.learn_one(x, y)
-        return np.array(out)
-
-    assert np.array_equal(scores(3), scores(3))
-    assert not np.array_equal(scores(3), scores(4))

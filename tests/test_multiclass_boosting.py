@@ -166,15 +166,6 @@ def test_mushroom_nominal_codes_and_missing_values(load, cls):
     assert learner.predict_one(data.X[0]) in (0, 1)
 
 
-@pytest.mark.parametrize("cls", ALGORITHMS)
-def test_same_seed_same_stream(load, cls):
-    balance = subset(load("balance"), 150)
-    first = stream(cls, balance, seed=3, num_learners=4)[1]
-    second = stream(cls, balance, seed=3, num_learners=4)[1]
-    assert first.metrics == second.metrics
-    assert np.array_equal(first.curve["value"], second.curve["value"])
-
-
 def test_run_cell_uses_the_prequential_protocol(data_dir):
     spec = CellSpec("onlinembbm", "balance", seed=1, params={"num_learners": 5, "gamma": 0.2},
                     data_dir=str(data_dir))

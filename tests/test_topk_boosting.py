@@ -8,7 +8,7 @@ import pytest
 
 from olb.learners.boosting import mlr as mlr_boosting
 from olb.feedback import TopKFeedback, observed_pairs, ranking
-from olb.learners.boosting.exploration import SingleSwapExploration, UniformExploration, importance_weights
+from olb.learners.boosting.exploration import UniformExploration, importance_weights
 from olb.learners.boosting.losses import logistic_rank_gradient
 from olb.learners.boosting.potentials import baseline
 from olb.learners.boosting.topk import TopAda, TopOpt
@@ -195,24 +195,6 @@ def test_topada_steps_are_bounded_and_hedge_survives_huge_weights():
         assert (np.abs(model.alpha - before) <= 8 * 0.01 * np.sqrt(2) / m**2 / np.sqrt(t) + 1e-15).all()
     assert model.t == 300 and (np.abs(model.alpha) <= 2).all()
     assert np.isfinite(model.hedge).all() and model.hedge.sum() == pytest.approx(1.0)
-
-
-@pytest.mark.parametrize("cls,extra", [(TopOpt, {"gamma": 0.3}), (TopAda, {}),
-                                       (TopAda, {"exploration": "single_swap", "k": 4})])
-def test_same_seed_same_predictions(cls, extra):
-    rng = np.random.default_rng(5)
-    X, Y = rng.normal(size=(60, 30)), rng.integers(0, 2, (60, 7))
-
-    def run(seed):
-        model = cls(n_features=30, n_labels=7, seed=seed, num_learners=5, rho=0.2, **extra)
-        out = []
-        for x, y in zip(X, Y):
-            out.append(model.predict_one(x))
-            model.learn_one(x, TopKFeedback.from_prediction(out[-1], y, model.k))
-        return np.array(out)
-
-    assert np.array_equal(run(3), run(3))
-    assert not np.array_equal(run(3), run(4))
 
 
 def test_run_cell_with_loops_is_deterministic_and_learns():

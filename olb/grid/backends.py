@@ -184,7 +184,8 @@ def ray_init_kwargs(cfg: BackendConfig) -> dict:
     if address:
         kwargs["address"] = address
         return kwargs
-    kwargs.update(address="local", num_cpus=cfg.num_cpus or os.cpu_count() or 1, _temp_dir=cfg.temp_dir,
+    kwargs.update(address="local", num_cpus=cfg.num_cpus or os.cpu_count() or 1,
+                  _temp_dir=str(cfg.temp_dir).replace("{pid}", str(os.getpid())),
                   object_store_memory=int(cfg.object_store_memory_mb) * 1024 * 1024)
     return kwargs
 

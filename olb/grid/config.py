@@ -56,7 +56,9 @@ class BackendConfig:
     ray_startup_s: float = 15.0  # what starting a local Ray costs here (backend=auto weighs it against the work)
     address: Optional[str] = None  # Ray cluster address ("auto", "ray://host:10001", ...); None: $RAY_ADDRESS, else a local Ray
     num_cpus: Optional[int] = None  # local Ray: CPUs to use (None: every core)
-    temp_dir: str = "/tmp/olb-ray"  # local Ray's session files (keep it short: Unix sockets live there)
+    # local Ray's session files, one folder per driver ({pid}: two grids on one machine never share a Ray's
+    # files); keep it short: Unix sockets live there
+    temp_dir: str = "/tmp/olb-ray-{pid}"
     object_store_memory_mb: int = 256  # local Ray: cells return small results, no need for a big store
     max_retries: int = 2  # re-runs of a cell whose worker process died (exceptions are not retried)
     queue_per_cpu: int = 1  # cells queued per CPU besides the running ones (keeps workers busy)
@@ -84,6 +86,7 @@ class ReferenceConfig:
     table: Optional[str] = None  # value of the "table" column, e.g. "Table 3"
     metrics: Dict[str, str] = field(default_factory=dict)  # olb metric -> the file's metric name
     datasets: Dict[str, str] = field(default_factory=dict)  # olb data set -> the file's data set name
+    scale: float = 1.0  # the file's numbers are ours times this (paper 002 reports every metric x100)
 
 
 @dataclass
@@ -123,9 +126,9 @@ class GridBase:
     resume: bool = True  # skip cells already finished in the tracking store
     allow_unavailable: bool = False  # run the rest when a data set has no local copy and cannot be downloaded
     plots: bool = True
-    imports: List[str] = field(default_factory=list)
-    selection_store: str = "olb_cv.jsonl"
-    leaderboard: bool = False  # also rank the learners across data sets (olb/grid/leaderboard.py) next to table.md  # finished cross-validation tasks (resume of the selection stage)  # modules to import (driver and workers) before planning
+    imports: List[str] = field(default_factory=list)  # modules to import (driver and workers) before planning
+    selection_store: str = "olb_cv.jsonl"  # finished cross-validation tasks (resume of the selection stage)
+    leaderboard: bool = False  # also rank the learners across data sets (olb/grid/leaderboard.py) next to table.md
 
 
 def hyperparameter_names() -> list[str]:

@@ -85,7 +85,7 @@ def paper_value(ref: pd.DataFrame | None, ref_cfg, paper_name: str | None, datas
     value = hit.iloc[0]["value"].strip()
     note = hit.iloc[0].get("note", "") or ""
     try:
-        return float(value), note
+        return float(value) / float(getattr(ref_cfg, "scale", 1.0) or 1.0), note
     except ValueError:
         return math.nan, note or value
 

@@ -219,7 +219,8 @@ class VFDTForest(WeakLearners):
         usable, thresholds, z = vfdt_core.split_candidates(leaves, self.slot, self.g_weight, self.g_mean, self.g_m2,
                                                            self.g_min, self.g_max, self._fractions, _MIN_VARIANCE)
         left, right, totals, positive = vfdt_core.branch_masses(leaves, self.slot, self.class_mass, self.g_weight,
-                                                               self.g_min, self.g_max, usable, thresholds, ndtr(z))
+                                                               self.g_min, self.g_max, usable, thresholds, ndtr(z),
+                                                               _MIN_BRANCH_FRACTION)
         splits, feature, best_t, tied, per_feature = vfdt_core.split_decisions(
             leaves, trees, n, self.class_mass, self.seen, left, right, usable, totals, np.log2(positive),
             self._eps_factor, self._ln_inv_delta, self.tau, _MIN_BRANCH_FRACTION)

@@ -185,10 +185,11 @@ def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractio
 
 
 @njit(cache=True, nogil=True)
-def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thresholds, cdf):
+def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thresholds, cdf, min_branch_fraction):
     """Class masses left and right of every candidate (L, d', T, k); the total mass of every distribution whose
     entropy the merit needs (L, 1 + 2 d' T: the leaf's own, then each candidate's left and right branch); and
-    their positive class shares, in the order :func:`split_decisions` reads them (it needs their log2).
+    the positive class shares of the leaf and of the candidates whose branches both hold more than
+    ``min_branch_fraction`` of the weight, in the order :func:`split_decisions` reads them (it needs their log2).
     A class's weight left of t is W_c Phi(z): none below its smallest value, all above its largest."""
     n_leaves, d, n_thr = thresholds.shape
     k = class_mass.shape[1]
@@ -200,7 +201,8 @@ def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thre
     for b in range(n_leaves):
         leaf = leaves[b]
         s = slot[leaf]
-        totals[b, 0], n_pos = _shares(class_mass[leaf], positive, n_pos)
+        totals[b, 0] = pairwise_sum(class_mass[leaf], 0, k)
+        n_pos = _shares(class_mass[leaf], totals[b, 0], positive, n_pos)
         for f in range(d):
             if not usable[b, f]:
                 continue
@@ -218,22 +220,31 @@ def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thre
                     left[b, f, j, c] = m
                     right[b, f, j, c] = W - m
                 row = 1 + 2 * (f * n_thr + j)
-                totals[b, row], n_pos = _shares(left[b, f, j], positive, n_pos)
-                totals[b, row + 1], n_pos = _shares(right[b, f, j], positive, n_pos)
+                wl = totals[b, row] = pairwise_sum(left[b, f, j], 0, k)
+                wr = totals[b, row + 1] = pairwise_sum(right[b, f, j], 0, k)
+                if _two_branches(wl, wr, min_branch_fraction):  # otherwise the merit is -inf: no entropies
+                    n_pos = _shares(left[b, f, j], wl, positive, n_pos)
+                    n_pos = _shares(right[b, f, j], wr, positive, n_pos)
     return left, right, totals, positive[:n_pos]
 
 
 @njit(cache=True, nogil=True)
-def _shares(mass, positive, n_pos):  # pragma: no cover - compiled
-    """The total of ``mass``; its positive shares mass / total are appended to ``positive``."""
-    total = pairwise_sum(mass, 0, mass.shape[0])
+def _two_branches(wl, wr, min_branch_fraction):  # pragma: no cover - compiled
+    """Whether both branches hold more than ``min_branch_fraction`` of the weight (else the candidate is void)."""
+    total = wl + wr
+    return wl > min_branch_fraction * total and wr > min_branch_fraction * total
+
+
+@njit(cache=True, nogil=True)
+def _shares(mass, total, positive, n_pos):  # pragma: no cover - compiled
+    """Append the positive shares mass / total (none if the total is 0) to ``positive``."""
     if total > 0:
         for c in range(mass.shape[0]):
             p = mass[c] / total
             if p > 0:
                 positive[n_pos] = p
                 n_pos += 1
-    return total, n_pos
+    return n_pos
 
 
 @njit(cache=True, nogil=True)
@@ -277,11 +288,11 @@ def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usab
                 row = 1 + 2 * (f * n_thr + j)
                 wl, wr = totals[b, row], totals[b, row + 1]
                 total = wl + wr
-                h_left, cursor = _entropy(left[b, f, j], wl, log_positive, cursor, terms)
-                h_right, cursor = _entropy(right[b, f, j], wr, log_positive, cursor, terms)
-                merit = pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
-                if not (wl > min_branch_fraction * total and wr > min_branch_fraction * total):
-                    merit = -np.inf
+                merit = -np.inf
+                if _two_branches(wl, wr, min_branch_fraction):
+                    h_left, cursor = _entropy(left[b, f, j], wl, log_positive, cursor, terms)
+                    h_right, cursor = _entropy(right[b, f, j], wr, log_positive, cursor, terms)
+                    merit = pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
                 if merit > per_feature[b, f] or j == 0:
                     per_feature[b, f] = merit
                     best_threshold[b, f] = j

@@ -5,11 +5,13 @@
 - :mod:`~olb.learners.linear.alt_loss`: the ALT loss and its repeated steps (compiled);
 - :mod:`~olb.learners.linear.pa`: passive-aggressive binary relevance, PA-I/II-BR, linear and kernel;
 - :mod:`~olb.learners.linear.support_vectors`: the support-vector store of the kernel learners;
-- :mod:`~olb.learners.linear.rows`: a row's nonzero entries, sparse or dense.
+- :mod:`~olb.learners.linear.rows`: a row's nonzero entries, sparse or dense;
+- :mod:`~olb.learners.linear.olansgd`: OLANSGD*, a stand-in baseline of paper 003.
 """
 
 from olb.learners.linear.alt import FALT, SALT
 from olb.learners.linear.alt_kernel import FALTKernel
+from olb.learners.linear.olansgd import OLANSGDStar
 from olb.learners.linear.pa import PA1BR, PA1BRKernel, PA2BR, PA2BRKernel
 
-LEARNERS = (FALT, SALT, FALTKernel, PA1BR, PA2BR, PA1BRKernel, PA2BRKernel)
+LEARNERS = (FALT, SALT, FALTKernel, PA1BR, PA2BR, PA1BRKernel, PA2BRKernel, OLANSGDStar)
