@@ -69,3 +69,12 @@ def test_knn_rejects_a_bad_vote_threshold_by_name():
 @pytest.mark.parametrize("module", [memory, knn])
 def test_doctests(module):
     assert doctest.testmod(module).failed == 0
+
+
+def test_k_nearest_breaks_ties_on_binary_rows_like_a_stable_brute_force_sort():
+    rng = np.random.default_rng(5)
+    rows = (rng.random((300, 20)) < 0.2).astype(float)
+    for x in (rng.random((10, 20)) < 0.2).astype(float):
+        for k in (1, 10):
+            expected = np.argsort(((rows - x) ** 2).sum(axis=1), kind="stable")[:k]
+            assert set(k_nearest(rows, (rows**2).sum(axis=1), x, k)) == set(expected)

@@ -58,19 +58,25 @@ def k_nearest(rows: np.ndarray, sq_norms: np.ndarray, x: np.ndarray, k: int) -> 
     """Indices of the ``k`` rows nearest to ``x`` in Euclidean distance, nearest first (ties: lower index first).
 
     Squared distances are expanded as ||r||^2 - 2 r.x + ||x||^2 (one matrix-vector product over the memory).
+    Rows within rounding error (1e-9 relative) of the k-th distance count as tied with it, and ties are broken
+    by the lower index, as a stable brute-force sort breaks them (ties are frequent on binary rows).
 
-    >>> rows = np.array([[0.0], [5.0], [1.0], [2.0]])
+    >>> rows = np.array([[0.0], [5.0], [1.0], [2.0], [1.0]])
     >>> k_nearest(rows, (rows ** 2).ravel(), np.array([1.2]), 2).tolist()
-    [2, 3]
+    [2, 4]
     """
     n = rows.shape[0]
     if n == 0:
         return np.empty(0, dtype=np.intp)
-    dist = sq_norms - 2.0 * (rows @ x) + float(x @ x)
+    x_sq = float(x @ x)
+    dist = sq_norms - 2.0 * (rows @ x) + x_sq
     k = min(int(k), n)
-    candidates = np.argpartition(dist, k - 1)[:k] if k < n else np.arange(n)
-    order = np.lexsort((candidates, dist[candidates]))
-    return candidates[order]
+    kth = np.partition(dist, k - 1)[k - 1]
+    slack = 1e-9 * (float(sq_norms.max()) + x_sq + 1.0)
+    inside = np.flatnonzero(dist < kth - slack)
+    tied = np.flatnonzero(np.abs(dist - kth) <= slack)[: k - inside.size]
+    inside = inside[np.lexsort((inside, dist[inside]))]
+    return np.concatenate([inside, tied])
 
 
 def vote(labels: np.ndarray, neighbours: np.ndarray) -> np.ndarray:

@@ -109,7 +109,7 @@ class OML(NeighborLearner):
         "vote_threshold": VOTE_THRESHOLD,
         "init_fraction": INIT_FRACTION,
         "feature_scaling": FEATURE_SCALING,
-        "latent_dim": Param(int, 0, low=0, doc="d, the columns of V (d < q); 0: ceil(q / 2), the spec's proposal "
+        "latent_dim": Param(int, 0, low=0, doc="d, the columns of V (d < q); 0: ceil(q / 2), our choice "
                                                "(the paper gives none)"),
         "lambda_rule": Param(str, "exact_dual", choices=("exact_dual", "cubic"),
                              doc="step size: 'exact_dual' (bisection on the exact dual, stable) or 'cubic' (the "
