@@ -34,6 +34,10 @@ output and their relevance (``k`` is read from the learner, see ``FEEDBACK_SETTI
 than the number of labels). Every learner receives its own copy of the feature row, never a view into the
 data set, so nothing but x and the feedback object reaches it.
 
+A stream runs on one CPU: BLAS is limited to one thread while it runs (threadpoolctl). Cells are the unit of
+parallelism (one CPU each), and on a busy machine a multi-threaded matrix-vector product is many times slower;
+a fixed thread count also keeps the last bits of every result the same on every machine.
+
 Besides the final metrics, a run records a learning curve (the running value of the primary metric
 within each phase, every ``curve_every`` examples), wall and CPU time per phase and the peak
 resident memory of the process.
@@ -139,6 +143,13 @@ def run_stream(learner, dataset: Dataset, phases: list[Phase], metrics: tuple[st
     A prediction is what the learner's ``predict_one`` returns: a score vector, a 0/1 label vector or a
     class index, or a dict with several of them keyed by what metrics need (``"scores"``, ``"labels"``).
     """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _run_stream(learner, dataset, phases, metrics, curve_every)
+
+
+def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_every: int) -> StreamResult:
     names = tuple(metrics or DEFAULT_METRICS[dataset.task])
     unknown = [m for m in names if m not in METRICS]
     if unknown:
