@@ -4,7 +4,7 @@
     python benchmarks/bench_boosters.py --datasets emotions --seeds 3
 
 The authors' code, run under Python 3.11 on this machine class, needs about 150 CPU-seconds for Ada.OLMR
-on emotions (100 trees) and about 380 for OnlineBMR (gamma 0.1) (specs/reference_notes.md, section 6).
+on emotions (100 trees) and about 380 for OnlineBMR (gamma 0.1) (docs/authors_code.md).
 """
 
 from __future__ import annotations

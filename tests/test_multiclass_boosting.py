@@ -104,7 +104,7 @@ def test_alpha_gradient_is_the_derivative_of_the_logistic_loss(y):
     authors = alpha_gradient(S, labels, alpha, y, authors=True)
     right = labels == y
     assert np.allclose(authors[~right], got[~right])
-    assert np.allclose(authors[right], -(k - 1) - got[right])  # reference_notes section 5, item 8
+    assert np.allclose(authors[right], -(k - 1) - got[right])  # the authors' derivative (docs/authors_code.md)
 
 
 def test_adaolm_weak_predictions_minimize_the_expected_logistic_cost():
