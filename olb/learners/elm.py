@@ -89,13 +89,11 @@ class ELMOMLLStar(_OnlineELM):
     then the same recursion, i.e. exact ridge regression min ||H beta - T||^2 + ||beta||^2 / C on the rows
     seen. Never to be reported under ELM-OMLL's name.
 
-    >>> learner = ELMOMLLStar(n_features=2, n_labels=3, seed=0, num_hidden=5, C=100.0)
-    >>> rng = np.random.default_rng(1)
-    >>> X = rng.random((20, 2)); Y = np.column_stack([X[:, 0] > 0.5, X[:, 1] > 0.5, X[:, 0] > 2])
-    >>> learner.learn_many(X[:10], Y[:10])
-    >>> for x, y in zip(X[10:], Y[10:]): learner.learn_one(x, y)
-    >>> learner.predict_one(np.array([0.9, 0.1]))["labels"]
-    array([1, 0, 0], dtype=int8)
+    >>> learner = ELMOMLLStar(n_features=2, n_labels=2, seed=0, num_hidden=4, C=10.0)
+    >>> learner.learn_many(np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.1, 0.9]]),
+    ...                    np.array([[0, 1], [1, 0], [1, 1], [0, 1]]))
+    >>> learner.predict_one(np.array([0.0, 1.0]))["labels"]
+    array([0, 1], dtype=int8)
     """
 
     name = "elm_omll_star"
