@@ -25,6 +25,10 @@ class NeighborLearner(OnlineLearner):
         return {"scores": votes, "labels": (votes >= self.vote_threshold).astype(np.int8)}
 
 
+VOTE_PARAMS = {"n_neighbors": N_NEIGHBORS, "vote_threshold": VOTE_THRESHOLD, "init_fraction": INIT_FRACTION,
+               "feature_scaling": FEATURE_SCALING}  # what every nearest-neighbour vote of this family declares
+
+
 class KNN(NeighborLearner):
     """Euclidean k-nearest neighbours in input space; each label's score is its vote fraction among the k.
 
@@ -40,12 +44,7 @@ class KNN(NeighborLearner):
     """
 
     name = "knn"
-    params: ClassVar[dict[str, Param]] = {
-        "n_neighbors": N_NEIGHBORS,
-        "vote_threshold": VOTE_THRESHOLD,
-        "init_fraction": INIT_FRACTION,
-        "feature_scaling": FEATURE_SCALING,
-    }
+    params: ClassVar[dict[str, Param]] = VOTE_PARAMS
     test_params: ClassVar[dict] = {"n_neighbors": 3}
 
     def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):

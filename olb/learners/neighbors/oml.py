@@ -14,9 +14,8 @@ from typing import ClassVar
 import numpy as np
 
 from olb.learners.base import Param, StreamShape
-from olb.learners.neighbors.knn import VOTE_THRESHOLD, NeighborLearner
+from olb.learners.neighbors.knn import VOTE_PARAMS, NeighborLearner
 from olb.learners.neighbors.memory import RowMemory, k_nearest, vote
-from olb.learners.params import FEATURE_SCALING, INIT_FRACTION, N_NEIGHBORS
 
 
 def update_spectrum(V: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -105,10 +104,7 @@ class OML(NeighborLearner):
 
     name = "oml"
     params: ClassVar[dict[str, Param]] = {
-        "n_neighbors": N_NEIGHBORS,
-        "vote_threshold": VOTE_THRESHOLD,
-        "init_fraction": INIT_FRACTION,
-        "feature_scaling": FEATURE_SCALING,
+        **VOTE_PARAMS,
         "latent_dim": Param(int, 0, low=0, doc="d, the columns of V (d < q); 0: ceil(q / 2), our choice "
                                                "(the paper gives none)"),
         "lambda_rule": Param(str, "exact_dual", choices=("exact_dual", "cubic"),
