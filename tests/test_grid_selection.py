@@ -84,3 +84,10 @@ def test_bad_selection_settings_are_refused_before_work(tmp_path):
                    GRID[-1]])
     with pytest.raises(GridConfigError, match=r"(?s)select.folds=1; allowed: an integer >= 2.*select.rule='best:auc'"):
         plan_grid(cfg)
+
+
+def test_a_data_set_without_data_stays_in_the_table_as_unavailable(tmp_path):
+    outcome = run_grid(grid(tmp_path, "datasets=[emotions,mediamill]", "allow_unavailable=true", "seeds=1"),
+                       tmp_path / "out")
+    table = pd.read_csv(outcome.files["table_csv"])
+    assert outcome.n_unavailable == 1 and "mediamill" in set(table["dataset"])

@@ -221,6 +221,9 @@ def run_selection(plan: Plan, selected: dict[str, dict], data, backend, tracker,
     if tracker is not None:
         for choice in choices:
             _log_choice(tracker, choice, selected[choice.entry])
+    for (entry, dataset), group in candidates.items():  # no data, no choice: one setting stands for the row,
+        if dataset in data.unavailable:                   # which the table marks unavailable
+            keep[(entry, dataset)] = (group[0].params, group[0].loops)
     cells = []
     for cell in plan.cells:
         if cell.entry not in selected:
