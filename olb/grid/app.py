@@ -334,7 +334,8 @@ def _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, rec
     table.to_csv(files["table_csv"], index=False)
     reference = " ".join(str(x) for x in (cfg.reference.paper, cfg.reference.table) if x)
     markdown = table_markdown(table, grid_title(cfg, plan, overrides or [], comparable), list(cfg.table.rows),
-                              list(cfg.table.columns), cfg.table.decimals, f"paper {reference}" if reference else "")
+                              list(cfg.table.columns), cfg.table.decimals, f"paper {reference}" if reference else "",
+                              cfg.table.bold_best)
     choices, cv_stats = selection
     if choices:
         from olb.grid.crossval import selection_markdown

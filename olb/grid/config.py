@@ -100,6 +100,7 @@ class TableConfig:
     columns: List[str] = field(default_factory=lambda: ["algorithm"])
     select_by: Optional[str] = None  # metric deciding ``best_of`` (default: the first table metric)
     decimals: int = 4
+    bold_best: bool = False  # bold the best mean per data set and metric, and those not significantly worse
 
 
 @dataclass

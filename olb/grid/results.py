@@ -147,7 +147,8 @@ def build_table(plan: Plan, outcomes: dict[str, dict], ref_cfg, unavailable: dic
                 selected = ", ".join(f"{k}={v}" for k, v in pick) if (len(groups) > 1 and finite) else ""
                 shown = comparable is None or key in comparable
                 for metric in plan.table_metrics:
-                    mean, std, n = _stats([value(c, metric) for c in chosen])
+                    per_seed = {c.seed: value(c, metric) for c in chosen}
+                    mean, std, n = _stats(list(per_seed.values()))
                     paper, pnote = paper_value(ref, ref_cfg, info["paper_name"], ds, metric)
                     if not shown and not math.isnan(paper):
                         paper, pnote = math.nan, "not comparable: settings differ from the paper's"
@@ -156,10 +157,38 @@ def build_table(plan: Plan, outcomes: dict[str, dict], ref_cfg, unavailable: dic
                                  "n_values_planned": len(groups),
                                  "partial": bool(n and (n < len(chosen) or len(finite) < len(groups))),
                                  "paper": paper, "diff": mean - paper, "selected": selected,
-                                 "n_failed": n_failed, "note": "; ".join(x for x in (note, pnote) if x)})
+                                 "n_failed": n_failed, "note": "; ".join(x for x in (note, pnote) if x),
+                                 "per_seed": per_seed})
+    _mark_best(rows, plan.lower_is_better)
+    for row in rows:
+        del row["per_seed"]
     return pd.DataFrame(rows, columns=["dataset", "algorithm", "metric", "mean", "std", "n_seeds", "paper", "diff",
                                        "n_planned", "n_values", "n_values_planned", "partial", "selected",
-                                       "n_failed", "note"])
+                                       "n_failed", "note", "best"])
+
+
+def _mark_best(rows: list[dict], lower_is_better: dict[str, bool], alpha: float = 0.05) -> None:
+    """``best``: per (data set, metric), the row with the best mean and every row not significantly different
+    from it by a paired t-test over the seeds they share (two-sided, level ``alpha``; paper 002's bold rule)."""
+    from scipy.stats import ttest_rel
+
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        row["best"] = False
+        if row["n_seeds"] and not math.isnan(row["mean"]):
+            groups.setdefault((row["dataset"], row["metric"]), []).append(row)
+    for (_, metric), group in groups.items():
+        sign = 1.0 if lower_is_better.get(metric, True) else -1.0
+        top = min(group, key=lambda r: sign * r["mean"])
+        for row in group:
+            seeds = [s for s in top["per_seed"] if s in row["per_seed"]
+                     and not math.isnan(top["per_seed"][s]) and not math.isnan(row["per_seed"][s])]
+            a = np.array([row["per_seed"][s] for s in seeds])
+            b = np.array([top["per_seed"][s] for s in seeds])
+            if row is top or (len(seeds) > 1 and np.array_equal(a, b)):
+                row["best"] = True
+            elif len(seeds) > 1 and np.ptp(a - b) > 0:
+                row["best"] = bool(ttest_rel(a, b).pvalue >= alpha)
 
 
 def partial_text(row) -> str:
@@ -183,7 +212,7 @@ def _num(x: float, decimals: int) -> str:
     return f"{x:.{decimals}f}"
 
 
-def _cell_text(row: pd.Series, decimals: int) -> str:
+def _cell_text(row: pd.Series, decimals: int, bold: bool = False) -> str:
     d = 2 if row["metric"] in RUNTIME_COLUMNS else decimals
     if row["note"].startswith("unavailable"):
         text = "unavailable"
@@ -191,6 +220,8 @@ def _cell_text(row: pd.Series, decimals: int) -> str:
         text = row["note"] or "-"
     else:
         text = _num(row["mean"], d)
+        if bold and row.get("best", False):
+            text = f"**{text}**"
         if row["n_seeds"] > 1:
             text += f" ± {_num(row['std'], d)}"
     if not math.isnan(row["paper"]):
@@ -208,7 +239,7 @@ def _md_table(header: list[str], body: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def pivot_markdown(table: pd.DataFrame, rows: list[str], columns: list[str], decimals: int) -> str:
+def pivot_markdown(table: pd.DataFrame, rows: list[str], columns: list[str], decimals: int, bold: bool = False) -> str:
     """The paper-style layout: ``rows`` x ``columns`` out of (dataset, algorithm, metric); any axis in
     neither becomes one section per value."""
     if table.empty:
@@ -222,7 +253,7 @@ def pivot_markdown(table: pd.DataFrame, rows: list[str], columns: list[str], dec
             out.append("**" + ", ".join(f"{a}: {v}" for a, v in zip(sections_axes, key)) + "**\n")
         row_keys = list(dict.fromkeys(tuple(r[a] for a in rows) for _, r in part.iterrows()))
         col_keys = list(dict.fromkeys(tuple(r[a] for a in columns) for _, r in part.iterrows()))
-        lookup = {(tuple(r[a] for a in rows), tuple(r[a] for a in columns)): _cell_text(r, decimals)
+        lookup = {(tuple(r[a] for a in rows), tuple(r[a] for a in columns)): _cell_text(r, decimals, bold)
                   for _, r in part.iterrows()}
         header = [" / ".join(rows)] + [" / ".join(map(str, ck)) for ck in col_keys]
         body = [[" / ".join(map(str, rk))] + [lookup.get((rk, ck), "") for ck in col_keys] for rk in row_keys]
@@ -232,7 +263,7 @@ def pivot_markdown(table: pd.DataFrame, rows: list[str], columns: list[str], dec
 
 
 def table_markdown(table: pd.DataFrame, title: str, rows: list[str], columns: list[str], decimals: int,
-                   reference: str = "") -> str:
+                   reference: str = "", bold: bool = False) -> str:
     source = f" ({reference})" if reference else ""
     legend = (f"Each entry: mean ± std over seeds [the paper's value{source}, only where the settings are the "
               "paper's] (the selected hyperparameter) (partial: what a figure rests on when less than planned).")
@@ -245,7 +276,10 @@ def table_markdown(table: pd.DataFrame, title: str, rows: list[str], columns: li
                           note])
     long = _md_table(["dataset", "algorithm", "metric", "mean", "std", "seeds", "paper", "diff", "selected", "note"],
                      long_body)
-    return (f"# {title}\n\n{legend}\n\n{pivot_markdown(table, rows, columns, decimals)}\n"
+    if bold:
+        legend += (" Bold: the best mean of its data set and metric, and every mean not significantly different from "
+                   "it (paired t-test over the seeds, 95%).")
+    return (f"# {title}\n\n{legend}\n\n{pivot_markdown(table, rows, columns, decimals, bold)}\n"
             f"## All values\n\n{long}\n")
 
 
