@@ -49,6 +49,7 @@ def test_only_the_chosen_setting_runs_and_it_is_the_direct_computations_choice(f
     assert f"eta={cells['eta'].iloc[0]}" == expected
     md = o.files["table_md"].read_text()
     assert "Settings chosen by cross-validation" in md and "better on more of the 3 metrics" in md
+    assert f"(eta={cells['eta'].iloc[0]})" in md.split("## All values")[0]  # the chosen setting beside the row
 
 
 def test_the_choice_is_recorded_in_mlflow_once(first):

@@ -144,7 +144,7 @@ def build_table(plan: Plan, outcomes: dict[str, dict], ref_cfg, unavailable: dic
                     note = f"{n_failed} failed"
                 if not note and all(status(c) == "NOT_RUN" for c in every):
                     note = "not run"
-                selected = ", ".join(f"{k}={v}" for k, v in pick) if (len(groups) > 1 and finite) else ""
+                selected = ", ".join(f"{k}={v}" for k, v in pick) if (pick and finite) else ""
                 shown = comparable is None or key in comparable
                 for metric in plan.table_metrics:
                     per_seed = {c.seed: value(c, metric) for c in chosen}
