@@ -159,6 +159,7 @@ def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractio
     usable = np.zeros((n_leaves, d), np.bool_)
     thresholds = np.zeros((n_leaves, d, n_thr))
     z = np.empty(n_leaves * d * n_thr * k)
+    sigma = np.empty(k)
     n_z = 0
     for b in range(n_leaves):
         s = slot[leaves[b]]
@@ -173,13 +174,15 @@ def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractio
             usable[b, f] = True
             for j in range(n_thr):
                 thresholds[b, f, j] = lo + (hi - lo) * fractions[j]
+            for c in range(k):
+                W = g_weight[s, f, c]
+                if W > 0:
+                    sigma[c] = np.sqrt(max(g_m2[s, f, c] / W, min_variance))
             for j in range(n_thr):
                 t = thresholds[b, f, j]
                 for c in range(k):
-                    W = g_weight[s, f, c]
-                    if W > 0 and not t < g_min[s, f, c] and not t > g_max[s, f, c]:
-                        sigma = np.sqrt(max(g_m2[s, f, c] / W, min_variance))
-                        z[n_z] = (t - g_mean[s, f, c]) / sigma
+                    if g_weight[s, f, c] > 0 and not t < g_min[s, f, c] and not t > g_max[s, f, c]:
+                        z[n_z] = (t - g_mean[s, f, c]) / sigma[c]
                         n_z += 1
     return usable, thresholds, z[:n_z]
 
