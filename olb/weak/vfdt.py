@@ -218,12 +218,12 @@ class VFDTForest(WeakLearners):
         where the Hoeffding test says so (compiled loops; the CDF and log2 are ufunc calls on the batch)."""
         usable, thresholds, z = vfdt_core.split_candidates(leaves, self.slot, self.g_weight, self.g_mean, self.g_m2,
                                                            self.g_min, self.g_max, self._fractions, _MIN_VARIANCE)
-        left, right, totals, positive = vfdt_core.branch_masses(leaves, self.slot, self.class_mass, self.g_weight,
+        left, right, totals, shares, positive = vfdt_core.branch_masses(leaves, self.slot, self.class_mass, self.g_weight,
                                                                self.g_min, self.g_max, usable, thresholds, ndtr(z),
                                                                _MIN_BRANCH_FRACTION)
         splits, feature, best_t, tied, per_feature = vfdt_core.split_decisions(
-            leaves, trees, n, self.class_mass, self.seen, left, right, usable, totals, np.log2(positive),
-            self._eps_factor, self._ln_inv_delta, self.tau, _MIN_BRANCH_FRACTION)
+            leaves, trees, n, self.seen, usable, totals, shares, np.log2(positive), self._eps_factor,
+            self._ln_inv_delta, self.tau, _MIN_BRANCH_FRACTION)
         for b in np.flatnonzero(splits):
             f = np.argsort(per_feature[b])[::-1][0] if tied[b] else feature[b]  # numpy's choice among ties
             j = best_t[b, f]

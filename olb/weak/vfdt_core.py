@@ -190,8 +190,9 @@ def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractio
 @njit(cache=True, nogil=True)
 def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thresholds, cdf, min_branch_fraction):
     """Class masses left and right of every candidate (L, d', T, k); the total mass of every distribution whose
-    entropy the merit needs (L, 1 + 2 d' T: the leaf's own, then each candidate's left and right branch); and
-    the positive class shares of the leaf and of the candidates whose branches both hold more than
+    entropy the merit needs (L, 1 + 2 d' T: the leaf's own, then each candidate's left and right branch) and
+    its class shares (L, 1 + 2 d' T, k; computed once here, read again by :func:`split_decisions`); and the
+    positive class shares of the leaf and of the candidates whose branches both hold more than
     ``min_branch_fraction`` of the weight, in the order :func:`split_decisions` reads them (it needs their log2).
     A class's weight left of t is W_c Phi(z): none below its smallest value, all above its largest."""
     n_leaves, d, n_thr = thresholds.shape
@@ -199,13 +200,14 @@ def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thre
     left = np.zeros((n_leaves, d, n_thr, k))
     right = np.zeros((n_leaves, d, n_thr, k))
     totals = np.zeros((n_leaves, 1 + 2 * d * n_thr))
+    shares = np.zeros((n_leaves, 1 + 2 * d * n_thr, k))
     positive = np.empty(totals.size * k)
     n_cdf = n_pos = 0
     for b in range(n_leaves):
         leaf = leaves[b]
         s = slot[leaf]
         totals[b, 0] = pairwise_sum(class_mass[leaf], 0, k)
-        n_pos = _shares(class_mass[leaf], totals[b, 0], positive, n_pos)
+        n_pos = _shares(class_mass[leaf], totals[b, 0], shares[b, 0], positive, n_pos)
         for f in range(d):
             if not usable[b, f]:
                 continue
@@ -226,9 +228,9 @@ def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thre
                 wl = totals[b, row] = pairwise_sum(left[b, f, j], 0, k)
                 wr = totals[b, row + 1] = pairwise_sum(right[b, f, j], 0, k)
                 if _two_branches(wl, wr, min_branch_fraction):  # otherwise the merit is -inf: no entropies
-                    n_pos = _shares(left[b, f, j], wl, positive, n_pos)
-                    n_pos = _shares(right[b, f, j], wr, positive, n_pos)
-    return left, right, totals, positive[:n_pos]
+                    n_pos = _shares(left[b, f, j], wl, shares[b, row], positive, n_pos)
+                    n_pos = _shares(right[b, f, j], wr, shares[b, row + 1], positive, n_pos)
+    return left, right, totals, shares, positive[:n_pos]
 
 
 @njit(cache=True, nogil=True)
@@ -239,11 +241,12 @@ def _two_branches(wl, wr, min_branch_fraction):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _shares(mass, total, positive, n_pos):  # pragma: no cover - compiled
-    """Append the positive shares mass / total (none if the total is 0) to ``positive``."""
+def _shares(mass, total, share, positive, n_pos):  # pragma: no cover - compiled
+    """Write the shares mass / total to ``share`` (left 0 if the total is 0) and append the positive ones to
+    ``positive``."""
     if total > 0:
         for c in range(mass.shape[0]):
-            p = mass[c] / total
+            p = share[c] = mass[c] / total
             if p > 0:
                 positive[n_pos] = p
                 n_pos += 1
@@ -251,22 +254,21 @@ def _shares(mass, total, positive, n_pos):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _entropy(mass, total, log_positive, cursor, terms):  # pragma: no cover - compiled
-    """Entropy in bits of the class shares mass / total (0 if the total is 0); ``log_positive[cursor:]`` holds
-    log2 of the positive shares in order, ``terms`` is scratch space. Returns the entropy and the next cursor."""
-    for c in range(mass.shape[0]):
+def _entropy(share, log_positive, cursor, terms):  # pragma: no cover - compiled
+    """Entropy in bits of the class shares ``share``; ``log_positive[cursor:]`` holds log2 of the positive
+    shares in order, ``terms`` is scratch space. Returns the entropy and the next cursor."""
+    for c in range(share.shape[0]):
+        p = share[c]
         terms[c] = 0.0
-        if total > 0:
-            p = mass[c] / total
-            if p > 0:
-                terms[c] = p * log_positive[cursor]
-                cursor += 1
+        if p > 0:
+            terms[c] = p * log_positive[cursor]
+            cursor += 1
     return -pairwise_sum(terms, 0, terms.shape[0]), cursor
 
 
 @njit(cache=True, nogil=True)
-def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usable, totals, log_positive,
-                    eps_factor, ln_inv_delta, tau, min_branch_fraction):  # pragma: no cover - compiled
+def split_decisions(leaves, trees, n_weight, seen, usable, totals, shares, log_positive, eps_factor,
+                    ln_inv_delta, tau, min_branch_fraction):  # pragma: no cover - compiled
     """Information-gain merits of every candidate and the Hoeffding test of each leaf.
 
     Returns per leaf whether it splits, the best feature and threshold index, whether the best merit is tied
@@ -274,7 +276,9 @@ def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usab
     A candidate scores -inf unless both branches hold more than ``min_branch_fraction`` of the weight; the
     leaf splits when best - second best > eps or eps < tau, eps = sqrt(log2(#classes)^2 ln(1/delta) / (2 n)).
     """
-    n_leaves, d, n_thr, k = left.shape
+    n_leaves, d = usable.shape
+    k = shares.shape[2]
+    n_thr = (shares.shape[1] - 1) // (2 * d)
     splits = np.zeros(n_leaves, np.bool_)
     tied = np.zeros(n_leaves, np.bool_)
     best_feature = np.zeros(n_leaves, np.int64)
@@ -283,7 +287,7 @@ def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usab
     cursor = 0
     terms = np.empty(k)
     for b in range(n_leaves):
-        pre, cursor = _entropy(class_mass[leaves[b]], totals[b, 0], log_positive, cursor, terms)
+        pre, cursor = _entropy(shares[b, 0], log_positive, cursor, terms)
         for f in range(d):
             if not usable[b, f]:
                 continue
@@ -293,8 +297,8 @@ def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usab
                 total = wl + wr
                 merit = -np.inf
                 if _two_branches(wl, wr, min_branch_fraction):
-                    h_left, cursor = _entropy(left[b, f, j], wl, log_positive, cursor, terms)
-                    h_right, cursor = _entropy(right[b, f, j], wr, log_positive, cursor, terms)
+                    h_left, cursor = _entropy(shares[b, row], log_positive, cursor, terms)
+                    h_right, cursor = _entropy(shares[b, row + 1], log_positive, cursor, terms)
                     merit = pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
                 if merit > per_feature[b, f] or j == 0:
                     per_feature[b, f] = merit
