@@ -154,10 +154,6 @@ class VFDTForest(WeakLearners):
         self.n_slots += 1
         return self.n_slots - 1
 
-    def _clear_slot(self, slot: int) -> None:
-        for name in self._SLOT_ARRAYS:
-            getattr(self, name)[slot] = self._FILL.get(name, 0.0)
-
     def _new_leaf(self, class_mass: np.ndarray, seen: np.ndarray, slot: int) -> int:
         if self.n_nodes == len(self.split_feature):
             self._grow(self._NODE_ARRAYS)
@@ -224,21 +220,18 @@ class VFDTForest(WeakLearners):
         splits, feature, best_t, tied, per_feature = vfdt_core.split_decisions(
             leaves, trees, n, self.seen, usable, totals, shares, np.log2(positive), self._eps_factor,
             self._ln_inv_delta, self.tau, _MIN_BRANCH_FRACTION)
-        for b in np.flatnonzero(splits):
-            f = np.argsort(per_feature[b])[::-1][0] if tied[b] else feature[b]  # numpy's choice among ties
-            j = best_t[b, f]
-            self._split(leaves[b], f, thresholds[b, f, j], left[b, f, j], right[b, f, j])
-
-    def _split(self, leaf: int, feature: int, threshold: float, left_mass: np.ndarray, right_mass: np.ndarray) -> None:
-        slot = self.slot[leaf]
-        self._clear_slot(slot)
-        left_node = self._new_leaf(left_mass, left_mass > 0, slot)
-        right_node = self._new_leaf(right_mass, right_mass > 0, self._new_slot())
-        self.split_feature[leaf] = feature
-        self.threshold[leaf] = threshold
-        self.left[leaf], self.right[leaf] = left_node, right_node
-        self.nan_left[leaf] = left_mass.sum() >= right_mass.sum()
-        self.slot[leaf] = -1
+        chosen = feature.copy()
+        for b in np.flatnonzero(splits & tied):
+            chosen[b] = np.argsort(per_feature[b])[::-1][0]  # numpy's choice among tied features
+        n_splits = int(splits.sum())
+        while self.n_nodes + 2 * n_splits > len(self.split_feature):
+            self._grow(self._NODE_ARRAYS)
+        while self.n_slots + n_splits > len(self.g_weight):
+            self._grow(self._SLOT_ARRAYS)
+        self.n_nodes, self.n_slots = vfdt_core.apply_splits(
+            splits, chosen, best_t, leaves, thresholds, left, right, self.n_nodes, self.n_slots, self.split_feature,
+            self.threshold, self.left, self.right, self.nan_left, self.slot, self.class_mass, self.seen,
+            self.weight_at_last_attempt, self.g_weight, self.g_mean, self.g_m2, self.g_min, self.g_max)
 
     @property
     def n_leaves(self) -> int:

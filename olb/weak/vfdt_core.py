@@ -324,3 +324,41 @@ def split_decisions(leaves, trees, n_weight, seen, usable, totals, shares, log_p
         eps = np.sqrt(eps_factor[max(n_classes, 2)] * ln_inv_delta[trees[b]] / (2.0 * n_weight[b]))
         splits[b] = best - second > eps or eps < tau[trees[b]]
     return splits, best_feature, best_threshold, tied, per_feature
+
+
+@njit(cache=True, nogil=True)
+def apply_splits(splits, feature, best_threshold, leaves, thresholds, left, right, n_nodes, n_slots,
+                 split_feature, threshold, left_child, right_child, nan_left, slot, class_mass, seen,
+                 weight_at_last_attempt, g_weight, g_mean, g_m2, g_min, g_max):  # pragma: no cover - compiled
+    """Split every leaf ``leaves[b]`` with ``splits[b]`` on covariate ``feature[b]`` at its best threshold.
+
+    Its children are the next two nodes (left first), holding the candidate's branch masses; the left child
+    takes the leaf's slot of Gaussian statistics, cleared, the right child the next unused slot. Missing values
+    will go to the heavier child. The arrays must have room for the new nodes and slots (the caller grows them).
+    """
+    k = class_mass.shape[1]
+    for b in range(splits.shape[0]):
+        if not splits[b]:
+            continue
+        leaf, f = leaves[b], feature[b]
+        j = best_threshold[b, f]
+        s = slot[leaf]
+        g_weight[s] = 0.0
+        g_mean[s] = 0.0
+        g_m2[s] = 0.0
+        g_min[s] = np.inf
+        g_max[s] = -np.inf
+        for child, mass, child_slot in ((n_nodes, left[b, f, j], s), (n_nodes + 1, right[b, f, j], n_slots)):
+            slot[child] = child_slot
+            for c in range(k):
+                class_mass[child, c] = mass[c]
+                seen[child, c] = mass[c] > 0
+            weight_at_last_attempt[child] = pairwise_sum(mass, 0, k)
+        split_feature[leaf] = f
+        threshold[leaf] = thresholds[b, f, j]
+        left_child[leaf], right_child[leaf] = n_nodes, n_nodes + 1
+        nan_left[leaf] = weight_at_last_attempt[n_nodes] >= weight_at_last_attempt[n_nodes + 1]
+        slot[leaf] = -1
+        n_nodes += 2
+        n_slots += 1
+    return n_nodes, n_slots
