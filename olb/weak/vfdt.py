@@ -60,7 +60,10 @@ from olb.weak.base import DELTA_RANGE, GRACE_RANGE, TAU_RANGE, WeakLearners, log
 _N_THRESHOLDS = 10
 _MIN_BRANCH_FRACTION = 0.01
 _MIN_VARIANCE = 1e-12
-_SPLIT_BATCH = 16  # leaves whose split candidates are evaluated together (bounds the temporary arrays)
+# Leaves whose split candidates are evaluated together: as many as fit in 2^17 (leaf, covariate, threshold,
+# class) entries per temporary array (1 MB), at least 16; this bounds the batch's temporary arrays.
+_SPLIT_BATCH_ENTRIES = 2 ** 17
+_MIN_SPLIT_BATCH = 16
 
 
 class VFDTForest(WeakLearners):
@@ -113,6 +116,7 @@ class VFDTForest(WeakLearners):
         self._fractions = np.arange(1, _N_THRESHOLDS + 1) / (_N_THRESHOLDS + 1)
         self._eps_factor = np.array([np.log2(c) ** 2 if c >= 2 else 0.0 for c in range(n_labels + 1)])
         self._d = self.covariates.shape[1]
+        self._split_batch = max(_MIN_SPLIT_BATCH, _SPLIT_BATCH_ENTRIES // (self._d * _N_THRESHOLDS * n_labels))
         self._init_storage(capacity=4 * N)
         self._round_leaves = None  # (x, leaves) of the round's prediction
         self.root = np.array([self._new_leaf(np.zeros(n_labels), np.zeros(n_labels, bool), self._new_slot())
@@ -205,8 +209,8 @@ class VFDTForest(WeakLearners):
         due = np.flatnonzero(due)
         due = due[np.argsort(touched[due])]
         self.weight_at_last_attempt[touched[due]] = weight[due]
-        for start in range(0, len(due), _SPLIT_BATCH):
-            batch = due[start:start + _SPLIT_BATCH]
+        for start in range(0, len(due), self._split_batch):
+            batch = due[start:start + self._split_batch]
             self._attempt_splits(touched[batch], owner[batch], weight[batch])
 
     def _attempt_splits(self, leaves: np.ndarray, trees: np.ndarray, n: np.ndarray) -> None:
