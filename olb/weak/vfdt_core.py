@@ -197,16 +197,18 @@ def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thre
     A class's weight left of t is W_c Phi(z): none below its smallest value, all above its largest."""
     n_leaves, d, n_thr = thresholds.shape
     k = class_mass.shape[1]
-    left = np.zeros((n_leaves, d, n_thr, k))
-    right = np.zeros((n_leaves, d, n_thr, k))
+    # left, right and shares are only written (and read) where a candidate is usable and not void
+    left = np.empty((n_leaves, d, n_thr, k))
+    right = np.empty((n_leaves, d, n_thr, k))
     totals = np.zeros((n_leaves, 1 + 2 * d * n_thr))
-    shares = np.zeros((n_leaves, 1 + 2 * d * n_thr, k))
+    shares = np.empty((n_leaves, 1 + 2 * d * n_thr, k))
     positive = np.empty(totals.size * k)
     n_cdf = n_pos = 0
     for b in range(n_leaves):
         leaf = leaves[b]
         s = slot[leaf]
         totals[b, 0] = pairwise_sum(class_mass[leaf], 0, k)
+        shares[b, 0] = 0.0
         n_pos = _shares(class_mass[leaf], totals[b, 0], shares[b, 0], positive, n_pos)
         for f in range(d):
             if not usable[b, f]:
@@ -242,7 +244,7 @@ def _two_branches(wl, wr, min_branch_fraction):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def _shares(mass, total, share, positive, n_pos):  # pragma: no cover - compiled
-    """Write the shares mass / total to ``share`` (left 0 if the total is 0) and append the positive ones to
+    """Write the shares mass / total to ``share`` (left as it is if the total is 0) and append the positive ones to
     ``positive``."""
     if total > 0:
         for c in range(mass.shape[0]):
