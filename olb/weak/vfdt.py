@@ -60,9 +60,9 @@ from olb.weak.base import DELTA_RANGE, GRACE_RANGE, TAU_RANGE, WeakLearners, log
 _N_THRESHOLDS = 10
 _MIN_BRANCH_FRACTION = 0.01
 _MIN_VARIANCE = 1e-12
-# Leaves whose split candidates are evaluated together: as many as fit in 2^17 (leaf, covariate, threshold,
-# class) entries per temporary array (1 MB), at least 16; this bounds the batch's temporary arrays.
-_SPLIT_BATCH_ENTRIES = 2 ** 17
+# Leaves whose split candidates are evaluated together: as many as fit in 2^15 (leaf, covariate, threshold,
+# class) entries per temporary array (256 KB), at least 16; this bounds the batch's temporary arrays.
+_SPLIT_BATCH_ENTRIES = 2 ** 15
 _MIN_SPLIT_BATCH = 16
 
 
