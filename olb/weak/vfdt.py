@@ -52,7 +52,6 @@ array([[0.667, 0.333],
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtr
 
 from olb.weak import vfdt_core
 from olb.weak.base import DELTA_RANGE, GRACE_RANGE, TAU_RANGE, WeakLearners, log_uniform
@@ -215,11 +214,11 @@ class VFDTForest(WeakLearners):
 
     def _attempt_splits(self, leaves: np.ndarray, trees: np.ndarray, n: np.ndarray) -> None:
         """Evaluate the candidate splits of ``leaves`` (of ``trees``, with total weights ``n``) and split
-        where the Hoeffding test says so (compiled loops; the CDF and log2 are ufunc calls on the batch)."""
-        usable, thresholds, z = vfdt_core.split_candidates(leaves, self.slot, self.g_weight, self.g_mean, self.g_m2,
+        where the Hoeffding test says so (compiled loops; log2 is a ufunc call on the batch)."""
+        usable, thresholds, cdf = vfdt_core.split_candidates(leaves, self.slot, self.g_weight, self.g_mean, self.g_m2,
                                                            self.g_min, self.g_max, self._fractions, _MIN_VARIANCE)
         left, right, totals, shares, positive = vfdt_core.branch_masses(leaves, self.slot, self.class_mass, self.g_weight,
-                                                               self.g_min, self.g_max, usable, thresholds, ndtr(z),
+                                                               self.g_min, self.g_max, usable, thresholds, cdf,
                                                                _MIN_BRANCH_FRACTION)
         splits, feature, best_t, tied, per_feature = vfdt_core.split_decisions(
             leaves, trees, n, self.seen, usable, totals, shares, np.log2(positive), self._eps_factor,

@@ -9,8 +9,16 @@ this file (or in ``NUMBA_CACHE_DIR`` where that is not writable), so only the fi
 
 from __future__ import annotations
 
+import llvmlite.binding
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import get_cython_function_address
+
+# scipy's normal CDF (the very function behind the ufunc ``scipy.special.ndtr``, bit for bit), called per value
+# from the compiled loops; bound by symbol name so that numba's on-disk cache stays usable.
+llvmlite.binding.add_symbol("olb_scipy_ndtr", get_cython_function_address("scipy.special.cython_special",
+                                                                         "__pyx_fuse_1ndtr"))
+ndtr = types.ExternalFunction("olb_scipy_ndtr", types.float64(types.float64))
 
 
 @njit(cache=True, nogil=True)
@@ -148,8 +156,8 @@ def pairwise_sum(a, start, n):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True)
 def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractions, min_variance):
     """Candidate thresholds (L, d', T) of every leaf's covariates, which covariates have any (L, d'), and the
-    standardized thresholds z = (t - mu_c) / sigma_c whose normal CDF gives the share of class c's weight left
-    of t, only where that share is neither 0 (t below the class's smallest value, or no weight) nor all of it
+    normal CDF of the standardized thresholds (t - mu_c) / sigma_c, the share of class c's weight left of t,
+    only where that share is neither 0 (t below the class's smallest value, or no weight) nor all of it
     (t above its largest), in the order :func:`branch_masses` reads them.
 
     Thresholds lie at ``fractions`` of the way from the covariate's smallest to its largest observed value.
@@ -158,9 +166,9 @@ def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractio
     _, d, k = g_weight.shape
     usable = np.zeros((n_leaves, d), np.bool_)
     thresholds = np.zeros((n_leaves, d, n_thr))
-    z = np.empty(n_leaves * d * n_thr * k)
+    cdf = np.empty(n_leaves * d * n_thr * k)
     sigma = np.empty(k)
-    n_z = 0
+    n_cdf = 0
     for b in range(n_leaves):
         s = slot[leaves[b]]
         for f in range(d):
@@ -182,9 +190,9 @@ def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractio
                 t = thresholds[b, f, j]
                 for c in range(k):
                     if g_weight[s, f, c] > 0 and not t < g_min[s, f, c] and not t > g_max[s, f, c]:
-                        z[n_z] = (t - g_mean[s, f, c]) / sigma[c]
-                        n_z += 1
-    return usable, thresholds, z[:n_z]
+                        cdf[n_cdf] = ndtr((t - g_mean[s, f, c]) / sigma[c])
+                        n_cdf += 1
+    return usable, thresholds, cdf[:n_cdf]
 
 
 @njit(cache=True, nogil=True)
