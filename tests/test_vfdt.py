@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from numba import njit
+from scipy.special import ndtr
 
 from olb.weak import RiverWeakLearners, VFDTForest, make_weak_learners
 from olb.weak import vfdt_core
@@ -46,12 +48,12 @@ def _decide(pre, left, right):
     """The compiled merit and Hoeffding test of one leaf with a single candidate split (feature 0)."""
     masses = [np.asarray(m, float) for m in (pre, left, right)]
     totals = np.array([[m.sum() for m in masses]])
-    shares = np.concatenate([m / m.sum() for m in masses])
-    log_positive = np.log2(shares[shares > 0])  # in the compiled order: the leaf, then left, right
+    shares = np.stack([m / m.sum() for m in masses])  # rows: the leaf, then the candidate's left and right
+    log_positive = np.log2(shares[shares > 0])  # in the compiled order
     splits, _, _, _, per_feature = vfdt_core.split_decisions(
-        np.array([0]), np.array([0]), np.array([masses[0].sum()]), masses[0][None], masses[0][None] > 0,
-        masses[1][None, None, None], masses[2][None, None, None], np.array([[True]]), totals, log_positive,
-        np.array([0.0, 0.0, 1.0]), np.array([np.log(2.0)]), np.array([0.05]), 0.01)
+        np.array([0]), np.array([0]), np.array([masses[0].sum()]), masses[0][None] > 0, np.array([[True]]),
+        totals, shares[None], log_positive, np.array([0.0, 0.0, 1.0]), np.array([np.log(2.0)]),
+        np.array([0.05]), 0.01)
     return per_feature[0, 0], bool(splits[0])
 
 
@@ -60,7 +62,10 @@ def test_info_gain_of_a_perfect_split_is_the_prior_entropy():
     # a branch holding less than 1% of the weight makes the candidate invalid
     assert _decide([10.01, 10.0], [10.0, 10.0], [0.01, 0.0]) == (-np.inf, False)
     p = np.array([0.25, 0.25, 0.5])
-    assert vfdt_core._entropy(2 * p, 2.0, np.log2(p), 0, np.empty(3)) == (pytest.approx(1.5), 3)
+    assert vfdt_core._entropy(p, np.log2(p), 0, np.empty(3)) == (pytest.approx(1.5), 3)
+    # a zero share adds nothing and consumes no log2 value
+    log_positive = np.log2([0.75, 0.25, 0.5, 0.5])
+    assert vfdt_core._entropy(np.array([0.5, 0.0, 0.5]), log_positive, 2, np.empty(3)) == (1.0, 4)
 
 
 def test_compiled_sums_add_in_numpys_order_bit_for_bit():
@@ -68,6 +73,21 @@ def test_compiled_sums_add_in_numpys_order_bit_for_bit():
     for n in [*range(1, 300), 1000, 4099]:
         a = rng.random(n) * 10.0 ** rng.integers(-8, 8, n)
         assert vfdt_core.pairwise_sum(a, 0, n) == a.sum(), n
+
+
+@njit
+def _compiled_ndtr(z):
+    out = np.empty_like(z)
+    for i in range(z.size):
+        out[i] = vfdt_core.ndtr(z[i])
+    return out
+
+
+def test_compiled_normal_cdf_is_scipys_bit_for_bit():
+    rng = np.random.default_rng(0)
+    z = np.concatenate([rng.normal(size=50_000) * scale for scale in (0.3, 1.0, 3.0, 12.0)]
+                       + [np.array([0.0, -0.0, np.inf, -np.inf, 40.0, -40.0])])
+    assert np.array_equal(_compiled_ndtr(z), ndtr(z))
 
 
 def test_missing_values_are_skipped_in_statistics_and_routed():

@@ -52,7 +52,6 @@ array([[0.667, 0.333],
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtr
 
 from olb.weak import vfdt_core
 from olb.weak.base import DELTA_RANGE, GRACE_RANGE, TAU_RANGE, WeakLearners, log_uniform
@@ -60,7 +59,10 @@ from olb.weak.base import DELTA_RANGE, GRACE_RANGE, TAU_RANGE, WeakLearners, log
 _N_THRESHOLDS = 10
 _MIN_BRANCH_FRACTION = 0.01
 _MIN_VARIANCE = 1e-12
-_SPLIT_BATCH = 16  # leaves whose split candidates are evaluated together (bounds the temporary arrays)
+# Leaves whose split candidates are evaluated together: as many as fit in 2^15 (leaf, covariate, threshold,
+# class) entries per temporary array (256 KB), at least 16; this bounds the batch's temporary arrays.
+_SPLIT_BATCH_ENTRIES = 2 ** 15
+_MIN_SPLIT_BATCH = 16
 
 
 class VFDTForest(WeakLearners):
@@ -113,6 +115,7 @@ class VFDTForest(WeakLearners):
         self._fractions = np.arange(1, _N_THRESHOLDS + 1) / (_N_THRESHOLDS + 1)
         self._eps_factor = np.array([np.log2(c) ** 2 if c >= 2 else 0.0 for c in range(n_labels + 1)])
         self._d = self.covariates.shape[1]
+        self._split_batch = max(_MIN_SPLIT_BATCH, _SPLIT_BATCH_ENTRIES // (self._d * _N_THRESHOLDS * n_labels))
         self._init_storage(capacity=4 * N)
         self._round_leaves = None  # (x, leaves) of the round's prediction
         self.root = np.array([self._new_leaf(np.zeros(n_labels), np.zeros(n_labels, bool), self._new_slot())
@@ -153,10 +156,6 @@ class VFDTForest(WeakLearners):
             self._grow(self._SLOT_ARRAYS)
         self.n_slots += 1
         return self.n_slots - 1
-
-    def _clear_slot(self, slot: int) -> None:
-        for name in self._SLOT_ARRAYS:
-            getattr(self, name)[slot] = self._FILL.get(name, 0.0)
 
     def _new_leaf(self, class_mass: np.ndarray, seen: np.ndarray, slot: int) -> int:
         if self.n_nodes == len(self.split_feature):
@@ -209,36 +208,33 @@ class VFDTForest(WeakLearners):
         due = np.flatnonzero(due)
         due = due[np.argsort(touched[due])]
         self.weight_at_last_attempt[touched[due]] = weight[due]
-        for start in range(0, len(due), _SPLIT_BATCH):
-            batch = due[start:start + _SPLIT_BATCH]
+        for start in range(0, len(due), self._split_batch):
+            batch = due[start:start + self._split_batch]
             self._attempt_splits(touched[batch], owner[batch], weight[batch])
 
     def _attempt_splits(self, leaves: np.ndarray, trees: np.ndarray, n: np.ndarray) -> None:
         """Evaluate the candidate splits of ``leaves`` (of ``trees``, with total weights ``n``) and split
-        where the Hoeffding test says so (compiled loops; the CDF and log2 are ufunc calls on the batch)."""
-        usable, thresholds, z = vfdt_core.split_candidates(leaves, self.slot, self.g_weight, self.g_mean, self.g_m2,
+        where the Hoeffding test says so (compiled loops; log2 is a ufunc call on the batch)."""
+        usable, thresholds, cdf = vfdt_core.split_candidates(leaves, self.slot, self.g_weight, self.g_mean, self.g_m2,
                                                            self.g_min, self.g_max, self._fractions, _MIN_VARIANCE)
-        left, right, totals, positive = vfdt_core.branch_masses(leaves, self.slot, self.class_mass, self.g_weight,
-                                                               self.g_min, self.g_max, usable, thresholds, ndtr(z),
+        left, right, totals, shares, positive = vfdt_core.branch_masses(leaves, self.slot, self.class_mass, self.g_weight,
+                                                               self.g_min, self.g_max, usable, thresholds, cdf,
                                                                _MIN_BRANCH_FRACTION)
         splits, feature, best_t, tied, per_feature = vfdt_core.split_decisions(
-            leaves, trees, n, self.class_mass, self.seen, left, right, usable, totals, np.log2(positive),
-            self._eps_factor, self._ln_inv_delta, self.tau, _MIN_BRANCH_FRACTION)
-        for b in np.flatnonzero(splits):
-            f = np.argsort(per_feature[b])[::-1][0] if tied[b] else feature[b]  # numpy's choice among ties
-            j = best_t[b, f]
-            self._split(leaves[b], f, thresholds[b, f, j], left[b, f, j], right[b, f, j])
-
-    def _split(self, leaf: int, feature: int, threshold: float, left_mass: np.ndarray, right_mass: np.ndarray) -> None:
-        slot = self.slot[leaf]
-        self._clear_slot(slot)
-        left_node = self._new_leaf(left_mass, left_mass > 0, slot)
-        right_node = self._new_leaf(right_mass, right_mass > 0, self._new_slot())
-        self.split_feature[leaf] = feature
-        self.threshold[leaf] = threshold
-        self.left[leaf], self.right[leaf] = left_node, right_node
-        self.nan_left[leaf] = left_mass.sum() >= right_mass.sum()
-        self.slot[leaf] = -1
+            leaves, trees, n, self.seen, usable, totals, shares, np.log2(positive), self._eps_factor,
+            self._ln_inv_delta, self.tau, _MIN_BRANCH_FRACTION)
+        chosen = feature.copy()
+        for b in np.flatnonzero(splits & tied):
+            chosen[b] = np.argsort(per_feature[b])[::-1][0]  # numpy's choice among tied features
+        n_splits = int(splits.sum())
+        while self.n_nodes + 2 * n_splits > len(self.split_feature):
+            self._grow(self._NODE_ARRAYS)
+        while self.n_slots + n_splits > len(self.g_weight):
+            self._grow(self._SLOT_ARRAYS)
+        self.n_nodes, self.n_slots = vfdt_core.apply_splits(
+            splits, chosen, best_t, leaves, thresholds, left, right, self.n_nodes, self.n_slots, self.split_feature,
+            self.threshold, self.left, self.right, self.nan_left, self.slot, self.class_mass, self.seen,
+            self.weight_at_last_attempt, self.g_weight, self.g_mean, self.g_m2, self.g_min, self.g_max)
 
     @property
     def n_leaves(self) -> int:

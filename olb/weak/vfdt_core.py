@@ -9,8 +9,16 @@ this file (or in ``NUMBA_CACHE_DIR`` where that is not writable), so only the fi
 
 from __future__ import annotations
 
+import llvmlite.binding
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import get_cython_function_address
+
+# scipy's normal CDF (the very function behind the ufunc ``scipy.special.ndtr``, bit for bit), called per value
+# from the compiled loops; bound by symbol name so that numba's on-disk cache stays usable.
+llvmlite.binding.add_symbol("olb_scipy_ndtr", get_cython_function_address("scipy.special.cython_special",
+                                                                         "__pyx_fuse_1ndtr"))
+ndtr = types.ExternalFunction("olb_scipy_ndtr", types.float64(types.float64))
 
 
 @njit(cache=True, nogil=True)
@@ -148,8 +156,8 @@ def pairwise_sum(a, start, n):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True)
 def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractions, min_variance):
     """Candidate thresholds (L, d', T) of every leaf's covariates, which covariates have any (L, d'), and the
-    standardized thresholds z = (t - mu_c) / sigma_c whose normal CDF gives the share of class c's weight left
-    of t, only where that share is neither 0 (t below the class's smallest value, or no weight) nor all of it
+    normal CDF of the standardized thresholds (t - mu_c) / sigma_c, the share of class c's weight left of t,
+    only where that share is neither 0 (t below the class's smallest value, or no weight) nor all of it
     (t above its largest), in the order :func:`branch_masses` reads them.
 
     Thresholds lie at ``fractions`` of the way from the covariate's smallest to its largest observed value.
@@ -158,8 +166,9 @@ def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractio
     _, d, k = g_weight.shape
     usable = np.zeros((n_leaves, d), np.bool_)
     thresholds = np.zeros((n_leaves, d, n_thr))
-    z = np.empty(n_leaves * d * n_thr * k)
-    n_z = 0
+    cdf = np.empty(n_leaves * d * n_thr * k)
+    sigma = np.empty(k)
+    n_cdf = 0
     for b in range(n_leaves):
         s = slot[leaves[b]]
         for f in range(d):
@@ -173,36 +182,42 @@ def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractio
             usable[b, f] = True
             for j in range(n_thr):
                 thresholds[b, f, j] = lo + (hi - lo) * fractions[j]
+            for c in range(k):
+                W = g_weight[s, f, c]
+                if W > 0:
+                    sigma[c] = np.sqrt(max(g_m2[s, f, c] / W, min_variance))
             for j in range(n_thr):
                 t = thresholds[b, f, j]
                 for c in range(k):
-                    W = g_weight[s, f, c]
-                    if W > 0 and not t < g_min[s, f, c] and not t > g_max[s, f, c]:
-                        sigma = np.sqrt(max(g_m2[s, f, c] / W, min_variance))
-                        z[n_z] = (t - g_mean[s, f, c]) / sigma
-                        n_z += 1
-    return usable, thresholds, z[:n_z]
+                    if g_weight[s, f, c] > 0 and not t < g_min[s, f, c] and not t > g_max[s, f, c]:
+                        cdf[n_cdf] = ndtr((t - g_mean[s, f, c]) / sigma[c])
+                        n_cdf += 1
+    return usable, thresholds, cdf[:n_cdf]
 
 
 @njit(cache=True, nogil=True)
 def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thresholds, cdf, min_branch_fraction):
     """Class masses left and right of every candidate (L, d', T, k); the total mass of every distribution whose
-    entropy the merit needs (L, 1 + 2 d' T: the leaf's own, then each candidate's left and right branch); and
-    the positive class shares of the leaf and of the candidates whose branches both hold more than
+    entropy the merit needs (L, 1 + 2 d' T: the leaf's own, then each candidate's left and right branch) and
+    its class shares (L, 1 + 2 d' T, k; computed once here, read again by :func:`split_decisions`); and the
+    positive class shares of the leaf and of the candidates whose branches both hold more than
     ``min_branch_fraction`` of the weight, in the order :func:`split_decisions` reads them (it needs their log2).
     A class's weight left of t is W_c Phi(z): none below its smallest value, all above its largest."""
     n_leaves, d, n_thr = thresholds.shape
     k = class_mass.shape[1]
-    left = np.zeros((n_leaves, d, n_thr, k))
-    right = np.zeros((n_leaves, d, n_thr, k))
+    # left, right and shares are only written (and read) where a candidate is usable and not void
+    left = np.empty((n_leaves, d, n_thr, k))
+    right = np.empty((n_leaves, d, n_thr, k))
     totals = np.zeros((n_leaves, 1 + 2 * d * n_thr))
+    shares = np.empty((n_leaves, 1 + 2 * d * n_thr, k))
     positive = np.empty(totals.size * k)
     n_cdf = n_pos = 0
     for b in range(n_leaves):
         leaf = leaves[b]
         s = slot[leaf]
         totals[b, 0] = pairwise_sum(class_mass[leaf], 0, k)
-        n_pos = _shares(class_mass[leaf], totals[b, 0], positive, n_pos)
+        shares[b, 0] = 0.0
+        n_pos = _shares(class_mass[leaf], totals[b, 0], shares[b, 0], positive, n_pos)
         for f in range(d):
             if not usable[b, f]:
                 continue
@@ -223,9 +238,9 @@ def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thre
                 wl = totals[b, row] = pairwise_sum(left[b, f, j], 0, k)
                 wr = totals[b, row + 1] = pairwise_sum(right[b, f, j], 0, k)
                 if _two_branches(wl, wr, min_branch_fraction):  # otherwise the merit is -inf: no entropies
-                    n_pos = _shares(left[b, f, j], wl, positive, n_pos)
-                    n_pos = _shares(right[b, f, j], wr, positive, n_pos)
-    return left, right, totals, positive[:n_pos]
+                    n_pos = _shares(left[b, f, j], wl, shares[b, row], positive, n_pos)
+                    n_pos = _shares(right[b, f, j], wr, shares[b, row + 1], positive, n_pos)
+    return left, right, totals, shares, positive[:n_pos]
 
 
 @njit(cache=True, nogil=True)
@@ -236,11 +251,12 @@ def _two_branches(wl, wr, min_branch_fraction):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _shares(mass, total, positive, n_pos):  # pragma: no cover - compiled
-    """Append the positive shares mass / total (none if the total is 0) to ``positive``."""
+def _shares(mass, total, share, positive, n_pos):  # pragma: no cover - compiled
+    """Write the shares mass / total to ``share`` (left as it is if the total is 0) and append the positive ones to
+    ``positive``."""
     if total > 0:
         for c in range(mass.shape[0]):
-            p = mass[c] / total
+            p = share[c] = mass[c] / total
             if p > 0:
                 positive[n_pos] = p
                 n_pos += 1
@@ -248,22 +264,21 @@ def _shares(mass, total, positive, n_pos):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _entropy(mass, total, log_positive, cursor, terms):  # pragma: no cover - compiled
-    """Entropy in bits of the class shares mass / total (0 if the total is 0); ``log_positive[cursor:]`` holds
-    log2 of the positive shares in order, ``terms`` is scratch space. Returns the entropy and the next cursor."""
-    for c in range(mass.shape[0]):
+def _entropy(share, log_positive, cursor, terms):  # pragma: no cover - compiled
+    """Entropy in bits of the class shares ``share``; ``log_positive[cursor:]`` holds log2 of the positive
+    shares in order, ``terms`` is scratch space. Returns the entropy and the next cursor."""
+    for c in range(share.shape[0]):
+        p = share[c]
         terms[c] = 0.0
-        if total > 0:
-            p = mass[c] / total
-            if p > 0:
-                terms[c] = p * log_positive[cursor]
-                cursor += 1
+        if p > 0:
+            terms[c] = p * log_positive[cursor]
+            cursor += 1
     return -pairwise_sum(terms, 0, terms.shape[0]), cursor
 
 
 @njit(cache=True, nogil=True)
-def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usable, totals, log_positive,
-                    eps_factor, ln_inv_delta, tau, min_branch_fraction):  # pragma: no cover - compiled
+def split_decisions(leaves, trees, n_weight, seen, usable, totals, shares, log_positive, eps_factor,
+                    ln_inv_delta, tau, min_branch_fraction):  # pragma: no cover - compiled
     """Information-gain merits of every candidate and the Hoeffding test of each leaf.
 
     Returns per leaf whether it splits, the best feature and threshold index, whether the best merit is tied
@@ -271,7 +286,9 @@ def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usab
     A candidate scores -inf unless both branches hold more than ``min_branch_fraction`` of the weight; the
     leaf splits when best - second best > eps or eps < tau, eps = sqrt(log2(#classes)^2 ln(1/delta) / (2 n)).
     """
-    n_leaves, d, n_thr, k = left.shape
+    n_leaves, d = usable.shape
+    k = shares.shape[2]
+    n_thr = (shares.shape[1] - 1) // (2 * d)
     splits = np.zeros(n_leaves, np.bool_)
     tied = np.zeros(n_leaves, np.bool_)
     best_feature = np.zeros(n_leaves, np.int64)
@@ -280,7 +297,7 @@ def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usab
     cursor = 0
     terms = np.empty(k)
     for b in range(n_leaves):
-        pre, cursor = _entropy(class_mass[leaves[b]], totals[b, 0], log_positive, cursor, terms)
+        pre, cursor = _entropy(shares[b, 0], log_positive, cursor, terms)
         for f in range(d):
             if not usable[b, f]:
                 continue
@@ -290,8 +307,8 @@ def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usab
                 total = wl + wr
                 merit = -np.inf
                 if _two_branches(wl, wr, min_branch_fraction):
-                    h_left, cursor = _entropy(left[b, f, j], wl, log_positive, cursor, terms)
-                    h_right, cursor = _entropy(right[b, f, j], wr, log_positive, cursor, terms)
+                    h_left, cursor = _entropy(shares[b, row], log_positive, cursor, terms)
+                    h_right, cursor = _entropy(shares[b, row + 1], log_positive, cursor, terms)
                     merit = pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
                 if merit > per_feature[b, f] or j == 0:
                     per_feature[b, f] = merit
@@ -317,3 +334,41 @@ def split_decisions(leaves, trees, n_weight, class_mass, seen, left, right, usab
         eps = np.sqrt(eps_factor[max(n_classes, 2)] * ln_inv_delta[trees[b]] / (2.0 * n_weight[b]))
         splits[b] = best - second > eps or eps < tau[trees[b]]
     return splits, best_feature, best_threshold, tied, per_feature
+
+
+@njit(cache=True, nogil=True)
+def apply_splits(splits, feature, best_threshold, leaves, thresholds, left, right, n_nodes, n_slots,
+                 split_feature, threshold, left_child, right_child, nan_left, slot, class_mass, seen,
+                 weight_at_last_attempt, g_weight, g_mean, g_m2, g_min, g_max):  # pragma: no cover - compiled
+    """Split every leaf ``leaves[b]`` with ``splits[b]`` on covariate ``feature[b]`` at its best threshold.
+
+    Its children are the next two nodes (left first), holding the candidate's branch masses; the left child
+    takes the leaf's slot of Gaussian statistics, cleared, the right child the next unused slot. Missing values
+    will go to the heavier child. The arrays must have room for the new nodes and slots (the caller grows them).
+    """
+    k = class_mass.shape[1]
+    for b in range(splits.shape[0]):
+        if not splits[b]:
+            continue
+        leaf, f = leaves[b], feature[b]
+        j = best_threshold[b, f]
+        s = slot[leaf]
+        g_weight[s] = 0.0
+        g_mean[s] = 0.0
+        g_m2[s] = 0.0
+        g_min[s] = np.inf
+        g_max[s] = -np.inf
+        for child, mass, child_slot in ((n_nodes, left[b, f, j], s), (n_nodes + 1, right[b, f, j], n_slots)):
+            slot[child] = child_slot
+            for c in range(k):
+                class_mass[child, c] = mass[c]
+                seen[child, c] = mass[c] > 0
+            weight_at_last_attempt[child] = pairwise_sum(mass, 0, k)
+        split_feature[leaf] = f
+        threshold[leaf] = thresholds[b, f, j]
+        left_child[leaf], right_child[leaf] = n_nodes, n_nodes + 1
+        nan_left[leaf] = weight_at_last_attempt[n_nodes] >= weight_at_last_attempt[n_nodes + 1]
+        slot[leaf] = -1
+        n_nodes += 2
+        n_slots += 1
+    return n_nodes, n_slots
