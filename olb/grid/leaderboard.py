@@ -3,8 +3,9 @@ critical-difference diagram and a runtime-vs-quality plot, from a board of per-(
 
 The board of one metric is a table with one row per data set and one column per learner (the mean over the
 training permutations). Ranks are taken per data set (1 = best, ties share their mean rank) over the data sets
-on which every learner of the board has a figure (the Friedman test needs complete blocks); the mean-rank table
-and the diagram are drawn from the same ranks. Statistics come from scipy (Friedman) and scikit-posthocs
+on which every ranked learner has a figure (the Friedman test needs complete blocks: a learner missing on half of
+the data sets or more is listed, not ranked; then data sets missing a ranked learner go); the mean-rank table and
+the diagram are drawn from the same ranks. Statistics come from scipy (Friedman) and scikit-posthocs
 (Nemenyi's all-pairs test after Friedman, and the diagram).
 
 >>> import pandas as pd
@@ -23,7 +24,10 @@ import pandas as pd
 
 
 def complete(board: pd.DataFrame) -> pd.DataFrame:
-    """The rows (data sets) on which every learner has a figure."""
+    """The complete block the rank tests need: data sets without any figure go, then learners missing on half
+    of the rest or more (e.g. a learner that only runs on text data), then data sets still incomplete."""
+    board = board.dropna(axis=0, how="all")
+    board = board.loc[:, board.notna().sum() > len(board) / 2]
     return board.dropna(axis=0, how="any")
 
 
@@ -141,6 +145,9 @@ def write_report(table: pd.DataFrame, cells: pd.DataFrame, lower_is_better: dict
         files.append(cd_diagram(comparison, out_dir / f"cd_{metric}.png"))
         files.append(runtime_quality_plot(figures, runtime.reindex(columns=figures.columns), metric, lower,
                                           out_dir / f"runtime_vs_{metric}.png"))
+        left_out = sorted(set(figures.columns) - set(comparison.mean_ranks.index))
         parts += [f"### {metric} ({'lower' if lower else 'higher'} is better)", "", comparison.markdown(), "",
+                  *([f"Not ranked (missing on half of the data sets or more): {', '.join(left_out)}.", ""]
+                    if left_out else []),
                   f"![critical difference](leaderboard/cd_{metric}.png)", ""]
     return "\n".join(parts), files
