@@ -1,4 +1,4 @@
-"""Data fixtures: the shared benchmark data ($OLB_DATA_DIR, else <repo>/../shared/data) and an empty cache."""
+"""Data fixtures: the shared benchmark data ($OLB_DATA_DIR, else a shared/data folder beside the checkout) and an empty cache."""
 
 import functools
 import os

@@ -7,7 +7,7 @@ routes, predicts and updates them together in compiled loops (:mod:`olb.weak.vfd
 routed once per round, the statistics of all trees are updated in one call, and the due split attempts
 are evaluated together. That is where olb's speed comes from (see ``docs/speed.md``).
 
-The trees mirror the VFDT port the papers' authors used (``specs/reference_notes.md`` section 1),
+The trees mirror the VFDT port the papers' authors used (``docs/authors_code.md``),
 since the papers themselves only say "VFDT":
 
 * information gain (bits) as split criterion; a candidate where fewer than two branches hold more than
@@ -26,12 +26,12 @@ uniformly (real-valued) from the given ranges, and each tree sees a fixed random
 ``num_covariates`` features (all features when there are no more than that).
 
 Missing values (NaN) are skipped in the statistics and routed to the heavier child.
-Nominal features are treated as numeric codes (documented in ``docs/weak_learners.md``).
+Nominal features are treated as numeric codes (``docs/data.md``).
 
 Differences from the authors' port, all minor: the |Y| labels of one example are added to a tree
 together before its split check (the port checks after each); a leaf whose candidates all score -inf
 keeps trying instead of being deactivated; the stale-sigma quirk of the port's first threshold
-(reference_notes section 5, item 14) is not reproduced.
+(``docs/authors_code.md``) is not reproduced.
 
 Examples
 --------

@@ -15,7 +15,7 @@ The feedback object and the ranking helpers live in :mod:`olb.feedback`. This mo
 
 Exploration acts on the ranking (label positions), never on the scores: a swap of two labels with equal
 scores still changes the ranking, so the probabilities below hold whatever the ties (the authors' 2019
-code swapped scores and assumed swaps that ties made void; ``specs/reference_notes.md`` section 5 item 20).
+code swapped scores and assumed swaps that ties made void; ``docs/authors_code.md``).
 
 >>> import numpy as np
 >>> scheme = UniformExploration(n_labels=6, k=3, rho=0.1)
@@ -132,7 +132,7 @@ class SingleSwapExploration(Exploration):
     - none in V: (2/n)(1/n)((k-1)/k)  (the paper's value).
 
     The paper gives only lower bounds for the first two cases; the authors' 2019 code (simultaneous
-    swaps) had a wrong one-in-V probability (``specs/reference_notes.md`` section 4.2).
+    swaps) had a wrong one-in-V probability (``docs/authors_code.md``).
     """
 
     name = "single_swap"

@@ -18,7 +18,7 @@ When the label y arrives, learner i is fed (x, y) with an importance weight read
   2 sqrt(2) / ((k - 1) sqrt(t)), projected to [-2, 2]; the prediction is the expert drawn by Hedge,
   and Hedge's weights are v^i <- v^i exp(-1(yhat^i != y)).
 
-Where the authors' code (``specs/reference_notes.md`` section 3) differs from the paper, the paper is the
+Where the authors' code (``docs/authors_code.md``) differs from the paper, the paper is the
 default and the code's choice a named option: ``authors_weights`` (their importance weights),
 ``authors_gradient`` (their alpha-derivative, wrong when l^i = y; section 5 item 8),
 ``authors_horizon`` (one more remaining draw in the potentials; item 9), ``weak_prediction="expected_cost"``
@@ -180,7 +180,7 @@ def alpha_gradient(S: np.ndarray, labels: np.ndarray, alpha: np.ndarray, y: int,
 
     ``S`` (N, k) holds s^{i-1}. If l^i != y: sigma(s[l] + a - s[y]); if l^i = y: -sum_{j != y} sigma(s[j] - s[y] - a)
     (the true derivative). ``authors=True`` returns the authors' code's value in the second case,
-    -sum_{j != y} sigma(s[y] + a - s[j]) (= -(k-1) - the true one; reference_notes section 5 item 8).
+    -sum_{j != y} sigma(s[y] + a - s[j]) (= -(k-1) - the true one; ``docs/authors_code.md``).
     """
     N = len(S)
     sy = S[:, y]
