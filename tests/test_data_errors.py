@@ -273,7 +273,7 @@ def test_download_from_an_unreachable_server(registry):
 
 def test_a_cached_file_with_another_checksum_is_reported_as_such(registry, monkeypatch, tmp_path):
     from olb.data import DownloadError
-    from olb.data.files import cache_dir
+    from olb.data.cache import cache_dir
 
     entry = {"task": "multilabel", "format": "meka_arff", "target": {"first": 1},
              "shape": {"n_examples": 1, "n_train": None, "n_features": 1, "n_labels": 1},

@@ -14,6 +14,7 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import TextIO
 
+from olb.data.cache import cache_dir
 from olb.data.errors import DatasetUnavailable, DownloadError
 from olb.data.registry import DatasetSpec, FileSpec
 
@@ -32,11 +33,6 @@ def data_dirs(data_dir: DataDirs = None) -> list[Path]:
     items = [data_dir] if isinstance(data_dir, (str, os.PathLike)) else list(data_dir)
     parts = [part for item in items for part in (os.fspath(item).split(os.pathsep) if isinstance(item, str) else [item])]
     return [Path(part).expanduser() for part in parts if os.fspath(part)]
-
-
-def cache_dir() -> Path:
-    """The download cache: ``$OLB_CACHE_DIR``, else ``~/.cache/olb``."""
-    return Path(os.environ.get("OLB_CACHE_DIR") or Path.home() / ".cache" / "olb").expanduser()
 
 
 def locate(spec: DatasetSpec, data_dir: str | os.PathLike | None = None) -> dict[str, Path]:

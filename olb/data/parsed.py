@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from olb.data.dataset import Dataset
-from olb.data.files import cache_dir
+from olb.data.cache import cache_dir
 
 
 # The modules whose code decides the parsed arrays: a change to any of them makes earlier caches unused.

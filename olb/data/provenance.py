@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from olb.data.errors import DataError
-from olb.data.files import cache_dir
+from olb.data.cache import cache_dir
 from olb.data.registry import DatasetSpec
 
 _CHUNK = 1 << 20

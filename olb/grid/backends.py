@@ -26,7 +26,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 
-from olb.grid.config import BackendConfig
+from olb.grid.config import BACKENDS, BackendConfig
 from olb.grid.worker import execute_cell
 
 # No auth token warning, no usage statistics (nor their prompt), and no C++ failure signal handler: with it a
@@ -164,9 +164,6 @@ def ray_init_kwargs(cfg: BackendConfig) -> dict:
                   _temp_dir=str(cfg.temp_dir).replace("{pid}", str(os.getpid())),
                   object_store_memory=int(cfg.object_store_memory_mb) * 1024 * 1024)
     return kwargs
-
-
-BACKENDS = ("auto", "ray", "serial")
 
 
 def choose_backend(cfg: BackendConfig, work_s: float, n_tasks: int) -> tuple[str, str]:

@@ -22,6 +22,8 @@ from olb.registry import ALGORITHMS
 
 PAPER_TABLES = olb.conf_dir() / "reference" / "paper_tables.csv"
 
+BACKENDS = ("auto", "ray", "serial")
+
 # Hyperparameter-like axes that are CellSpec fields rather than algorithm hyperparameters.
 SPEC_AXES = ("loops",)
 

@@ -29,49 +29,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from olb.grid.plan import Cell, GridConfigError, Plan
+from olb.grid.plan import Cell, Plan
 
 log = logging.getLogger("olb.grid")
 
 CV_VERSION = 1
-SELECTION_KEYS = {"folds": 10, "rule": "majority", "seed": 0, "metrics": None}
-
-
-def selection_settings(raw, where: str) -> dict | None:
-    """An entry's ``select`` mapping with defaults filled in (None: the entry is not cross-validated)."""
-    if raw is None:
-        return None
-    unknown = sorted(set(raw) - set(SELECTION_KEYS))
-    if not isinstance(raw, dict) or unknown:
-        raise GridConfigError(f"{where}.select: expected a mapping with keys {', '.join(SELECTION_KEYS)}, "
-                              f"got {raw!r}")
-    return {**SELECTION_KEYS, **dict(raw)}
-
-
-def check_selection(select: dict, cls, metrics: tuple[str, ...], n_train: int | None, where: str) -> list[str]:
-    """Problems of one entry's ``select`` on one data set (checked by the planner, before any work)."""
-    from olb.grid.selection import RULES
-    from olb.metrics import METRICS
-    from olb.protocol import missing_outputs
-
-    problems = []
-    folds, rule = select["folds"], str(select["rule"])
-    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-        problems.append(f"{where}.select.folds={folds!r}; allowed: an integer >= 2")
-    elif n_train is not None and folds > n_train:
-        problems.append(f"{where}.select.folds={folds} exceeds the {n_train} training rows")
-    if n_train is None:
-        problems.append(f"{where}.select: cross-validation needs a training split, and the data set has none")
-    cv_metrics = tuple(select["metrics"] or metrics)
-    unknown = [m for m in cv_metrics if m not in METRICS]
-    if unknown:
-        problems.append(f"{where}.select.metrics: unknown metric(s) {unknown}")
-    problems += [f"{where}.select: {p}" for p in missing_outputs(cls, [m for m in cv_metrics if m in METRICS])]
-    if rule != "majority" and not (rule.startswith("best:") and rule.split(":", 1)[1] in cv_metrics):
-        problems.append(f"{where}.select.rule={rule!r}; allowed: {', '.join(RULES)} with a metric of {list(cv_metrics)}")
-    return problems
-
-
 def task_id(task: dict) -> str:
     keys = ("algorithm", "params", "dataset", "fingerprint", "folds", "seed", "metrics")
     payload = {"v": CV_VERSION, **{k: task[k] for k in keys}}

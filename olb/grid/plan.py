@@ -20,7 +20,7 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from olb.grid.config import SPEC_AXES, AlgorithmEntry, hyperparameter_names
+from olb.grid.config import BACKENDS, SPEC_AXES, AlgorithmEntry, hyperparameter_names
 from olb.registry import algorithm_names, did_you_mean, get_algorithm
 
 CELL_ID_VERSION = 1
@@ -333,8 +333,6 @@ def _check_settings(cfg: DictConfig, problems: Problems) -> None:
     for m in cfg.metrics or ():
         if m not in METRICS:
             problems.add(f"metrics: {_unknown('metric', m, METRICS)}")
-    from olb.grid.backends import BACKENDS
-
     if cfg.backend.name not in BACKENDS:
         problems.add(f"backend.name={cfg.backend.name!r} is not allowed; allowed: {', '.join(BACKENDS)}")
     if cfg.backend.num_cpus is not None and cfg.backend.num_cpus < 1:
@@ -371,10 +369,13 @@ def _expand_entry(ctx: _Context, key: str, entry, entries_cfg: dict, entries: di
         for ds in names:
             if ds not in dataset_names():
                 problems.add(f"algorithm.{key}.{where}: {_unknown('data set', ds, dataset_names())}")
-    from olb.grid.crossval import check_selection, selection_settings
+    from olb.grid.selection import check_selection, selection_settings
 
-    select = _collect(problems, selection_settings, _plain(entry.select) if entry is not None else None,
-                      f"algorithm.{key}")
+    try:
+        select = selection_settings(_plain(entry.select) if entry is not None else None, f"algorithm.{key}")
+    except ValueError as err:
+        problems.add(str(err))
+        select = None
     entries[key] = {"label": label, "algorithm": algo, "paper_name": entry.paper_name if entry is not None else None,
                     "best_of": best_of, "select": select}
     metrics = tuple(_plain(cfg.metrics) or DEFAULT_METRICS[cls.task])
