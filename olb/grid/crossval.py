@@ -203,24 +203,14 @@ def _setting_label(cell: Cell) -> str:
 
 def _log_choice(tracker, choice: Choice, settings: dict) -> None:
     """One MLflow run per selection: the rule, the chosen setting, why, and the fold-by-setting table."""
-    from mlflow.entities import Param, RunTag
-
-    client = tracker.client
-    run = tracker._retry(client.create_run, tracker.experiment_id, run_name=f"select {choice.entry} {choice.dataset}",
-                         tags={"olb.kind": "selection", "olb.entry": choice.entry, "olb.dataset": choice.dataset,
-                               "olb.code_version": tracker.code_version,
-                               **({"mlflow.parentRunId": tracker.parent_run_id}
-                                  if getattr(tracker, "parent_run_id", None) else {})})
-    params = [Param("rule", choice.rule), Param("folds", str(settings["folds"])),
-              Param("fold_seed", str(settings["seed"]))]
-    params += [Param(f"chosen.{k}", str(v)) for k, v in choice.params.items()]
-    tags = [RunTag("olb.selection_reason", choice.reason[:5000]), RunTag("olb.partial", str(choice.partial))]
-    tracker._retry(client.log_batch, run.info.run_id, params=params, tags=tags)
+    params = {"rule": choice.rule, "folds": settings["folds"], "fold_seed": settings["seed"],
+              **{f"chosen.{k}": v for k, v in choice.params.items()}}
+    tags = {"olb.kind": "selection", "olb.entry": choice.entry, "olb.dataset": choice.dataset,
+            "olb.selection_reason": choice.reason[:5000], "olb.partial": str(choice.partial)}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cv_folds.csv"
         choice.table.to_csv(path, index=False)
-        tracker._retry(client.log_artifact, run.info.run_id, str(path))
-    tracker._retry(client.set_terminated, run.info.run_id, "FINISHED")
+        tracker.log_run(f"select {choice.entry} {choice.dataset}", params, tags, [path])
 
 
 def selection_markdown(choices: list[Choice]) -> str:

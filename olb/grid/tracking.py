@@ -188,6 +188,18 @@ class Tracker:
                 self._retry(self.client.log_artifact, run_id, str(path))
         self._retry(self.client.set_terminated, run_id, status)
 
+    def log_run(self, run_name: str, params: dict, tags: dict, files: list[Path]) -> str:
+        """A finished run (under this invocation's parent run, if any) with ``params``, ``tags`` and ``files``
+        as artifacts; its id. The grid's stages other than cells (e.g. a cross-validated selection) use it."""
+        parent = {"mlflow.parentRunId": self.parent_run_id} if self.parent_run_id else {}
+        run = self._retry(self.client.create_run, self.experiment_id, run_name=run_name,
+                          tags={"olb.code_version": self.code_version, **parent, **tags})
+        self._log_batch(run.info.run_id, params=params)
+        for path in files:
+            self._retry(self.client.log_artifact, run.info.run_id, str(path))
+        self._retry(self.client.set_terminated, run.info.run_id, "FINISHED")
+        return run.info.run_id
+
     def log_cell(self, cell: Cell, payload: dict, data_tags: dict | None = None) -> str:
         """One child run with the cell's parameters, metrics, curve (one batch), tags (``data_tags``: which
         data it read) and artifacts."""
