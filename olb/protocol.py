@@ -49,12 +49,13 @@ import functools
 import resource
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from olb.data.dataset import Dataset
 from olb.feedback import TopKFeedback
+from olb.learners.params import FEATURE_SCALING
 from olb.metrics import METRICS, Metric
 
 PROTOCOLS = ("train_test", "prequential_last20", "train_frozen")
@@ -203,33 +204,24 @@ def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_e
 
 
 class RowReader:
-    """The rows a learner sees: copies (never views into the data set), dense or CSR as the learner accepts,
-    scaled as its ``feature_scaling`` asks with the statistics of ``train_rows``."""
+    """The rows a learner sees: copies (never views into the data set), dense or CSR as the learner accepts
+    (``Dataset.rows`` / ``Dataset.sparse_rows``), scaled as its ``feature_scaling`` asks with the statistics
+    of ``train_rows``."""
 
     def __init__(self, dataset: Dataset, learner, train_rows: np.ndarray):
-        X = dataset.X
-        sparse = hasattr(X, "tocsr")
         scaling = getattr(learner, "feature_scaling", "none")
-        if scaling not in ("none", "minmax"):
-            raise ValueError(f"feature_scaling={scaling!r} is not allowed; allowed: 'none', 'minmax'")
+        if scaling not in FEATURE_SCALING.choices:
+            raise ValueError(f"feature_scaling={scaling!r} is not allowed; allowed: {FEATURE_SCALING.describe()}")
         if scaling == "minmax":
-            X = _minmax(X, train_rows, sparse)
-        self.sparse_rows = sparse and getattr(learner, "accepts_sparse", False)
-        self.X = X.tocsr() if sparse else X
+            dataset = replace(dataset, X=_minmax(dataset.X, train_rows, dataset.is_sparse))
+        self.dataset = dataset
+        self.sparse_rows = dataset.is_sparse and getattr(learner, "accepts_sparse", False)
 
     def row(self, index):
-        if self.sparse_rows:
-            return self.X[[index]]
-        if hasattr(self.X, "tocsr"):
-            return self.X[[index]].toarray()[0]
-        return self.X[index].copy()
+        return self.dataset.sparse_rows(index) if self.sparse_rows else self.dataset.rows(index)[0]
 
     def block(self, indices: np.ndarray):
-        if self.sparse_rows:
-            return self.X[indices]
-        if hasattr(self.X, "tocsr"):
-            return self.X[indices].toarray()
-        return self.X[indices]  # fancy indexing: already a copy
+        return self.dataset.sparse_rows(indices) if self.sparse_rows else self.dataset.rows(indices)
 
 
 def _minmax(X, train_rows: np.ndarray, sparse: bool):
