@@ -159,3 +159,25 @@ class OnlineLearner:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.hyper.items())
         return f"{type(self).__name__}({args})"
+
+
+class RoundCache:
+    """The value a learner computed for one round's input in ``predict_one``, kept until ``learn_one`` clears it
+    (the contract's predict-then-learn rule, for learners with ``predict_before_learn``).
+
+    The protocol calls ``learn_one(x)`` right after ``predict_one(x)`` with the same array, so the cache is
+    keyed by identity: a different x (or none cached) means computing again.
+    """
+
+    def __init__(self):
+        self.clear()
+
+    def get(self, x: np.ndarray, compute):
+        """The value for ``x``: the cached one if ``x`` is the cached input, else ``compute(x)`` (then cached)."""
+        if self._x is not x:
+            self._value = compute(x)
+            self._x = x
+        return self._value
+
+    def clear(self) -> None:
+        self._x = self._value = None

@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from olb.learners.base import OnlineLearner, Param, StreamShape
+from olb.learners.base import OnlineLearner, Param, RoundCache, StreamShape
 from olb.learners.boosting import LEARNERS as BOOSTERS
-from olb.learners.boosting.common import RoundCache
 from olb.learners.linear.alt_loss import alt_coefficients
 from olb.learners.params import ETA, FEATURE_SCALING, REPEATS, with_default
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from olb.learners.base import OnlineLearner
-from olb.learners.boosting.common import ALL_FEATURES_PARAM, BOOSTER_PARAMS, RoundCache, build_weak_learners
+from olb.learners.base import OnlineLearner, RoundCache
+from olb.learners.boosting.common import ALL_FEATURES_PARAM, BOOSTER_PARAMS, build_weak_learners
 from olb.weak import VFDTForest
 from olb.weak.river_adapter import river_hoeffding_tree
 

@@ -5,7 +5,6 @@
 - ``build_weak_learners``: the pool of N weak learners of a booster (:func:`olb.weak.make_weak_learners`).
 - ``ALL_FEATURES_PARAM``: ``num_covariates`` defaulting to all features (paper 001's learners).
 - ``GAMMA_PARAM`` / ``MARGIN_PARAM``: the edge of the potential-based boosters' baseline and their hinge margin.
-- ``RoundCache``: what a booster computed for the round's x in ``predict_one``, reused by ``learn_one``.
 - ``hedge_init`` / ``hedge_draw`` / ``hedge_update``: the Hedge distribution over the N experts (Ada.OLMR,
   Adaboost.OLM, TopAda); ``projected_alpha_step``: an adaptive booster's step on alpha, projected to [-2, 2].
 """
@@ -29,27 +28,6 @@ ALL_FEATURES_PARAM = Param(int, 0, low=0, doc="random features per tree; 0 (defa
 GAMMA_PARAM = Param(float, 0.1, low=0.0, high=1.0, open_low=True, open_high=True, doc="edge of the baseline")
 MARGIN_PARAM = Param(float, 1.0, low=0.0, doc="hinge margin inside the potential (authors' code: 0)")
 ALPHA_BOUND = 2.0  # the adaptive boosters project alpha to [-2, 2] (papers 000, 001, 004)
-
-
-class RoundCache:
-    """The value computed for one round's input, kept until ``learn_one`` clears it.
-
-    The protocol calls ``learn_one(x)`` right after ``predict_one(x)`` with the same array, so the cache is
-    keyed by identity: a different x (or none cached) means computing again.
-    """
-
-    def __init__(self):
-        self.clear()
-
-    def get(self, x: np.ndarray, compute):
-        """The value for ``x``: the cached one if ``x`` is the cached input, else ``compute(x)`` (then cached)."""
-        if self._x is not x:
-            self._value = compute(x)
-            self._x = x
-        return self._value
-
-    def clear(self) -> None:
-        self._x = self._value = None
 
 
 def build_weak_learners(kind: str, n_learners: int, n_features: int, n_labels: int, num_covariates: int,

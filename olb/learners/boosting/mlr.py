@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from olb.learners.base import OnlineLearner, Param
-from olb.learners.boosting.common import (BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM, RoundCache, build_weak_learners,
+from olb.learners.base import OnlineLearner, Param, RoundCache
+from olb.learners.boosting.common import (BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM, build_weak_learners,
                                          hedge_draw, hedge_init, hedge_update, projected_alpha_step)
 from olb.learners.boosting.losses import logistic_rank_gradient
 from olb.learners.boosting.potentials import PairwisePotential

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from olb.learners.base import OnlineLearner, Param
-from olb.learners.boosting.common import (ALL_FEATURES_PARAM, BOOSTER_PARAMS, GAMMA_PARAM, RoundCache, build_weak_learners, hedge_draw,
+from olb.learners.base import OnlineLearner, Param, RoundCache
+from olb.learners.boosting.common import (ALL_FEATURES_PARAM, BOOSTER_PARAMS, GAMMA_PARAM, build_weak_learners, hedge_draw,
                                          hedge_init, hedge_update, projected_alpha_step)
 from olb.learners.boosting.potentials import baseline, mbbm_cost_matrix
 
