@@ -119,10 +119,11 @@ def run_selection(plan: Plan, selected: dict[str, dict], data, backend, tracker,
     """Cross-validate every candidate of the ``selected`` entries, choose, and return the plan restricted to
     the chosen settings (with the choices, and statistics of the stage)."""
     from olb.grid.selection import select
+    from olb.metrics import METRICS
 
     store = SelectionStore(store_path)
     candidates = _candidates(plan, selected)
-    tasks, by_setting = [], {}
+    tasks, task_ids = [], {}  # task_ids: (entry, data set) -> the task id of each candidate, in order
     for (entry, dataset), cells in candidates.items():
         if dataset in data.unavailable:
             continue
@@ -133,7 +134,7 @@ def run_selection(plan: Plan, selected: dict[str, dict], data, backend, tracker,
                     "seed": settings["seed"], "metrics": list(settings["metrics"] or cell.metrics),
                     "data_dir": data_dir, "imports": imports, "verify_checksums": verify_checksums}
             task["cell_id"] = task_id(task)
-            by_setting[(entry, dataset, task["cell_id"])] = cell
+            task_ids.setdefault((entry, dataset), []).append(task["cell_id"])
             tasks.append(task)
     todo = [t for t in tasks if store.results.get(t["cell_id"], {}).get("status") != "FINISHED"]
     failed: list[str] = []
@@ -157,20 +158,19 @@ def run_selection(plan: Plan, selected: dict[str, dict], data, backend, tracker,
 
     choices, keep = [], {}
     for (entry, dataset), cells in candidates.items():
-        if dataset in data.unavailable:
+        if dataset in data.unavailable:  # no data, no choice: one setting stands for the row, marked unavailable
+            keep[(entry, dataset)] = (cells[0].params, cells[0].loops)
             continue
         rows, means = [], {}
-        for (e, d, tid), cell in by_setting.items():
-            if (e, d) != (entry, dataset) or tid not in store.results:
+        for tid, cell in zip(task_ids[(entry, dataset)], cells):
+            if tid not in store.results:
                 continue
             label = _setting_label(cell)
             folds = store.results[tid]["folds"]
             rows += [{"setting": label, "fold": f + 1, **values} for f, values in enumerate(folds)]
             means[label] = {m: float(np.mean([v[m] for v in folds])) for m in folds[0]}
         if not means:
-            continue  # every candidate failed: its test cells are reported as not selected
-        from olb.metrics import METRICS
-
+            continue  # every candidate failed (logged above): the entry has no cells on this data set
         metrics = next(iter(means.values())).keys()
         choice = select(means, {m: METRICS[m].lower_is_better for m in metrics}, str(selected[entry]["rule"]))
         cell = next(c for c in cells if _setting_label(c) == choice.chosen)
@@ -183,9 +183,6 @@ def run_selection(plan: Plan, selected: dict[str, dict], data, backend, tracker,
     if tracker is not None:
         for choice in choices:
             _log_choice(tracker, choice, selected[choice.entry])
-    for (entry, dataset), group in candidates.items():  # no data, no choice: one setting stands for the row,
-        if dataset in data.unavailable:                   # which the table marks unavailable
-            keep[(entry, dataset)] = (group[0].params, group[0].loops)
     cells = []
     for cell in plan.cells:
         if cell.entry not in selected:
