@@ -194,6 +194,7 @@ def start_tracker_and_backend(cfg: DictConfig, backend):
         try:
             if backend.name == "ray":
                 backend.start()
+                log.info("olb.grid: Ray ready in %.1f s with %d CPU(s)", backend.startup_s, backend.cpus)
         finally:
             try:
                 tracker = opening.result()
@@ -286,7 +287,16 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
                     "(allow_unavailable=true): %s", name, msg)
     backend, backend_reason = choose(cfg, plan)
     tracker = start_tracker_and_backend(cfg, backend)
-    out = Path(output_dir)
+    try:  # every stage runs on the one backend, stopped once at the end
+        return _run_stages(cfg, plan, data, backend, backend_reason, tracker, Path(output_dir), overrides,
+                           stream or sys.stdout, t_start)
+    finally:
+        backend.stop()
+
+
+def _run_stages(cfg, plan, data, backend, backend_reason, tracker, out: Path, overrides, stream,
+                t_start) -> GridOutcome:
+    """Cross-validation, resume, fan-out and the report, on a started backend."""
     out.mkdir(parents=True, exist_ok=True)
     log.info("olb.grid: experiment %r, %d cells (%d unique) on %d data set(s)\n%s", cfg.name, len(plan.cells),
              len(plan.unique_cells), len(plan.datasets), describe(plan))
@@ -312,14 +322,15 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
                   "n_to_run": len(todo), "n_resumed": n_resumed, "algorithms": ",".join(cfg.algorithms),
                   "datasets": ",".join(plan.datasets), "seeds": str(_plain_value(cfg.seeds)),
                   "backend": backend.name, "resume": cfg.resume, "verify_checksums": cfg.verify_checksums}
-        tags = {"olb.backend_reason": backend_reason, "olb.output_dir": str(out.resolve()), "olb.overrides": " ".join(overrides or []),
+        tags = {"olb.backend_reason": backend_reason, "olb.output_dir": str(out.resolve()),
+                "olb.overrides": " ".join(overrides or []),
                 "olb.data_fingerprints": " ".join(f"{n}={s.fingerprint}" for n, s in data.sources.items())}
         parent_id = tracker.start_parent(f"{cfg.name} {datetime.now():%Y-%m-%d %H:%M:%S}", params, tags,
                                          OmegaConf.to_yaml(cfg))
 
     recorder = _Recorder(plan, data, tracker, outcomes, out)
     fan = fan_out(backend, tasks, recorder, cfg.name, skipped=n_resumed)
-    return _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream or sys.stdout, fan, recorder,
+    return _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, recorder,
                    n_resumed, n_unavailable, parent_id, t_start, (choices, cv_stats))
 
 

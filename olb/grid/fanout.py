@@ -1,8 +1,9 @@
 """Fan-out: run a list of cell tasks on a backend and hand each result to the driver as it arrives.
 
 The loop knows nothing of plans or tables: any stage that produces cell tasks (the grid, a later
-cross-validation stage) runs them through :func:`fan_out` with its own ``on_result``. Ctrl-C and SIGTERM
-end it cleanly: what finished so far has been handed over, the backend is stopped.
+cross-validation stage) runs them through :func:`fan_out` with its own ``on_result``, on the same backend:
+starting it is idempotent, and stopping it is the caller's (once, after its last stage). Ctrl-C and SIGTERM
+end it cleanly: what finished so far has been handed over, the cells still in flight are cancelled.
 """
 
 from __future__ import annotations
@@ -37,8 +38,6 @@ def fan_out(backend, tasks: list[dict], on_result: Callable[[dict], None], desc:
     start = time.perf_counter()
     try:
         backend.start()
-        if backend.name == "ray":
-            log.info("olb.grid: Ray ready in %.1f s with %d CPU(s)", backend.startup_s, backend.cpus)
         start = time.perf_counter()
         progress = Progress(len(tasks) + skipped, skipped=skipped, desc=desc, slots=backend.cpus)
         for payload in backend.run(tasks):
@@ -50,12 +49,12 @@ def fan_out(backend, tasks: list[dict], on_result: Callable[[dict], None], desc:
             progress.update(payload["status"], backend.running)
     except KeyboardInterrupt:
         stats.interrupted = True
+        backend.cancel()
         log.warning("olb.grid: interrupted; %d cell(s) finished in this run are recorded, rerun to complete the grid",
                     stats.n_done)
     finally:
         if progress is not None:
             progress.close()
-        backend.stop()
     stats.seconds = time.perf_counter() - start
     stats.startup_s, stats.cpus = backend.startup_s, backend.cpus
     return stats
