@@ -8,7 +8,9 @@ is never seen), the setting better on more of the 7 metrics is chosen (olb.grid.
 the best-F1 pick is printed beside it and run too when it differs), and the chosen setting then makes
 ``--seeds`` runs of the paper's protocol (seed s = training-order permutation s, one pass, frozen model scored
 on the test split). Prints mean (std) x 100 of the seven metrics beside the paper's Table 2 and the training
-CPU seconds per pass. A stand-in until the grid's cross-validation stage runs ``alt_table2`` in full.
+CPU seconds per pass. A quick check of one learner on one data set; ``python -m olb.grid +experiment=alt_table2``
+runs the same selection (``olb.grid.selection``) for the whole table. The metrics, the paper's names and the
+reference mapping are read from ``conf/experiment/alt_table2.yaml``.
 """
 
 from __future__ import annotations
@@ -22,27 +24,23 @@ import numpy as np
 import pandas as pd
 
 from olb.data import load_dataset
-from olb.grid.config import PAPER_TABLES
+from olb.grid import compose
 from olb.grid.selection import cv_task_result, select
 from olb.metrics import METRICS
 from olb.run import CellSpec, run_cell
 
-METRICS_002 = ("precision_unlabelled1", "recall_unlabelled1", "f1_unlabelled1", "macro_f1", "micro_f1",
-               "hamming_loss", "ranking_loss_unlabelled0")
-PAPER_METRIC = {"precision_unlabelled1": "precision_x100", "recall_unlabelled1": "recall_x100",
-                "f1_unlabelled1": "f1_x100", "macro_f1": "macro_f1_x100", "micro_f1": "micro_f1_x100",
-                "hamming_loss": "hamming_loss_x100", "ranking_loss_unlabelled0": "ranking_loss_x100"}
-PAPER_NAME = {"falt": "FALT(l)", "salt": "SALT", "falt_kernel": "FALT(k)", "pa1_br": "PA-I-BR(l)",
-              "pa2_br": "PA-II-BR(l)", "pa1_br_kernel": "PA-I-BR(k)", "pa2_br_kernel": "PA-II-BR(k)",
-              "osml_elm": "OSML-ELM", "elm_omll_star": "ELM-OMLL"}  # ELM-OMLL*: compared with, not named as
+EXPERIMENT = compose(["+experiment=alt_table2"])
+METRICS_002 = tuple(EXPERIMENT.metrics)
 
 
 def paper_row(algorithm: str, dataset: str) -> dict[str, str]:
-    ref = pd.read_csv(PAPER_TABLES, dtype=str, keep_default_na=False)
-    ref = ref[(ref["paper"] == "002_33345f3d3e82d44c") & (ref["dataset"] == dataset)
-              & (ref["algorithm"] == PAPER_NAME[algorithm])]
+    """The paper's ``value (std)`` of each metric for ``algorithm`` (alt_table2's entry) on ``dataset``."""
+    reference = EXPERIMENT.reference
+    ref = pd.read_csv(reference.file, dtype=str, keep_default_na=False)
+    ref = ref[(ref["paper"] == reference.paper) & (ref["dataset"] == dataset)
+              & (ref["algorithm"] == EXPERIMENT.algorithm[algorithm].paper_name)]
     by_metric = {r.metric: f"{r.value} ({r.std})" for r in ref.itertuples()}
-    return {m: by_metric.get(PAPER_METRIC[m], "-") for m in METRICS_002}
+    return {m: by_metric.get(reference.metrics[m], "-") for m in METRICS_002}
 
 
 def main() -> None:
