@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 
@@ -118,10 +117,10 @@ def runtime_quality_plot(quality: pd.DataFrame, runtime: pd.DataFrame, metric: s
     return path
 
 
-def board(cells: pd.DataFrame, metric: str, learner: str = "label") -> pd.DataFrame:
-    """Data set x learner table of ``metric``'s mean over seeds, from a grid's cells (FINISHED cells only)."""
+def board(cells: pd.DataFrame, metric: str, learner: str = "label", aggfunc="mean") -> pd.DataFrame:
+    """Data set x learner table of ``metric`` over seeds (``aggfunc``), from a grid's cells (FINISHED only)."""
     done = cells[cells["status"] == "FINISHED"]
-    return done.pivot_table(index="dataset", columns=learner, values=metric, aggfunc=np.mean)
+    return done.pivot_table(index="dataset", columns=learner, values=metric, aggfunc=aggfunc)
 
 
 def write_report(table: pd.DataFrame, cells: pd.DataFrame, lower_is_better: dict[str, bool],
@@ -131,9 +130,8 @@ def write_report(table: pd.DataFrame, cells: pd.DataFrame, lower_is_better: dict
     and learner, settings already chosen), ``cells`` its cells.csv (CPU seconds), ``examples`` the rows each
     data set streams. Metrics whose board is too small are listed with the reason."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    done = cells[cells["status"] == "FINISHED"].copy()
-    done["cpu_per_example"] = done["cpu_s"] / done["dataset"].map(examples)
-    runtime = done.pivot_table(index="dataset", columns="label", values="cpu_per_example", aggfunc="median")
+    per_example = cells.assign(cpu_per_example=cells["cpu_s"] / cells["dataset"].map(examples))
+    runtime = board(per_example, "cpu_per_example", aggfunc="median")
     parts, files = ["## Leaderboard: mean ranks across data sets", ""], []
     for metric, lower in lower_is_better.items():
         figures = table[table["metric"] == metric].pivot_table(index="dataset", columns="algorithm", values="mean")
