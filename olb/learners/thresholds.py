@@ -2,13 +2,20 @@
 
 The boosters of papers 000 and 004 output a score per label and never decide which labels are relevant, so
 threshold metrics (F1, Hamming loss, ...) cannot be computed for them. :class:`Thresholded` wraps such a
-scorer and adds the ``"labels"`` output by one of three rules (``threshold_rule``):
+scorer and adds the ``"labels"`` output by one of four rules (``threshold_rule``). The two learned ones are
+paper 002's idea on top of a fixed scorer: a threshold predictor t = <w, phi> trained online with the ALT loss
+(:mod:`olb.learners.linear.alt_loss`), the scores standing in for the label columns. Only w learns from the
+loss (up to ``repeats`` steps of size ``eta`` per round, stopping at zero loss); the scorer learns as it always
+does. They differ in what the threshold sees:
 
-``alt`` (default)
-    Paper 002's idea on top of a fixed scorer: a threshold predictor t(x) = <w, [x, 1]> trained online with the
-    ALT loss (:mod:`olb.learners.linear.alt_loss`), the scorer's scores standing in for the label columns.
-    Only w learns from the loss (up to ``repeats`` steps of size ``eta`` per round, stopping at zero loss);
-    the scorer learns as it always does. Labels: {k : s_k > t(x)}.
+``alt_scores`` (default)
+    The scores standardized across the labels, z = (s - mean s) / std s, and t = <w, [sort(z), 1]> (sorted
+    from the largest). Labels: {k : z_k > t}. The rule is blind to the scale and offset of the scores, which
+    for a booster (a sum of votes) grow along the stream; sorting makes it blind to which label holds which
+    score, so one w serves every label set (t can, for instance, fall between the m-th and (m+1)-th score).
+``alt_features``
+    Paper 002's form: t(x) = <w, [x, 1]>, linear in the features, against the raw scores: {k : s_k > t(x)}.
+    It has to follow the scores' scale with the features alone.
 ``size``
     The predicted label-set size m = the mean number of relevant labels of the training examples seen so far
     (rounded, at least 1): the m best-scored labels are relevant.
@@ -35,11 +42,12 @@ from olb.learners.linear.alt_loss import alt_coefficients
 from olb.learners.params import ETA, FEATURE_SCALING, REPEATS, with_default
 
 THRESHOLD_PARAMS = {
-    "threshold_rule": Param(str, "alt", choices=("alt", "size", "fixed"),
-                            doc="how labels are decided from the scores: a threshold learned with the ALT loss, "
-                                "the running mean label-set size, or a fixed threshold"),
+    "threshold_rule": Param(str, "alt_scores", choices=("alt_scores", "alt_features", "size", "fixed"),
+                            doc="how labels are decided from the scores: a threshold learned with the ALT loss on "
+                                "the standardized sorted scores or on the features, the running mean label-set "
+                                "size, or a fixed threshold"),
     "threshold": Param(float, 0.0, doc="the fixed threshold of threshold_rule='fixed'"),
-    "eta": with_default(ETA, 0.1),
+    "eta": with_default(ETA, 0.01),
     "repeats": with_default(REPEATS, 5),
     "feature_scaling": with_default(FEATURE_SCALING, "minmax"),
 }
@@ -55,7 +63,8 @@ class Thresholded(OnlineLearner):
         super().__init__(n_features, n_labels, seed, **hyper)
         own = {key: self.hyper[key] for key in self.scorer_class.params}
         self.scorer = self.scorer_class(n_features, n_labels, seed=self.rng, **own)
-        self.w = np.zeros(self.n_features + 1)  # threshold predictor on [x, 1]
+        n_inputs = self.n_labels if self.threshold_rule == "alt_scores" else self.n_features
+        self.w = np.zeros(n_inputs + 1)  # threshold predictor t = <w, phi>
         self.n_seen = 0
         self.n_relevant = 0
         self._scores = RoundCache()
@@ -72,7 +81,7 @@ class Thresholded(OnlineLearner):
         scores = np.asarray(self._scores.get(x, self.scorer.predict_one), dtype=float)
         self._scores.clear()
         y = np.ascontiguousarray(feedback, dtype=np.int8)
-        if self.threshold_rule == "alt":
+        if self.threshold_rule.startswith("alt"):
             self._learn_threshold(x, scores, y)
         self.n_seen += 1
         self.n_relevant += int(y.sum())
@@ -86,16 +95,22 @@ class Thresholded(OnlineLearner):
             labels = np.zeros(self.n_labels, np.int8)
             labels[np.argsort(-scores, kind="stable")[:size]] = 1
             return labels
-        return (scores > self._threshold(x)).astype(np.int8)
+        z, phi = self._threshold_inputs(x, scores)
+        return (z > self.w @ phi).astype(np.int8)
 
-    def _threshold(self, x) -> float:
-        return float(self.w[:-1] @ np.nan_to_num(x) + self.w[-1])
+    def _threshold_inputs(self, x, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The scores in the threshold's units and the threshold's inputs phi (see the module docstring)."""
+        if self.threshold_rule == "alt_features":
+            return scores, np.append(np.nan_to_num(x), 1.0)
+        spread = scores.std()
+        z = (scores - scores.mean()) / (spread if spread > 0 else 1.0)
+        return z, np.append(np.sort(z)[::-1], 1.0)
 
     def _learn_threshold(self, x, scores: np.ndarray, y: np.ndarray) -> None:
         """Up to ``repeats`` ALT steps on the threshold column alone (the scores stay the scorer's)."""
-        s = np.concatenate([[self._threshold(x)], scores])
+        z, features = self._threshold_inputs(x, scores)
+        s = np.concatenate([[self.w @ features], z])
         c = np.empty(self.n_labels + 1)
-        features = np.append(np.nan_to_num(x), 1.0)
         step = self.eta * float(features @ features)
         total = 0.0
         for _ in range(self.repeats):
