@@ -148,31 +148,42 @@ def open_tracker(cfg: DictConfig, version: str):
     return tracker
 
 
-def planned_work(plan: Plan) -> tuple[float, int]:
-    """Rough CPU seconds and number of tasks of ``plan`` (for ``backend=auto``): every cell, finished ones too
-    (resume is known only once the store is open); for a cross-validated entry, every candidate's folds (each
-    fold streams about the whole training split) and one candidate's cells."""
+def planned_stream(algorithm: str, params: dict, dataset: str, loops: int = 1) -> tuple[float, int, int]:
+    """``(cost per example, training rows, rows of the stream)`` of one cell as the grid plans it: the learner's
+    ``cost_per_example_s`` (resolved ``params``) on the data set's registered shape, and a stream of ``loops``
+    passes over the training rows (every row when the data set has no split) then the test rows."""
     from olb.data import dataset_spec
     from olb.learners.base import StreamShape
 
-    groups: dict[tuple[str, str], list[Cell]] = {}
+    spec = dataset_spec(dataset)
+    n_train = spec.n_train or spec.shape.n_examples
+    cost = get_algorithm(algorithm).cost_per_example_s(
+        params, StreamShape(spec.shape.n_features, spec.shape.n_labels, n_train))
+    return cost, n_train, loops * n_train + spec.shape.n_examples - n_train
+
+
+def planned_work(plan: Plan, unavailable=()) -> tuple[float, int]:
+    """Rough CPU seconds and number of tasks of ``plan`` (for ``backend=auto``): every cell, finished ones too
+    (resume is known only once the store is open), none on the ``unavailable`` data sets; for a cross-validated
+    entry, every candidate's folds (each fold streams the training split once: 9/10 learned, 1/10 tested)
+    and one candidate's cells (the average candidate's)."""
+    settings: dict[tuple[str, str], dict[str, list[Cell]]] = {}  # (entry, data set) -> setting -> its cells
     for cell in plan.unique_cells:
-        groups.setdefault((cell.entry, cell.dataset), []).append(cell)
+        if cell.dataset not in unavailable:
+            key = json.dumps([cell.params, cell.loops], sort_keys=True, default=str)
+            settings.setdefault((cell.entry, cell.dataset), {}).setdefault(key, []).append(cell)
     seconds, tasks = 0.0, 0
-    for (entry, dataset), cells in groups.items():
-        shape = dataset_spec(dataset).shape
-        n_train = shape.n_train if shape.n_train is not None else shape.n_examples
-        cls = get_algorithm(cells[0].algorithm)
-        cost = cls.cost_per_example_s(cells[0].params, StreamShape(shape.n_features, shape.n_labels, shape.n_train))
-        rows = [c.loops * n_train + shape.n_examples - n_train for c in cells]
+    for (entry, dataset), candidates in settings.items():
+        streams = [(planned_stream(c[0].algorithm, c[0].params, dataset, c[0].loops), len(c)) for c in candidates.values()]
+        cells_s = sum(cost * rows * n for (cost, _, rows), n in streams)
+        n_cells = sum(n for _, n in streams)
         select = plan.entries[entry].get("select")
         if select:
-            settings = {json.dumps([c.params, c.loops], sort_keys=True, default=str) for c in cells}
-            seconds += cost * n_train * select["folds"] * len(settings)
-            tasks += len(settings)
-            rows = rows[: len(cells) // len(settings)]
-        seconds += cost * sum(rows)
-        tasks += len(rows)
+            seconds += sum(cost * n_train * select["folds"] for (cost, n_train, _), _ in streams)
+            tasks += len(streams)
+            cells_s, n_cells = cells_s / len(streams), math.ceil(n_cells / len(streams))
+        seconds += cells_s
+        tasks += n_cells
     return seconds, tasks
 
 

@@ -29,6 +29,18 @@ class _TreeBaseline(OnlineLearner):
     params = dict(_TREE_PARAMS)
     test_params = {"num_learners": 3}
 
+    @classmethod
+    def cost_per_example_s(cls, params: dict, shape) -> float:
+        """~80 us of protocol plus a ninth of a multiclass booster's tree work (MulticlassBooster's formula):
+        the same trees without the boosters' costs and importance weights.
+
+        Fitted on the best VFDT (mice) and Oza (mushroom, balance), 100 trees.
+        """
+        from olb.learners.base import ROUND_OVERHEAD_S
+        from olb.learners.boosting.multiclass import MulticlassBooster
+
+        return ROUND_OVERHEAD_S + (MulticlassBooster.cost_per_example_s(params, shape) - ROUND_OVERHEAD_S) / 9
+
 
 class BestVFDT(_TreeBaseline):
     """"Best decision tree" (paper 001, Table 1): N VFDTs with random parameters, each trained alone.

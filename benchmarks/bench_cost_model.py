@@ -1,0 +1,118 @@
+"""How well the grid's planning cost model (each learner's ``cost_per_example_s``, summed by ``planned_work``)
+predicts the CPU seconds that finished grids measured.
+
+    python benchmarks/bench_cost_model.py CELLS_CSV [CELLS_CSV ...]
+    python benchmarks/bench_cost_model.py CELLS_CSV --cv olb_cv.jsonl --grid +experiment=leaderboard ...
+
+Reads the cells.csv of one or more grids (finished cells only) and prints, per learner, the predicted and the
+measured CPU microseconds per example of the stream (medians over its cells) and the ratio predicted/measured
+(median, min, max over its cells), then the whole grid's predicted and measured CPU seconds. A cell's prediction
+is exactly the one ``backend=auto`` uses (``olb.grid.app.planned_stream``): its resolved hyperparameters from
+the csv's columns, the data set's registered shape, and ``loops`` passes over the training rows plus the test rows.
+
+With ``--cv`` (a cross-validation store, ``selection.store``) and ``--grid`` (the overrides of the grid that
+wrote it), the same comparison for the cross-validation tasks: the grid is planned again (no work run), each
+candidate's task id recomputed, and its planned CPU (every fold streams the training split once) set against
+the store's ``cpu_s``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pandas as pd
+
+from olb.grid.app import planned_stream
+from olb.registry import get_algorithm
+
+
+def resolved_params(row: pd.Series) -> dict:
+    """The cell's hyperparameters as its learner resolves them: the csv's non-empty columns it declares."""
+    cls = get_algorithm(row["algorithm"])
+    return cls.validate({k: row[k] for k in cls.params if k in row.index and pd.notna(row[k])})
+
+
+def predicted_cells(cells: pd.DataFrame) -> pd.DataFrame:
+    """Finished cells with their planned cost per example, rows, planned seconds and measured cost per example."""
+    done = cells[(cells["status"] == "FINISHED") & (cells["cpu_s"] > 0)].copy()
+    planned = [planned_stream(r["algorithm"], resolved_params(r), r["dataset"], int(r["loops"]))
+               for _, r in done.iterrows()]
+    done["predicted_s_per_example"] = [cost for cost, _, _ in planned]
+    done["rows"] = [rows for _, _, rows in planned]
+    done["predicted_s"] = done["predicted_s_per_example"] * done["rows"]
+    done["measured_s_per_example"] = done["cpu_s"] / done["rows"]
+    done["ratio"] = done["predicted_s_per_example"] / done["measured_s_per_example"]
+    return done
+
+
+def per_learner(done: pd.DataFrame) -> pd.DataFrame:
+    table = done.groupby("algorithm").agg(
+        cells=("ratio", "size"), datasets=("dataset", "nunique"),
+        predicted_us=("predicted_s_per_example", "median"), measured_us=("measured_s_per_example", "median"),
+        ratio_median=("ratio", "median"), ratio_min=("ratio", "min"), ratio_max=("ratio", "max"),
+        predicted_s=("predicted_s", "sum"), measured_s=("cpu_s", "sum"))
+    table[["predicted_us", "measured_us"]] *= 1e6
+    return table
+
+
+def cv_comparison(store: str, overrides: list[str]) -> pd.DataFrame:
+    """Planned against measured CPU of each finished cross-validation task of ``store`` that the grid plans."""
+    from olb.grid import compose
+    from olb.grid.app import prepare
+    from olb.grid.crossval import _candidates, task_id
+
+    cfg = compose(overrides)
+    plan, data = prepare(cfg)
+    selected = {key: info["select"] for key, info in plan.entries.items() if info.get("select")}
+    planned = {}
+    for (entry, dataset), cells in _candidates(plan, selected).items():
+        if dataset in data.unavailable:
+            continue
+        select = selected[entry]
+        for cell in cells:  # the task's identity as olb.grid.crossval.run_selection builds it
+            task = {"algorithm": cell.algorithm, "params": cell.params, "dataset": dataset,
+                    "fingerprint": data.sources[dataset].fingerprint, "folds": select["folds"],
+                    "seed": select["seed"], "metrics": list(select["metrics"] or cell.metrics)}
+            cost, n_train, _ = planned_stream(cell.algorithm, cell.params, dataset)
+            planned[task_id(task)] = (cell.algorithm, dataset, cost * n_train * select["folds"])
+    rows = []
+    with open(store) as lines:
+        for line in lines:
+            result = json.loads(line)
+            if result.get("status") == "FINISHED" and result["cell_id"] in planned:
+                algorithm, dataset, predicted = planned[result["cell_id"]]
+                rows.append({"algorithm": algorithm, "dataset": dataset, "predicted_s": predicted,
+                             "measured_s": result["cpu_s"], "ratio": predicted / result["cpu_s"]})
+    print(f"cross-validation: {len(rows)} finished task(s) of {store} matched to {len(planned)} planned")
+    return pd.DataFrame(rows)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cells_csv", nargs="+", help="cells.csv of finished grids")
+    parser.add_argument("--cv", help="a cross-validation store (olb_cv.jsonl) to compare as well")
+    parser.add_argument("--grid", nargs="*", default=[], help="the overrides of the grid that wrote --cv")
+    args = parser.parse_args(argv)
+    pd.set_option("display.width", 160)
+    done = predicted_cells(pd.concat([pd.read_csv(path) for path in args.cells_csv], ignore_index=True))
+    table = per_learner(done)
+    print(table.to_string(float_format=lambda v: f"{v:.3g}"))
+    print(f"\nwhole grid: {len(done)} cells, predicted {done['predicted_s'].sum():.0f} CPU s, measured "
+          f"{done['cpu_s'].sum():.0f} CPU s, ratio {done['predicted_s'].sum() / done['cpu_s'].sum():.2f}; "
+          f"per-learner median ratios {table['ratio_median'].min():.2f} to {table['ratio_median'].max():.2f}")
+    if args.cv:
+        cv = cv_comparison(args.cv, args.grid)
+        if len(cv):
+            summary = cv.groupby("algorithm").agg(tasks=("ratio", "size"), ratio_median=("ratio", "median"),
+                                                  ratio_min=("ratio", "min"), ratio_max=("ratio", "max"),
+                                                  predicted_s=("predicted_s", "sum"), measured_s=("measured_s", "sum"))
+            print(summary.to_string(float_format=lambda v: f"{v:.3g}"))
+            print(f"\ncross-validation stage: predicted {cv['predicted_s'].sum():.0f} CPU s, measured "
+                  f"{cv['measured_s'].sum():.0f} CPU s, ratio {cv['predicted_s'].sum() / cv['measured_s'].sum():.2f}")
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()
