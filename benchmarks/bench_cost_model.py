@@ -35,8 +35,19 @@ def resolved_params(row: pd.Series) -> dict:
 
 
 def predicted_cells(cells: pd.DataFrame) -> pd.DataFrame:
-    """Finished cells with their planned cost per example, rows, planned seconds and measured cost per example."""
+    """Finished cells with their planned cost per example, rows, planned seconds and measured cost per example
+    (cells whose hyperparameters today's learners reject, e.g. of an older version, are left out and counted)."""
     done = cells[(cells["status"] == "FINISHED") & (cells["cpu_s"] > 0)].copy()
+    valid = []
+    for _, row in done.iterrows():
+        try:
+            resolved_params(row)
+            valid.append(True)
+        except ValueError:
+            valid.append(False)
+    if not all(valid):
+        print(f"left out: {valid.count(False)} finished cell(s) whose hyperparameters no longer validate")
+    done = done[valid]
     planned = [planned_stream(r["algorithm"], resolved_params(r), r["dataset"], int(r["loops"]))
                for _, r in done.iterrows()]
     done["predicted_s_per_example"] = [cost for cost, _, _ in planned]

@@ -1,15 +1,19 @@
 """backend=auto: serial when the planned work is smaller than Ray's start-up, Ray otherwise; said and recorded."""
 
 import io
+import json
 
 import pytest
 from omegaconf import OmegaConf
 
 from olb.grid import compose, run_grid
-from olb.grid.app import planned_work
+from olb.data import dataset_names, dataset_spec
+from olb.grid.app import planned_stream, planned_work
 from olb.grid.backends import choose_backend
 from olb.grid.config import BackendConfig
 from olb.grid.plan import plan_grid
+from olb.learners.base import StreamShape
+from olb.registry import algorithm_names, get_algorithm
 
 
 def _cfg(**kw):
@@ -41,6 +45,47 @@ def test_planned_work_grows_with_the_grid():
     small = planned_work(plan_grid(compose(["seeds=1", "num_learners=2", "algorithms=[adaolmr]"])))
     large = planned_work(plan_grid(compose(["+experiment=table3"])))
     assert small[1] == 1 and large[1] == 250 and large[0] > 100 * small[0]
+
+
+def _cost(algorithm: str, dataset: str, **params) -> float:
+    return planned_stream(algorithm, get_algorithm(algorithm).validate(params), dataset)[0]
+
+
+def test_the_cost_model_orders_learners_by_their_work():
+    """Per-example costs rank learners and settings as their work does (no timing: the fitted formulas only)."""
+    assert _cost("adaolmr", "corel5k", num_learners=100) > 10 * _cost("falt", "emotions")
+    assert _cost("adaolmr", "emotions", num_learners=100) > 5 * _cost("adaolmr", "emotions", num_learners=10)
+    assert _cost("knn", "bibtex") > 5 * _cost("knn", "emotions")  # a larger memory of longer rows
+    assert _cost("pa1_br_kernel", "scene") > _cost("pa1_br_kernel", "emotions")  # more support vectors
+    assert _cost("osml_elm", "enron", num_hidden=500) > 3 * _cost("osml_elm", "enron", num_hidden=50)
+    assert _cost("oml", "corel5k") > _cost("knn", "corel5k")
+    assert _cost("adaolm", "mice", num_learners=100) > _cost("oza", "mice", num_learners=100)
+    assert _cost("adaolmr+threshold", "enron", num_learners=10) > _cost("adaolmr", "enron", num_learners=10)
+    # a sparse linear scorer reads only the nonzeros: rcv1v2's 47236 features cost about what bibtex's 1836 do
+    assert _cost("falt", "rcv1v2_topics") < 1.5 * _cost("falt", "bibtex")
+
+
+@pytest.mark.parametrize("algorithm", algorithm_names())
+def test_every_learner_has_a_plausible_cost_on_every_data_set_it_accepts(algorithm):
+    cls = get_algorithm(algorithm)
+    params = cls.validate(cls.test_params)
+    checked = 0
+    for dataset in dataset_names():
+        spec = dataset_spec(dataset)
+        shape = StreamShape(spec.shape.n_features, spec.shape.n_labels, spec.n_train)
+        if spec.task == cls.task and not cls.check_params(params, shape):
+            assert 1e-5 < _cost(algorithm, dataset, **cls.test_params) < 1.0, (algorithm, dataset)
+            checked += 1
+    assert checked >= 3
+
+
+def test_planned_work_counts_every_candidates_folds_and_one_candidates_cells():
+    plan = plan_grid(compose(["+experiment=alt_table2", "algorithms=[falt]", "datasets=[bibtex]", "seeds=3"]))
+    settings = {json.dumps(c.params, sort_keys=True) for c in plan.unique_cells}
+    cost, n_train, rows = planned_stream("falt", plan.unique_cells[0].params, "bibtex")  # eta, repeats: same cost
+    assert len(settings) > 1 and (n_train, rows) == (4880, 7395)
+    assert planned_work(plan) == pytest.approx((cost * (len(settings) * 10 * n_train + 3 * rows), len(settings) + 3))
+    assert planned_work(plan, unavailable={"bibtex"}) == (0.0, 0)
 
 
 def test_the_default_grid_runs_serially_and_says_why(tmp_path, caplog):
