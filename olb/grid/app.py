@@ -174,7 +174,8 @@ def planned_work(plan: Plan, unavailable=()) -> tuple[float, int]:
             settings.setdefault((cell.entry, cell.dataset), {}).setdefault(key, []).append(cell)
     seconds, tasks = 0.0, 0
     for (entry, dataset), candidates in settings.items():
-        streams = [(planned_stream(c[0].algorithm, c[0].params, dataset, c[0].loops), len(c)) for c in candidates.values()]
+        streams = [(planned_stream(cells[0].algorithm, cells[0].params, dataset, cells[0].loops), len(cells))
+                   for cells in candidates.values()]
         cells_s = sum(cost * rows * n for (cost, _, rows), n in streams)
         n_cells = sum(n for _, n in streams)
         select = plan.entries[entry].get("select")
