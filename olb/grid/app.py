@@ -188,9 +188,10 @@ def planned_work(plan: Plan, unavailable=()) -> tuple[float, int]:
     return seconds, tasks
 
 
-def choose(cfg: DictConfig, plan: Plan):
-    """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.backends.choose_backend) and why."""
-    work_s, n_tasks = planned_work(plan)
+def choose(cfg: DictConfig, plan: Plan, unavailable=()):
+    """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.backends.choose_backend) and why; the
+    cells of ``unavailable`` data sets are no work."""
+    work_s, n_tasks = planned_work(plan, unavailable)
     name, reason = choose_backend(cfg.backend, work_s, n_tasks)
     log.info("olb.grid: backend %s: %s", name, reason)
     return make_backend(cfg.backend, name), reason
@@ -297,7 +298,7 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
     for name, msg in data.unavailable.items():
         log.warning("olb.grid: data set %r is unavailable; its cells are marked unavailable "
                     "(allow_unavailable=true): %s", name, msg)
-    backend, backend_reason = choose(cfg, plan)
+    backend, backend_reason = choose(cfg, plan, data.unavailable)
     tracker = start_tracker_and_backend(cfg, backend)
     try:  # every stage runs on the one backend, stopped once at the end
         return _run_stages(cfg, plan, data, backend, backend_reason, tracker, Path(output_dir), overrides,
