@@ -72,6 +72,9 @@ def test_mlflow_records(first_run):
     assert {a.path for a in client.list_artifacts(o.parent_run_id)} >= {"cells.csv", "table.csv", "table.md",
                                                                          "config.yaml", "plots"}
     assert run.data.tags["olb.code_version"].startswith("0.")
+    # artifacts beside the SQLite file, not in whatever directory the grid was started from
+    assert exp.artifact_location == (tmp / "mlruns" / "olb" / "tiny").as_uri()
+    assert (tmp / "mlruns" / "olb" / "tiny" / run.info.run_id / "artifacts" / "curve.csv").is_file()
 
 
 def test_rerun_resumes_everything_and_gives_the_same_table(first_run):

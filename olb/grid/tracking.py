@@ -61,6 +61,18 @@ class FinishedRun:
     end_time: float
 
 
+def sqlite_artifact_location(uri: str, experiment_name: str) -> str | None:
+    """For a SQLite store, ``mlruns/<experiment name>`` beside the database file (MLflow's default is relative to
+    the working directory, so artifacts would land wherever the grid was started); None for any other store.
+
+    >>> sqlite_artifact_location("sqlite:////tmp/grid/mlflow.db", "olb/table3")
+    'file:///tmp/grid/mlruns/olb/table3'
+    """
+    if not uri.startswith("sqlite:///") or uri == "sqlite:///:memory:":
+        return None
+    return (Path(uri[len("sqlite:///"):]).resolve().parent / "mlruns" / experiment_name).as_uri()
+
+
 class Tracker:
     """The driver's MLflow writer. Writes are retried with backoff while SQLite reports a lock."""
 
@@ -106,8 +118,9 @@ class Tracker:
         if exp is None:
             try:
                 # "model training" experiment: the UI's runs view, not the GenAI traces overview
-                return self.client.create_experiment(name, tags={"mlflow.experimentKind": "custom_model_development",
-                                                                 "olb.kind": "experiment"})
+                return self.client.create_experiment(name, artifact_location=sqlite_artifact_location(self.uri, name),
+                                                     tags={"mlflow.experimentKind": "custom_model_development",
+                                                           "olb.kind": "experiment"})
             except MlflowException as err:  # created meanwhile by another driver
                 exp = self.client.get_experiment_by_name(name)
                 if exp is None:
