@@ -165,3 +165,14 @@ def test_concurrent_grids_share_a_fresh_sqlite_store(tmp_path):
     assert {int(r.data.params["seed"]) for r in runs} == set(range(8))
     cells = pd.read_csv(tmp_path / "out1" / "cells.csv")
     assert len(cells) == 8 and (cells["status"] == "FINISHED").all()
+
+
+def test_progress_lines_count_in_their_unit():
+    import io
+
+    from olb.grid.progress import Progress
+
+    progress = Progress(3, skipped=1, stream=io.StringIO(), unit="task")
+    progress.update("FINISHED", running=1)
+    assert progress.line().startswith("[olb.grid] 2/3 tasks: done=2 (resumed 1) failed=0 running=1")
+    progress.close()

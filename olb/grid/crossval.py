@@ -147,7 +147,8 @@ def run_selection(plan: Plan, selected: dict[str, dict], data, backend, tracker,
             log.error("olb.grid: cross-validation task %s FAILED: %s", payload["cell_id"], payload.get("error"))
 
     t0 = time.perf_counter()
-    fan = fan_out(backend, todo, on_result, "cross-validation", skipped=len(tasks) - len(todo)) if todo else None
+    fan = fan_out(backend, todo, on_result, "cross-validation", skipped=len(tasks) - len(todo),
+                  unit="task") if todo else None
     stats = {"cv_tasks": len(tasks), "cv_run": len(todo), "cv_resumed": len(tasks) - len(todo),
              "cv_failed": len(failed), "cv_wall_s": time.perf_counter() - t0,
              "cv_busy_s": sum(store.results[t["cell_id"]].get("wall_s", 0.0) for t in todo

@@ -28,9 +28,10 @@ class FanoutStats:
     cpus: int = 1
 
 
-def fan_out(backend, tasks: list[dict], on_result: Callable[[dict], None], desc: str, skipped: int = 0) -> FanoutStats:
+def fan_out(backend, tasks: list[dict], on_result: Callable[[dict], None], desc: str, skipped: int = 0,
+            unit: str = "cell") -> FanoutStats:
     """Run ``tasks`` (``execute_cell`` payloads) on ``backend``; ``on_result(payload)`` runs in the driver for
-    each result. ``skipped`` (cells done earlier) only shapes the progress bar."""
+    each result. ``skipped`` (tasks done earlier) only shapes the progress bar, which counts in ``unit``s."""
     stats = FanoutStats()
     if not tasks:
         return stats
@@ -39,7 +40,7 @@ def fan_out(backend, tasks: list[dict], on_result: Callable[[dict], None], desc:
     try:
         backend.start()
         start = time.perf_counter()
-        progress = Progress(len(tasks) + skipped, skipped=skipped, desc=desc, slots=backend.cpus)
+        progress = Progress(len(tasks) + skipped, skipped=skipped, desc=desc, slots=backend.cpus, unit=unit)
         for payload in backend.run(tasks):
             if payload is HEARTBEAT:
                 progress.heartbeat(backend.running)

@@ -21,16 +21,17 @@ def _hms(seconds: float) -> str:
 
 class Progress:
     def __init__(self, total: int, skipped: int = 0, desc: str = "cells", stream=None, every_s: float = 30.0,
-                 slots: int = 1):
+                 slots: int = 1, unit: str = "cell"):
         self.stream = stream or sys.stderr
         self.total, self.skipped = total, skipped
         self.done = self.failed = self.running = 0
         self.slots = max(1, slots)
         self.t0 = self._last = time.perf_counter()
         self.every_s = every_s
+        self.unit = unit
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         sized = shutil.get_terminal_size((0, 0)).columns > 0  # a pseudo-terminal without a size draws nothing
-        self.bar = tqdm(total=total, initial=skipped, desc=desc, unit="cell", file=self.stream, disable=not self.tty,
+        self.bar = tqdm(total=total, initial=skipped, desc=desc, unit=unit, file=self.stream, disable=not self.tty,
                         dynamic_ncols=sized, ncols=None if sized else 110, smoothing=0.2)
         self._postfix()
 
@@ -71,7 +72,7 @@ class Progress:
             print(self.line(), file=self.stream, flush=True)
 
     def line(self) -> str:
-        return (f"[olb.grid] {self.skipped + self.done + self.failed}/{self.total} cells: done={self.skipped + self.done} "
+        return (f"[olb.grid] {self.skipped + self.done + self.failed}/{self.total} {self.unit}s: done={self.skipped + self.done} "
                 f"(resumed {self.skipped}) failed={self.failed} running={self.running} "
                 f"elapsed={_hms(time.perf_counter() - self.t0)} eta={_hms(self.eta())}")
 
