@@ -92,3 +92,17 @@ def test_a_data_set_without_data_stays_in_the_table_as_unavailable(tmp_path):
                        tmp_path / "out")
     table = pd.read_csv(outcome.files["table_csv"])
     assert outcome.n_unavailable == 1 and "mediamill" in set(table["dataset"])
+
+
+def test_a_row_whose_every_candidate_failed_is_reported_failed_not_dropped(tmp_path):
+    cfg = compose(["backend=serial", "name=cv_failing", "imports=[olb.grid.testing]", "algorithms=[_grid_stub]",
+                   "datasets=[emotions]", "seeds=1", "protocol=train_frozen", "metrics=[rank_loss]",
+                   "+algorithm._grid_stub.params.fail_at=[3,5]", "+algorithm._grid_stub.select={folds: 2}",
+                   f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", f"selection_store={tmp_path / 'cv.jsonl'}"])
+    outcome = run_grid(cfg, tmp_path / "out")
+    assert outcome.exit_code == 1 and outcome.n_failed == 1 and outcome.n_run == 0
+    table = pd.read_csv(outcome.files["table_csv"], keep_default_na=False)
+    row = table[(table["dataset"] == "emotions") & (table["metric"] == "rank_loss")]
+    assert len(row) == 1 and row.iloc[0]["note"] == "1 failed"
+    cells = pd.read_csv(outcome.files["cells"])
+    assert cells["error"].str.contains("all 2 candidate settings failed").all()

@@ -219,20 +219,21 @@ def start_tracker_and_backend(cfg: DictConfig, backend):
 
 def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backend):
     """The selection stage (olb/grid/crossval.py) for the entries with ``select``: the plan restricted to the
-    chosen settings, the choices, and the stage's statistics (nothing to do: the plan unchanged)."""
+    chosen settings, the choices, the stage's statistics and the rows it could not choose for (nothing to do:
+    the plan unchanged)."""
     selected = {key: info["select"] for key, info in plan.entries.items() if info.get("select")}
     if not selected:
-        return plan, [], {}
+        return plan, [], {}, {}
     from olb.grid.crossval import run_selection
 
-    plan, choices, stats = run_selection(plan, selected, data, backend, tracker, Path(cfg.selection_store),
+    plan, choices, stats, unselected = run_selection(plan, selected, data, backend, tracker, Path(cfg.selection_store),
                                          grid_data_dir(cfg), list(cfg.imports), cfg.verify_checksums, fan_out)
     log.info("olb.grid: cross-validation: %d task(s), %d run, %d resumed, %d failed, %.1f s wall",
              stats["cv_tasks"], stats["cv_run"], stats["cv_resumed"], stats["cv_failed"], stats["cv_wall_s"])
     for choice in choices:
         log.info("olb.grid: %s on %s: %s (%s)", choice.entry, choice.dataset,
                  ", ".join(f"{k}={v}" for k, v in choice.params.items()), choice.reason)
-    return plan, choices, stats
+    return plan, choices, stats, unselected
 
 
 def resumed_outcomes(tracker, cfg: DictConfig, plan: Plan, data: DataCheck) -> dict[str, dict]:
@@ -314,13 +315,16 @@ def _run_stages(cfg, plan, data, backend, backend_reason, tracker, out: Path, ov
     log.info("olb.grid: experiment %r, %d cells (%d unique) on %d data set(s)\n%s", cfg.name, len(plan.cells),
              len(plan.unique_cells), len(plan.datasets), describe(plan))
 
-    plan, choices, cv_stats = cross_validate(cfg, plan, data, tracker, backend)
+    plan, choices, cv_stats, unselected = cross_validate(cfg, plan, data, tracker, backend)
     unique = plan.unique_cells
     outcomes = resumed_outcomes(tracker, cfg, plan, data)
     n_resumed = len(outcomes)
     for c in unique:
         if c.dataset in data.unavailable and c.cell_id not in outcomes:
             outcomes[c.cell_id] = {"status": "UNAVAILABLE", "error": data.unavailable[c.dataset], "metrics": {},
+                                   "source": ""}
+        elif (c.entry, c.dataset) in unselected:
+            outcomes[c.cell_id] = {"status": "FAILED", "error": unselected[(c.entry, c.dataset)], "metrics": {},
                                    "source": ""}
     n_unavailable = sum(1 for o in outcomes.values() if o["status"] == "UNAVAILABLE")
     todo = [c for c in unique if c.cell_id not in outcomes]

@@ -115,9 +115,10 @@ def _candidates(plan: Plan, selected: dict[str, dict]) -> dict[tuple[str, str], 
 
 
 def run_selection(plan: Plan, selected: dict[str, dict], data, backend, tracker, store_path: Path, data_dir,
-                  imports: list[str], verify_checksums: bool, fan_out) -> tuple[Plan, list[Choice], dict]:
+                  imports: list[str], verify_checksums: bool, fan_out) -> tuple[Plan, list[Choice], dict, dict]:
     """Cross-validate every candidate of the ``selected`` entries, choose, and return the plan restricted to
-    the chosen settings (with the choices, and statistics of the stage)."""
+    the chosen settings (with the choices, statistics of the stage, and the (entry, data set) rows where every
+    candidate failed, with why: their row keeps one setting's cells, to be reported failed, not dropped)."""
     from olb.grid.selection import select
     from olb.metrics import METRICS
 
@@ -157,7 +158,7 @@ def run_selection(plan: Plan, selected: dict[str, dict], data, backend, tracker,
     if stats["interrupted"]:
         raise KeyboardInterrupt
 
-    choices, keep = [], {}
+    choices, keep, unselected = [], {}, {}
     for (entry, dataset), cells in candidates.items():
         if dataset in data.unavailable:  # no data, no choice: one setting stands for the row, marked unavailable
             keep[(entry, dataset)] = (cells[0].params, cells[0].loops)
@@ -170,8 +171,11 @@ def run_selection(plan: Plan, selected: dict[str, dict], data, backend, tracker,
             folds = store.results[tid]["folds"]
             rows += [{"setting": label, "fold": f + 1, **values} for f, values in enumerate(folds)]
             means[label] = {m: float(np.mean([v[m] for v in folds])) for m in folds[0]}
-        if not means:
-            continue  # every candidate failed (logged above): the entry has no cells on this data set
+        if not means:  # every candidate failed (logged above)
+            keep[(entry, dataset)] = (cells[0].params, cells[0].loops)
+            unselected[(entry, dataset)] = (f"cross-validation: all {len(cells)} candidate settings failed, "
+                                            "nothing to choose (see the log)")
+            continue
         metrics = next(iter(means.values())).keys()
         choice = select(means, {m: METRICS[m].lower_is_better for m in metrics}, str(selected[entry]["rule"]))
         cell = next(c for c in cells if _setting_label(c) == choice.chosen)
@@ -191,7 +195,7 @@ def run_selection(plan: Plan, selected: dict[str, dict], data, backend, tracker,
         elif keep.get((cell.entry, cell.dataset)) == (cell.params, cell.loops):
             chosen_keys = tuple(k for k, _ in cell.varying)
             cells.append(dataclasses.replace(cell, best_of=tuple(dict.fromkeys((*cell.best_of, *chosen_keys)))))
-    return dataclasses.replace(plan, cells=cells), choices, stats
+    return dataclasses.replace(plan, cells=cells), choices, stats, unselected
 
 
 def _setting_label(cell: Cell) -> str:
