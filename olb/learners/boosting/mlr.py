@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from olb.learners.base import OnlineLearner, Param, RoundCache
+from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, Param, RoundCache
 from olb.learners.boosting.common import (BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM, build_weak_learners,
                                          hedge_draw, hedge_init, hedge_update, projected_alpha_step)
 from olb.learners.boosting.losses import logistic_rank_gradient
@@ -44,8 +44,6 @@ class MLRBooster(OnlineLearner):
         ten multi-label data sets. What it cannot see is the number of relevant labels per row (the trees learn
         from those): cal500 (~26 of 174) costs ~2-3x more, medical and slashdot (~1.2) ~4-8x less.
         """
-        from olb.learners.base import ROUND_OVERHEAD_S
-
         return ROUND_OVERHEAD_S + 2.5e-6 * params["num_learners"] * shape.n_labels ** 0.7
 
     def _experts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from olb.learners.base import OnlineLearner, Param, RoundCache
+from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, Param, RoundCache
 from olb.learners.boosting.common import (ALL_FEATURES_PARAM, BOOSTER_PARAMS, GAMMA_PARAM, build_weak_learners, hedge_draw,
                                          hedge_init, hedge_update, projected_alpha_step)
 from olb.learners.boosting.potentials import baseline, mbbm_cost_matrix
@@ -91,8 +91,6 @@ class MulticlassBooster(OnlineLearner):
 
         Fitted on Adaboost.OLM and OnlineMBBM (100 trees, authors' weights) on balance, cars, nursery and mice.
         """
-        from olb.learners.base import ROUND_OVERHEAD_S
-
         features = params["num_covariates"] or shape.n_features
         return ROUND_OVERHEAD_S + 1.3e-6 * params["num_learners"] * (features * shape.n_labels) ** 0.7
 
