@@ -4,6 +4,7 @@ per tree, and the ratio to the authors' code on the same settings (see docs/spee
     python benchmarks/bench_speed.py                 # every cell, median of 3, each cell in a fresh process
     python benchmarks/bench_speed.py --repeats 1 --cells adaolmr-emotions-authors
     python benchmarks/bench_speed.py --jit         # numba's import, and the first examples with a cold/warm cache
+    python benchmarks/bench_speed.py --profile --cells adaolmr-yeast-authors   # where a cell's time goes
 
 Each cell runs in its own child process (so its peak RSS is its own); inside it, the cell runs once untimed
 (imports and compiled-code warm-up) and then ``--repeats`` times; the stream's CPU seconds (the protocol's
@@ -101,6 +102,68 @@ def jit_report() -> None:
                   f" first 200 examples {r['first_examples_s']:.2f} s (wall)", flush=True)
 
 
+def profile(algorithm: str, dataset: str, params: dict, seed: int) -> None:
+    """Where one cell's stream time goes: wall seconds inside each compiled kernel of the forest (one run after
+    a warm-up), how many normal-CDF values the split attempts computed, and what one costs (scipy's ndtr, called
+    from compiled code as the forest calls it): their product is a floor on the split attempts' time as long as
+    every candidate threshold is evaluated with that function (which bit-identical results require)."""
+    import time
+    from collections import Counter
+
+    import numpy as np
+    from numba import njit
+
+    from olb.run import CellSpec, run_cell
+    from olb.weak import vfdt_core
+
+    spec = CellSpec(algorithm, dataset, seed=seed, params=params)
+    run_cell(spec)
+    seconds, counts = Counter(), Counter()
+    kernels = ("route", "update_statistics", "split_candidates", "branch_masses", "split_decisions", "apply_splits")
+    originals = {name: getattr(vfdt_core, name) for name in kernels}
+
+    def timed(name):
+        def call(*args):
+            start = time.perf_counter()
+            result = originals[name](*args)
+            seconds[name] += time.perf_counter() - start
+            counts[name] += 1
+            if name == "split_candidates":
+                counts["cdf"] += len(result[2])
+            return result
+        return call
+
+    for name in kernels:  # the forest calls them as vfdt_core.<name>, so the module attributes are the hook
+        setattr(vfdt_core, name, timed(name))
+    try:
+        result = run_cell(spec)
+    finally:
+        for name, fn in originals.items():
+            setattr(vfdt_core, name, fn)
+
+    ndtr = vfdt_core.ndtr
+
+    @njit
+    def cdf_loop(z, out):
+        for i in range(z.shape[0]):
+            out[i] = ndtr(z[i])
+
+    z = np.random.default_rng(0).normal(scale=1.5, size=2_000_000)
+    out = np.empty_like(z)
+    cdf_loop(z, out)
+    runs = []
+    for _ in range(3):
+        start = time.perf_counter()
+        cdf_loop(z, out)
+        runs.append((time.perf_counter() - start) / z.size * 1e9)
+    ns_per_cdf = statistics.median(runs)
+    print(f"{algorithm} {dataset} {params}: stream {result.stream.cpu_s:.2f} CPU s")
+    for name in kernels:
+        print(f"  {name:<18} {seconds[name]:7.2f} s in {counts[name]:>7} calls")
+    print(f"  split attempts evaluated {counts['cdf']:,} normal-CDF values; one costs {ns_per_cdf:.1f} ns, so "
+          f"{counts['cdf'] * ns_per_cdf * 1e-9:.2f} s of the stream is the CDF alone")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
@@ -108,6 +171,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jit", action="store_true", help="only the compiled code's start-up, cold and warm")
+    parser.add_argument("--profile", action="store_true", help="where each cell's time goes (kernels, CDF count)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--jit-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -116,6 +180,11 @@ def main() -> None:
         return
     if args.jit:
         jit_report()
+        return
+    if args.profile:
+        for name in args.cells:
+            algorithm, dataset, params = CELLS[name]
+            profile(algorithm, dataset, {**params, "num_learners": args.num_learners}, args.seed)
         return
     if args.child:  # one cell, in this (fresh) process
         algorithm, dataset, params = CELLS[args.child]
