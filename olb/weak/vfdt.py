@@ -215,11 +215,9 @@ class VFDTForest(WeakLearners):
     def _attempt_splits(self, leaves: np.ndarray, trees: np.ndarray, n: np.ndarray) -> None:
         """Evaluate the candidate splits of ``leaves`` (of ``trees``, with total weights ``n``) and split
         where the Hoeffding test says so (compiled loops; log2 is a ufunc call on the batch)."""
-        usable, thresholds, cdf = vfdt_core.split_candidates(leaves, self.slot, self.g_weight, self.g_mean, self.g_m2,
-                                                           self.g_min, self.g_max, self._fractions, _MIN_VARIANCE)
-        left, right, totals, shares, positive = vfdt_core.branch_masses(leaves, self.slot, self.class_mass, self.g_weight,
-                                                               self.g_min, self.g_max, usable, thresholds, cdf,
-                                                               _MIN_BRANCH_FRACTION)
+        usable, thresholds, left, right, totals, shares, positive = vfdt_core.candidate_masses(
+            leaves, self.slot, self.class_mass, self.g_weight, self.g_mean, self.g_m2, self.g_min, self.g_max,
+            self._fractions, _MIN_VARIANCE, _MIN_BRANCH_FRACTION)
         splits, feature, best_t, tied, per_feature = vfdt_core.split_decisions(
             leaves, trees, n, self.seen, usable, totals, shares, np.log2(positive), self._eps_factor,
             self._ln_inv_delta, self.tau, _MIN_BRANCH_FRACTION)

@@ -154,23 +154,37 @@ def pairwise_sum(a, start, n):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractions, min_variance):
-    """Candidate thresholds (L, d', T) of every leaf's covariates, which covariates have any (L, d'), and the
-    normal CDF of the standardized thresholds (t - mu_c) / sigma_c, the share of class c's weight left of t,
-    only where that share is neither 0 (t below the class's smallest value, or no weight) nor all of it
-    (t above its largest), in the order :func:`branch_masses` reads them.
+def candidate_masses(leaves, slot, class_mass, g_weight, g_mean, g_m2, g_min, g_max, fractions, min_variance,
+                     min_branch_fraction):  # pragma: no cover - compiled
+    """Every candidate split of every leaf, in one pass: which covariates have candidates (L, d'), the candidate
+    thresholds (L, d', T), the class masses left and right of each (L, d', T, k), the total mass of every
+    distribution whose entropy the merit needs (L, 1 + 2 d' T: the leaf's own, then each candidate's left and right
+    branch), their class shares (L, 1 + 2 d' T, k; read again by :func:`split_decisions`), and the positive class
+    shares of the leaf and of the candidates whose branches both hold more than ``min_branch_fraction`` of the
+    weight, in the order :func:`split_decisions` reads them (it needs their log2).
 
-    Thresholds lie at ``fractions`` of the way from the covariate's smallest to its largest observed value.
+    Thresholds lie at ``fractions`` of the way from the covariate's smallest to its largest observed value. A
+    class's weight left of t is W_c Phi((t - mu_c) / sigma_c) (scipy's normal CDF): none below the class's
+    smallest value (or without weight), all above its largest.
     """
     n_leaves, n_thr = leaves.shape[0], fractions.shape[0]
     _, d, k = g_weight.shape
     usable = np.zeros((n_leaves, d), np.bool_)
     thresholds = np.zeros((n_leaves, d, n_thr))
-    cdf = np.empty(n_leaves * d * n_thr * k)
+    # left, right and shares are only written (and read) where a candidate is usable and not void
+    left = np.empty((n_leaves, d, n_thr, k))
+    right = np.empty((n_leaves, d, n_thr, k))
+    totals = np.zeros((n_leaves, 1 + 2 * d * n_thr))
+    shares = np.empty((n_leaves, 1 + 2 * d * n_thr, k))
+    positive = np.empty(totals.size * k)
     sigma = np.empty(k)
-    n_cdf = 0
+    n_pos = 0
     for b in range(n_leaves):
-        s = slot[leaves[b]]
+        leaf = leaves[b]
+        s = slot[leaf]
+        totals[b, 0] = pairwise_sum(class_mass[leaf], 0, k)
+        shares[b, 0] = 0.0
+        n_pos = _shares(class_mass[leaf], totals[b, 0], shares[b, 0], positive, n_pos)
         for f in range(d):
             lo, hi = np.inf, -np.inf
             for c in range(k):
@@ -180,49 +194,12 @@ def split_candidates(leaves, slot, g_weight, g_mean, g_m2, g_min, g_max, fractio
             if not hi > lo:
                 continue
             usable[b, f] = True
-            for j in range(n_thr):
-                thresholds[b, f, j] = lo + (hi - lo) * fractions[j]
             for c in range(k):
                 W = g_weight[s, f, c]
                 if W > 0:
                     sigma[c] = np.sqrt(max(g_m2[s, f, c] / W, min_variance))
             for j in range(n_thr):
-                t = thresholds[b, f, j]
-                for c in range(k):
-                    if g_weight[s, f, c] > 0 and not t < g_min[s, f, c] and not t > g_max[s, f, c]:
-                        cdf[n_cdf] = ndtr((t - g_mean[s, f, c]) / sigma[c])
-                        n_cdf += 1
-    return usable, thresholds, cdf[:n_cdf]
-
-
-@njit(cache=True, nogil=True)
-def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thresholds, cdf, min_branch_fraction):
-    """Class masses left and right of every candidate (L, d', T, k); the total mass of every distribution whose
-    entropy the merit needs (L, 1 + 2 d' T: the leaf's own, then each candidate's left and right branch) and
-    its class shares (L, 1 + 2 d' T, k; computed once here, read again by :func:`split_decisions`); and the
-    positive class shares of the leaf and of the candidates whose branches both hold more than
-    ``min_branch_fraction`` of the weight, in the order :func:`split_decisions` reads them (it needs their log2).
-    A class's weight left of t is W_c Phi(z): none below its smallest value, all above its largest."""
-    n_leaves, d, n_thr = thresholds.shape
-    k = class_mass.shape[1]
-    # left, right and shares are only written (and read) where a candidate is usable and not void
-    left = np.empty((n_leaves, d, n_thr, k))
-    right = np.empty((n_leaves, d, n_thr, k))
-    totals = np.zeros((n_leaves, 1 + 2 * d * n_thr))
-    shares = np.empty((n_leaves, 1 + 2 * d * n_thr, k))
-    positive = np.empty(totals.size * k)
-    n_cdf = n_pos = 0
-    for b in range(n_leaves):
-        leaf = leaves[b]
-        s = slot[leaf]
-        totals[b, 0] = pairwise_sum(class_mass[leaf], 0, k)
-        shares[b, 0] = 0.0
-        n_pos = _shares(class_mass[leaf], totals[b, 0], shares[b, 0], positive, n_pos)
-        for f in range(d):
-            if not usable[b, f]:
-                continue
-            for j in range(n_thr):
-                t = thresholds[b, f, j]
+                t = thresholds[b, f, j] = lo + (hi - lo) * fractions[j]
                 for c in range(k):
                     W = g_weight[s, f, c]
                     m = 0.0
@@ -230,8 +207,7 @@ def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thre
                         if t > g_max[s, f, c]:
                             m = W
                         else:
-                            m = W * cdf[n_cdf]
-                            n_cdf += 1
+                            m = W * ndtr((t - g_mean[s, f, c]) / sigma[c])
                     left[b, f, j, c] = m
                     right[b, f, j, c] = W - m
                 row = 1 + 2 * (f * n_thr + j)
@@ -240,7 +216,7 @@ def branch_masses(leaves, slot, class_mass, g_weight, g_min, g_max, usable, thre
                 if _two_branches(wl, wr, min_branch_fraction):  # otherwise the merit is -inf: no entropies
                     n_pos = _shares(left[b, f, j], wl, shares[b, row], positive, n_pos)
                     n_pos = _shares(right[b, f, j], wr, shares[b, row + 1], positive, n_pos)
-    return left, right, totals, shares, positive[:n_pos]
+    return usable, thresholds, left, right, totals, shares, positive[:n_pos]
 
 
 @njit(cache=True, nogil=True)
