@@ -41,8 +41,10 @@ from olb.learners.boosting import LEARNERS as BOOSTERS
 from olb.learners.linear.alt_loss import alt_coefficients
 from olb.learners.params import ETA, FEATURE_SCALING, REPEATS, with_default
 
+LEARNED_RULES = ("alt_scores", "alt_features")  # the rules whose threshold learns from the stream
+
 THRESHOLD_PARAMS = {
-    "threshold_rule": Param(str, "alt_scores", choices=("alt_scores", "alt_features", "size", "fixed"),
+    "threshold_rule": Param(str, "alt_scores", choices=(*LEARNED_RULES, "size", "fixed"),
                             doc="how labels are decided from the scores: a threshold learned with the ALT loss on "
                                 "the standardized sorted scores or on the features, the running mean label-set "
                                 "size, or a fixed threshold"),
@@ -61,8 +63,7 @@ class Thresholded(OnlineLearner):
 
     def __init__(self, n_features, n_labels, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
-        own = {key: self.hyper[key] for key in self.scorer_class.params}
-        self.scorer = self.scorer_class(n_features, n_labels, seed=self.rng, **own)
+        self.scorer = self.scorer_class(n_features, n_labels, seed=self.rng, **self._scorer_params(self.hyper))
         n_inputs = self.n_labels if self.threshold_rule == "alt_scores" else self.n_features
         self.w = np.zeros(n_inputs + 1)  # threshold predictor t = <w, phi>
         self.n_seen = 0
@@ -75,12 +76,17 @@ class Thresholded(OnlineLearner):
 
         Measured as the difference between Ada.OLMR with and without it (10 trees) on enron and cal500.
         """
-        own = cls.scorer_class.cost_per_example_s({k: params[k] for k in cls.scorer_class.params}, shape)
-        return own + (5.5e-5 + 5.5e-7 * shape.n_labels if params["threshold_rule"].startswith("alt") else 0.0)
+        own = cls.scorer_class.cost_per_example_s(cls._scorer_params(params), shape)
+        return own + (5.5e-5 + 5.5e-7 * shape.n_labels if params["threshold_rule"] in LEARNED_RULES else 0.0)
 
     @classmethod
     def check_params(cls, params: dict, shape: StreamShape) -> list[str]:
-        return cls.scorer_class.check_params({k: params[k] for k in cls.scorer_class.params}, shape)
+        return cls.scorer_class.check_params(cls._scorer_params(params), shape)
+
+    @classmethod
+    def _scorer_params(cls, params: dict) -> dict:
+        """The scorer's own hyperparameters out of the wrapper's."""
+        return {key: params[key] for key in cls.scorer_class.params}
 
     def predict_one(self, x):
         scores = np.asarray(self._scores.get(x, self.scorer.predict_one), dtype=float)
@@ -90,7 +96,7 @@ class Thresholded(OnlineLearner):
         scores = np.asarray(self._scores.get(x, self.scorer.predict_one), dtype=float)
         self._scores.clear()
         y = np.ascontiguousarray(feedback, dtype=np.int8)
-        if self.threshold_rule.startswith("alt"):
+        if self.threshold_rule in LEARNED_RULES:
             self._learn_threshold(x, scores, y)
         self.n_seen += 1
         self.n_relevant += int(y.sum())
