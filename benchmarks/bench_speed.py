@@ -119,13 +119,13 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int) -> None:
     spec = CellSpec(algorithm, dataset, seed=seed, params=params)
     run_cell(spec)
     seconds, counts = Counter(), Counter()
-    kernels = ("route", "update_statistics", "candidate_masses", "split_decisions", "apply_splits")
+    kernels = ("route", "update_statistics", "evaluate_splits", "apply_splits")
     originals = {name: getattr(vfdt_core, name) for name in kernels}
 
     def cdf_values(args, result):
         """How many normal-CDF values the call computed: a class with weight whose range holds the threshold."""
-        leaves, slot, _, g_weight, _, _, g_min, g_max = args[:8]
-        usable, thresholds = result[:2]
+        leaves, _, slot, _, _, g_weight, _, _, g_min, g_max = args[:10]
+        usable, thresholds = result[3], result[-1]
         s = slot[leaves]
         t = thresholds[:, :, :, None]
         inside = (g_weight[s][:, :, None, :] > 0) & ~(t < g_min[s][:, :, None, :]) & ~(t > g_max[s][:, :, None, :])
@@ -140,7 +140,7 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int) -> None:
             if not counting:
                 seconds[name] += time.perf_counter() - start
                 counts[name] += 1
-            elif name == "candidate_masses":
+            elif name == "evaluate_splits":
                 counts["cdf"] += cdf_values(args, result)
             return result
         return call

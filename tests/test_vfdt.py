@@ -44,28 +44,28 @@ def test_trees_split_on_the_informative_feature_and_predict_it():
     assert (predicted == yt).mean() > 0.95
 
 
-def _decide(pre, left, right):
-    """The compiled merit and Hoeffding test of one leaf with a single candidate split (feature 0)."""
-    masses = [np.asarray(m, float) for m in (pre, left, right)]
-    totals = np.array([[m.sum() for m in masses]])
-    shares = np.stack([m / m.sum() for m in masses])  # rows: the leaf, then the candidate's left and right
-    log_positive = np.log2(shares[shares > 0])  # in the compiled order
-    splits, _, _, _, per_feature = vfdt_core.split_decisions(
-        np.array([0]), np.array([0]), np.array([masses[0].sum()]), masses[0][None] > 0, np.array([[True]]),
-        totals, shares[None], log_positive, np.array([0.0, 0.0, 1.0]), np.array([np.log(2.0)]),
-        np.array([0.05]), 0.01)
+def _decide(class_0, class_1):
+    """The compiled merit and Hoeffding test of one leaf with one covariate where class 0 lies in [0, 0.05] and
+    class 1 in [0.95, 1]: every candidate threshold (1/11 .. 10/11) separates them."""
+    mass = np.array([[class_0, class_1]])
+    g_weight, g_mean, g_m2 = mass[:, None, :].copy(), np.full((1, 1, 2), 0.5), np.full((1, 1, 2), 0.01)
+    g_min, g_max = np.array([[[0.0, 0.95]]]), np.array([[[0.05, 1.0]]])
+    splits, _, _, usable, per_feature, *_ = vfdt_core.evaluate_splits(
+        np.array([0]), np.array([0]), np.array([0]), mass, mass > 0, g_weight, g_mean, g_m2, g_min, g_max,
+        np.arange(1, 11) / 11, 1e-12, 0.01, np.array([0.0, 0.0, 1.0]),
+        np.array([np.log(2.0)]), np.array([0.05]))
+    assert usable[0, 0]
     return per_feature[0, 0], bool(splits[0])
 
 
 def test_info_gain_of_a_perfect_split_is_the_prior_entropy():
-    assert _decide([5.0, 5.0], [5.0, 0.0], [0.0, 5.0]) == (pytest.approx(1.0), True)
+    assert _decide(5.0, 5.0) == (pytest.approx(1.0), True)
     # a branch holding less than 1% of the weight makes the candidate invalid
-    assert _decide([10.01, 10.0], [10.0, 10.0], [0.01, 0.0]) == (-np.inf, False)
-    p = np.array([0.25, 0.25, 0.5])
-    assert vfdt_core._entropy(p, np.log2(p), 0, np.empty(3)) == (pytest.approx(1.5), 3)
-    # a zero share adds nothing and consumes no log2 value
-    log_positive = np.log2([0.75, 0.25, 0.5, 0.5])
-    assert vfdt_core._entropy(np.array([0.5, 0.0, 0.5]), log_positive, 2, np.empty(3)) == (1.0, 4)
+    assert _decide(10.0, 0.01) == (-np.inf, False)
+    terms = np.empty(3)
+    assert vfdt_core._entropy(np.array([1.0, 1.0, 2.0]), 4.0, terms) == pytest.approx(1.5)
+    assert vfdt_core._entropy(np.array([2.0, 0.0, 2.0]), 4.0, terms) == 1.0  # a zero share adds nothing
+    assert vfdt_core._entropy(np.zeros(3), 0.0, terms) == 0.0
 
 
 def test_compiled_sums_add_in_numpys_order_bit_for_bit():

@@ -197,42 +197,33 @@ class VFDTForest(WeakLearners):
             weights = weights * self.importance_scale[:, None]
         leaves = self._leaves(x)
         self._round_leaves = None
-        fed = vfdt_core.update_statistics(x, np.ascontiguousarray(weights, dtype=float), leaves, self.covariates,
-                                          self.slot, self.class_mass, self.seen, self.g_weight, self.g_mean,
-                                          self.g_m2, self.g_min, self.g_max, self.pseudo_count)
-        # split attempts (in increasing node order) where the grace period has passed and > 1 class was seen
-        owner = np.flatnonzero(fed)
-        touched = leaves[owner]
-        weight = self.class_mass[touched].sum(axis=1)
-        due = (weight - self.weight_at_last_attempt[touched] > self.grace[owner]) & (self.seen[touched].sum(axis=1) > 1)
-        due = np.flatnonzero(due)
-        due = due[np.argsort(touched[due])]
-        self.weight_at_last_attempt[touched[due]] = weight[due]
+        due, trees = vfdt_core.update_statistics(
+            x, np.ascontiguousarray(weights, dtype=float), leaves, self.covariates, self.slot, self.class_mass,
+            self.seen, self.g_weight, self.g_mean, self.g_m2, self.g_min, self.g_max, self.pseudo_count,
+            self.weight_at_last_attempt, self.grace)
         for start in range(0, len(due), self._split_batch):
-            batch = due[start:start + self._split_batch]
-            self._attempt_splits(touched[batch], owner[batch], weight[batch])
+            self._attempt_splits(due[start:start + self._split_batch], trees[start:start + self._split_batch])
 
-    def _attempt_splits(self, leaves: np.ndarray, trees: np.ndarray, n: np.ndarray) -> None:
-        """Evaluate the candidate splits of ``leaves`` (of ``trees``, with total weights ``n``) and split
-        where the Hoeffding test says so (compiled loops; log2 is a ufunc call on the batch)."""
-        usable, thresholds, left, right, totals, shares, positive = vfdt_core.candidate_masses(
-            leaves, self.slot, self.class_mass, self.g_weight, self.g_mean, self.g_m2, self.g_min, self.g_max,
-            self._fractions, _MIN_VARIANCE, _MIN_BRANCH_FRACTION)
-        splits, feature, best_t, tied, per_feature = vfdt_core.split_decisions(
-            leaves, trees, n, self.seen, usable, totals, shares, np.log2(positive), self._eps_factor,
-            self._ln_inv_delta, self.tau, _MIN_BRANCH_FRACTION)
-        chosen = feature.copy()
+    def _attempt_splits(self, leaves: np.ndarray, trees: np.ndarray) -> None:
+        """Evaluate the candidate splits of ``leaves`` (of ``trees``) and split where the Hoeffding test says so
+        (compiled)."""
+        splits, feature, tied, _, per_feature, best_t, best_left, best_right, thresholds = vfdt_core.evaluate_splits(
+            leaves, trees, self.slot, self.class_mass, self.seen, self.g_weight, self.g_mean, self.g_m2, self.g_min,
+            self.g_max, self._fractions, _MIN_VARIANCE, _MIN_BRANCH_FRACTION, self._eps_factor, self._ln_inv_delta,
+            self.tau)
         for b in np.flatnonzero(splits & tied):
-            chosen[b] = np.argsort(per_feature[b])[::-1][0]  # numpy's choice among tied features
+            feature[b] = np.argsort(per_feature[b])[::-1][0]  # numpy's choice among tied features
         n_splits = int(splits.sum())
+        if not n_splits:
+            return
         while self.n_nodes + 2 * n_splits > len(self.split_feature):
             self._grow(self._NODE_ARRAYS)
         while self.n_slots + n_splits > len(self.g_weight):
             self._grow(self._SLOT_ARRAYS)
         self.n_nodes, self.n_slots = vfdt_core.apply_splits(
-            splits, chosen, best_t, leaves, thresholds, left, right, self.n_nodes, self.n_slots, self.split_feature,
-            self.threshold, self.left, self.right, self.nan_left, self.slot, self.class_mass, self.seen,
-            self.weight_at_last_attempt, self.g_weight, self.g_mean, self.g_m2, self.g_min, self.g_max)
+            splits, feature, best_t, leaves, thresholds, best_left, best_right, self.n_nodes, self.n_slots,
+            self.split_feature, self.threshold, self.left, self.right, self.nan_left, self.slot, self.class_mass,
+            self.seen, self.weight_at_last_attempt, self.g_weight, self.g_mean, self.g_m2, self.g_min, self.g_max)
 
     @property
     def n_leaves(self) -> int:

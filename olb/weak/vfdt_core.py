@@ -9,6 +9,8 @@ this file (or in ``NUMBA_CACHE_DIR`` where that is not writable), so only the fi
 
 from __future__ import annotations
 
+import math
+
 import llvmlite.binding
 import numpy as np
 from numba import njit, types
@@ -41,11 +43,14 @@ def route(x, covariates, root, split_feature, threshold, left, right, nan_left):
 
 @njit(cache=True, nogil=True)
 def update_statistics(x, weights, leaves, covariates, slot, class_mass, seen, g_weight, g_mean, g_m2, g_min,
-                      g_max, pseudo_count):  # pragma: no cover - compiled
-    """Feed label l to tree i's leaf with weight ``weights[i, l]`` (> 0) and return which trees were fed.
+                      g_max, pseudo_count, weight_at_last_attempt, grace):  # pragma: no cover - compiled
+    """Feed label l to tree i's leaf with weight ``weights[i, l]`` (> 0); return the fed leaves due for a split
+    attempt, in increasing node order, and their trees.
 
     Class masses get the weight, plus ``pseudo_count`` the first time a class reaches the node; every
-    covariate's weighted Gaussian estimator (West's incremental update) and min/max take x, skipping NaN.
+    covariate's weighted Gaussian estimator (West's incremental update) and min/max take x, skipping NaN. A fed
+    leaf is due when its weight grew by more than its tree's grace period since the last attempt and it has seen
+    more than one class; its weight is then recorded as the last attempt's.
     """
     n_trees, k = weights.shape
     d = covariates.shape[1]
@@ -76,7 +81,20 @@ def update_statistics(x, weights, leaves, covariates, slot, class_mass, seen, g_
                 if wv > 0:
                     g_min[s, j, label] = min(g_min[s, j, label], xv)
                     g_max[s, j, label] = max(g_max[s, j, label], xv)
-    return fed
+    due = np.zeros(n_trees, np.bool_)
+    for i in range(n_trees):
+        node = leaves[i]
+        if fed[i]:
+            weight = pairwise_sum(class_mass[node], 0, k)
+            n_classes = 0
+            for label in range(k):
+                n_classes += seen[node, label]
+            if weight - weight_at_last_attempt[node] > grace[i] and n_classes > 1:
+                due[i] = True
+                weight_at_last_attempt[node] = weight
+    trees = np.flatnonzero(due)
+    trees = trees[np.argsort(leaves[trees])]  # node numbers are unique: any sort gives this order
+    return leaves[trees], trees
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -154,37 +172,37 @@ def pairwise_sum(a, start, n):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def candidate_masses(leaves, slot, class_mass, g_weight, g_mean, g_m2, g_min, g_max, fractions, min_variance,
-                     min_branch_fraction):  # pragma: no cover - compiled
-    """Every candidate split of every leaf, in one pass: which covariates have candidates (L, d'), the candidate
-    thresholds (L, d', T), the class masses left and right of each (L, d', T, k), the total mass of every
-    distribution whose entropy the merit needs (L, 1 + 2 d' T: the leaf's own, then each candidate's left and right
-    branch), their class shares (L, 1 + 2 d' T, k; read again by :func:`split_decisions`), and the positive class
-    shares of the leaf and of the candidates whose branches both hold more than ``min_branch_fraction`` of the
-    weight, in the order :func:`split_decisions` reads them (it needs their log2).
+def evaluate_splits(leaves, trees, slot, class_mass, seen, g_weight, g_mean, g_m2, g_min, g_max, fractions,
+                    min_variance, min_branch_fraction, eps_factor, ln_inv_delta, tau):  # pragma: no cover - compiled
+    """Every candidate split of every leaf, its information gain, and the Hoeffding test of each leaf, in one pass.
 
     Thresholds lie at ``fractions`` of the way from the covariate's smallest to its largest observed value. A
     class's weight left of t is W_c Phi((t - mu_c) / sigma_c) (scipy's normal CDF): none below the class's
-    smallest value (or without weight), all above its largest.
+    smallest value (or without weight), all above its largest. A candidate scores -inf unless both branches hold
+    more than ``min_branch_fraction`` of the weight; the leaf splits when best - second best > eps or eps < tau,
+    eps = sqrt(log2(#classes)^2 ln(1/delta) / (2 n)), n the leaf's weight.
+
+    Returns per leaf whether it splits, the best feature, whether the best merit is tied across features (then
+    the caller picks the feature as numpy's argsort would), and per (leaf, covariate): whether it has candidates,
+    the merit, index and class masses left and right of its best threshold; and the thresholds (L, d', T).
     """
     n_leaves, n_thr = leaves.shape[0], fractions.shape[0]
     _, d, k = g_weight.shape
     usable = np.zeros((n_leaves, d), np.bool_)
     thresholds = np.zeros((n_leaves, d, n_thr))
-    # left, right and shares are only written (and read) where a candidate is usable and not void
-    left = np.empty((n_leaves, d, n_thr, k))
-    right = np.empty((n_leaves, d, n_thr, k))
-    totals = np.zeros((n_leaves, 1 + 2 * d * n_thr))
-    shares = np.empty((n_leaves, 1 + 2 * d * n_thr, k))
-    positive = np.empty(totals.size * k)
-    sigma = np.empty(k)
-    n_pos = 0
+    splits = np.zeros(n_leaves, np.bool_)
+    tied = np.zeros(n_leaves, np.bool_)
+    best_feature = np.zeros(n_leaves, np.int64)
+    best_threshold = np.zeros((n_leaves, d), np.int64)
+    per_feature = np.full((n_leaves, d), -np.inf)
+    best_left = np.empty((n_leaves, d, k))  # read only where the covariate is usable
+    best_right = np.empty((n_leaves, d, k))
+    sigma, left, right, terms = np.empty(k), np.empty(k), np.empty(k), np.empty(k)
     for b in range(n_leaves):
         leaf = leaves[b]
         s = slot[leaf]
-        totals[b, 0] = pairwise_sum(class_mass[leaf], 0, k)
-        shares[b, 0] = 0.0
-        n_pos = _shares(class_mass[leaf], totals[b, 0], shares[b, 0], positive, n_pos)
+        n_weight = pairwise_sum(class_mass[leaf], 0, k)
+        pre = _entropy(class_mass[leaf], n_weight, terms)
         for f in range(d):
             lo, hi = np.inf, -np.inf
             for c in range(k):
@@ -208,87 +226,21 @@ def candidate_masses(leaves, slot, class_mass, g_weight, g_mean, g_m2, g_min, g_
                             m = W
                         else:
                             m = W * ndtr((t - g_mean[s, f, c]) / sigma[c])
-                    left[b, f, j, c] = m
-                    right[b, f, j, c] = W - m
-                row = 1 + 2 * (f * n_thr + j)
-                wl = totals[b, row] = pairwise_sum(left[b, f, j], 0, k)
-                wr = totals[b, row + 1] = pairwise_sum(right[b, f, j], 0, k)
-                if _two_branches(wl, wr, min_branch_fraction):  # otherwise the merit is -inf: no entropies
-                    n_pos = _shares(left[b, f, j], wl, shares[b, row], positive, n_pos)
-                    n_pos = _shares(right[b, f, j], wr, shares[b, row + 1], positive, n_pos)
-    return usable, thresholds, left, right, totals, shares, positive[:n_pos]
-
-
-@njit(cache=True, nogil=True)
-def _two_branches(wl, wr, min_branch_fraction):  # pragma: no cover - compiled
-    """Whether both branches hold more than ``min_branch_fraction`` of the weight (else the candidate is void)."""
-    total = wl + wr
-    return wl > min_branch_fraction * total and wr > min_branch_fraction * total
-
-
-@njit(cache=True, nogil=True)
-def _shares(mass, total, share, positive, n_pos):  # pragma: no cover - compiled
-    """Write the shares mass / total to ``share`` (left as it is if the total is 0) and append the positive ones to
-    ``positive``."""
-    if total > 0:
-        for c in range(mass.shape[0]):
-            p = share[c] = mass[c] / total
-            if p > 0:
-                positive[n_pos] = p
-                n_pos += 1
-    return n_pos
-
-
-@njit(cache=True, nogil=True)
-def _entropy(share, log_positive, cursor, terms):  # pragma: no cover - compiled
-    """Entropy in bits of the class shares ``share``; ``log_positive[cursor:]`` holds log2 of the positive
-    shares in order, ``terms`` is scratch space. Returns the entropy and the next cursor."""
-    for c in range(share.shape[0]):
-        p = share[c]
-        terms[c] = 0.0
-        if p > 0:
-            terms[c] = p * log_positive[cursor]
-            cursor += 1
-    return -pairwise_sum(terms, 0, terms.shape[0]), cursor
-
-
-@njit(cache=True, nogil=True)
-def split_decisions(leaves, trees, n_weight, seen, usable, totals, shares, log_positive, eps_factor,
-                    ln_inv_delta, tau, min_branch_fraction):  # pragma: no cover - compiled
-    """Information-gain merits of every candidate and the Hoeffding test of each leaf.
-
-    Returns per leaf whether it splits, the best feature and threshold index, whether the best merit is tied
-    across features (then the caller picks the feature as numpy's argsort would), and the merit per feature.
-    A candidate scores -inf unless both branches hold more than ``min_branch_fraction`` of the weight; the
-    leaf splits when best - second best > eps or eps < tau, eps = sqrt(log2(#classes)^2 ln(1/delta) / (2 n)).
-    """
-    n_leaves, d = usable.shape
-    k = shares.shape[2]
-    n_thr = (shares.shape[1] - 1) // (2 * d)
-    splits = np.zeros(n_leaves, np.bool_)
-    tied = np.zeros(n_leaves, np.bool_)
-    best_feature = np.zeros(n_leaves, np.int64)
-    best_threshold = np.zeros((n_leaves, d), np.int64)
-    per_feature = np.full((n_leaves, d), -np.inf)
-    cursor = 0
-    terms = np.empty(k)
-    for b in range(n_leaves):
-        pre, cursor = _entropy(shares[b, 0], log_positive, cursor, terms)
-        for f in range(d):
-            if not usable[b, f]:
-                continue
-            for j in range(n_thr):
-                row = 1 + 2 * (f * n_thr + j)
-                wl, wr = totals[b, row], totals[b, row + 1]
-                total = wl + wr
+                    left[c] = m
+                    right[c] = W - m
+                wl = pairwise_sum(left, 0, k)
+                wr = pairwise_sum(right, 0, k)
                 merit = -np.inf
                 if _two_branches(wl, wr, min_branch_fraction):
-                    h_left, cursor = _entropy(shares[b, row], log_positive, cursor, terms)
-                    h_right, cursor = _entropy(shares[b, row + 1], log_positive, cursor, terms)
+                    total = wl + wr
+                    h_left = _entropy(left, wl, terms)
+                    h_right = _entropy(right, wr, terms)
                     merit = pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
                 if merit > per_feature[b, f] or j == 0:
                     per_feature[b, f] = merit
                     best_threshold[b, f] = j
+                    best_left[b, f] = left
+                    best_right[b, f] = right
         best, second, where = -np.inf, -np.inf, 0
         for f in range(d):
             v = per_feature[b, f]
@@ -303,22 +255,42 @@ def split_decisions(leaves, trees, n_weight, seen, usable, totals, shares, log_p
         best_feature[b] = where
         if not np.isfinite(best):
             continue
-        leaf = leaves[b]
         n_classes = 0
         for c in range(k):
             n_classes += seen[leaf, c]
-        eps = np.sqrt(eps_factor[max(n_classes, 2)] * ln_inv_delta[trees[b]] / (2.0 * n_weight[b]))
+        eps = np.sqrt(eps_factor[max(n_classes, 2)] * ln_inv_delta[trees[b]] / (2.0 * n_weight))
         splits[b] = best - second > eps or eps < tau[trees[b]]
-    return splits, best_feature, best_threshold, tied, per_feature
+    return splits, best_feature, tied, usable, per_feature, best_threshold, best_left, best_right, thresholds
 
 
 @njit(cache=True, nogil=True)
-def apply_splits(splits, feature, best_threshold, leaves, thresholds, left, right, n_nodes, n_slots,
+def _two_branches(wl, wr, min_branch_fraction):  # pragma: no cover - compiled
+    """Whether both branches hold more than ``min_branch_fraction`` of the weight (else the candidate is void)."""
+    total = wl + wr
+    return wl > min_branch_fraction * total and wr > min_branch_fraction * total
+
+
+@njit(cache=True, nogil=True)
+def _entropy(mass, total, terms):  # pragma: no cover - compiled
+    """Entropy in bits of the class shares mass / total (0 if the total is 0), summed in numpy's order;
+    ``terms`` is scratch space."""
+    for c in range(mass.shape[0]):
+        terms[c] = 0.0
+        if total > 0:
+            p = mass[c] / total
+            if p > 0:
+                terms[c] = p * math.log2(p)
+    return -pairwise_sum(terms, 0, mass.shape[0])
+
+
+@njit(cache=True, nogil=True)
+def apply_splits(splits, feature, best_threshold, leaves, thresholds, best_left, best_right, n_nodes, n_slots,
                  split_feature, threshold, left_child, right_child, nan_left, slot, class_mass, seen,
                  weight_at_last_attempt, g_weight, g_mean, g_m2, g_min, g_max):  # pragma: no cover - compiled
     """Split every leaf ``leaves[b]`` with ``splits[b]`` on covariate ``feature[b]`` at its best threshold.
 
-    Its children are the next two nodes (left first), holding the candidate's branch masses; the left child
+    Its children are the next two nodes (left first), holding that threshold's branch masses (``best_left`` and
+    ``best_right`` per leaf and covariate, from :func:`evaluate_splits`); the left child
     takes the leaf's slot of Gaussian statistics, cleared, the right child the next unused slot. Missing values
     will go to the heavier child. The arrays must have room for the new nodes and slots (the caller grows them).
     """
@@ -334,7 +306,7 @@ def apply_splits(splits, feature, best_threshold, leaves, thresholds, left, righ
         g_m2[s] = 0.0
         g_min[s] = np.inf
         g_max[s] = -np.inf
-        for child, mass, child_slot in ((n_nodes, left[b, f, j], s), (n_nodes + 1, right[b, f, j], n_slots)):
+        for child, mass, child_slot in ((n_nodes, best_left[b, f], s), (n_nodes + 1, best_right[b, f], n_slots)):
             slot[child] = child_slot
             for c in range(k):
                 class_mass[child, c] = mass[c]
