@@ -217,8 +217,9 @@ def rank_loss(scores, y, normalized=True, ties=0.5):
 def rank_loss_many(S, y, normalized=True, ties=0.5):
     """:func:`rank_loss` of m score vectors against one label set: S (m, k), y (k,) -> (m,).
 
-    For boosters' Hedge updates (papers 000, 004): all N experts' losses on one example in one call,
-    as an O(m |Y| |Y^c|) numpy broadcast (m |Y| |Y^c| booleans of temporary memory).
+    All N experts' losses on one example in one call, as an O(m |Y| |Y^c|) numpy broadcast (m |Y| |Y^c|
+    booleans of temporary memory). Ada.OLMR's Hedge update computes the same values compiled
+    (:func:`olb.learners.boosting.rounds.rank_losses`; this module stays free of numba).
 
     >>> S = np.array([[0.0, 0.0, 0.0], [3.0, 1.0, 2.0], [1.0, 3.0, 2.0]])
     >>> rank_loss_many(S, [1, 0, 0])

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from olb.learners.boosting.losses import logistic_rank_gradient
 from olb.learners.boosting.mlr import AdaOLMR, OnlineBMR
+from olb.learners.boosting.rounds import logistic_rank_gradient
 
 
 def logistic_loss(s, relevant):

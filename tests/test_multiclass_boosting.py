@@ -10,11 +10,11 @@ from olb.learners.boosting.multiclass import (
     AdaBoostOLM,
     MBBMCosts,
     OnlineMBBM,
-    alpha_gradient,
     logistic_cost_matrix,
     logistic_loss,
 )
 from olb.learners.boosting.potentials import baseline, mbbm_cost_matrix
+from olb.learners.boosting.rounds import alpha_gradient
 from olb.protocol import make_phases, run_stream
 from olb.registry import get_algorithm
 from olb.run import CellSpec, run_cell

@@ -9,7 +9,7 @@ import pytest
 from olb.learners.boosting import mlr as mlr_boosting
 from olb.feedback import TopKFeedback, observed_pairs, ranking
 from olb.learners.boosting.exploration import UniformExploration, importance_weights
-from olb.learners.boosting.losses import logistic_rank_gradient
+from olb.learners.boosting.rounds import logistic_rank_gradient
 from olb.learners.boosting.potentials import baseline
 from olb.learners.boosting.topk import TopAda, TopOpt
 from olb.registry import get_algorithm

@@ -6,7 +6,8 @@
 - :mod:`~olb.learners.boosting.topk`: TopOpt and TopAda under top-k feedback (paper 004), with the randomized
   rankings of :mod:`~olb.learners.boosting.exploration`;
 - :mod:`~olb.learners.boosting.potentials`: the exact potentials and cost vectors of the "optimal" boosters;
-- :mod:`~olb.learners.boosting.common`: the hyperparameters, Hedge and weak-learner pool they share.
+- :mod:`~olb.learners.boosting.common`: the hyperparameters and weak-learner pool they share;
+- :mod:`~olb.learners.boosting.rounds`: their per-round arithmetic (gradients, Hedge, steps on alpha), compiled.
 """
 
 from olb.learners.boosting.baselines import BestVFDT, OzaBoost

@@ -5,8 +5,9 @@
 - ``build_weak_learners``: the pool of N weak learners of a booster (:func:`olb.weak.make_weak_learners`).
 - ``ALL_FEATURES_PARAM``: ``num_covariates`` defaulting to all features (paper 001's learners).
 - ``GAMMA_PARAM`` / ``MARGIN_PARAM``: the edge of the potential-based boosters' baseline and their hinge margin.
-- ``hedge_init`` / ``hedge_draw`` / ``hedge_update``: the Hedge distribution over the N experts (Ada.OLMR,
-  Adaboost.OLM, TopAda); ``projected_alpha_step``: an adaptive booster's step on alpha, projected to [-2, 2].
+
+The per-round arithmetic they share (Hedge, the step on alpha, the experts' states) is compiled, in
+:mod:`~olb.learners.boosting.rounds`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ ALL_FEATURES_PARAM = Param(int, 0, low=0, doc="random features per tree; 0 (defa
                            "features, as in the authors' multiclass code")
 GAMMA_PARAM = Param(float, 0.1, low=0.0, high=1.0, open_low=True, open_high=True, doc="edge of the baseline")
 MARGIN_PARAM = Param(float, 1.0, low=0.0, doc="hinge margin inside the potential (authors' code: 0)")
-ALPHA_BOUND = 2.0  # the adaptive boosters project alpha to [-2, 2] (papers 000, 001, 004)
 
 
 def build_weak_learners(kind: str, n_learners: int, n_features: int, n_labels: int, num_covariates: int,
@@ -37,26 +37,3 @@ def build_weak_learners(kind: str, n_learners: int, n_features: int, n_labels: i
     covariates = n_features if num_covariates <= 0 else num_covariates
     return make_weak_learners(kind, n_learners, n_features, n_labels, covariates, importance_scale_range, rng)
 
-
-def hedge_init(n_experts: int) -> np.ndarray:
-    """The uniform Hedge weights 1/N of the first round."""
-    return np.full(n_experts, 1.0 / n_experts)
-
-
-def hedge_draw(weights: np.ndarray, rng: np.random.Generator) -> int:
-    """An expert index drawn with probability proportional to ``weights`` (one uniform draw)."""
-    return min(int(np.searchsorted(np.cumsum(weights), rng.random() * weights.sum())), len(weights) - 1)
-
-
-def hedge_update(weights: np.ndarray, losses: np.ndarray) -> np.ndarray:
-    """Hedge with step 1: ``weights * exp(-losses)``, renormalized to sum 1.
-
-    Renormalizing every round keeps the largest weight >= 1/N, so the vector never underflows to 0.
-    """
-    new = weights * np.exp(-losses)
-    return new / new.sum()
-
-
-def projected_alpha_step(alpha: np.ndarray, change: np.ndarray) -> np.ndarray:
-    """``alpha - change`` projected to [-2, 2] (online gradient descent on the weights alpha^i)."""
-    return np.clip(alpha - change, -ALPHA_BOUND, ALPHA_BOUND)

@@ -11,11 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, Param, RoundCache
-from olb.learners.boosting.common import (BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM, build_weak_learners,
-                                         hedge_draw, hedge_init, hedge_update, projected_alpha_step)
-from olb.learners.boosting.losses import logistic_rank_gradient
+from olb.learners.boosting.common import BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM, build_weak_learners
 from olb.learners.boosting.potentials import PairwisePotential
-from olb.metrics import rank_loss_many
+from olb.learners.boosting.rounds import adaolmr_round, expert_states, fed_weights, hedge_draw, hedge_init
 
 AUTHORS_IMPORTANCE_SCALE = (3.0, 10.0)
 
@@ -52,9 +50,7 @@ class MLRBooster(OnlineLearner):
 
     def _compute_experts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         H = self.weak.predict_proba(x)
-        states = np.zeros((self.num_learners + 1, self.n_labels))
-        np.cumsum(self.alpha[:, None] * H, axis=0, out=states[1:])
-        return H, states
+        return H, expert_states(self.alpha, H)
 
     def predict_one(self, x: np.ndarray) -> np.ndarray:
         """The chosen expert's score vector (k,)."""
@@ -69,18 +65,14 @@ class MLRBooster(OnlineLearner):
         relevant = np.asarray(y, bool)
         if relevant.all() or not relevant.any():
             return  # every pairwise loss and cost is 0: nothing to learn
-        costs = self._cost_vectors(states, relevant)  # (N, k): c^i from s^{i-1}
-        self._update_booster(H, states, relevant)
-        weights = np.where(relevant, costs.max(axis=1, keepdims=True) - costs, 0.0)
-        self.weak.learn(x, weights)
+        self.weak.learn(x, self._learn_round(H, states, relevant))
 
     def _choose_expert(self) -> int:
         raise NotImplementedError
 
-    def _cost_vectors(self, states: np.ndarray, relevant: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-    def _update_booster(self, H: np.ndarray, states: np.ndarray, relevant: np.ndarray) -> None:
+    def _learn_round(self, H: np.ndarray, states: np.ndarray, relevant: np.ndarray) -> np.ndarray:
+        """Update the booster's state and return the importance weights (N, k): learner i is fed each relevant
+        label l with weight max(c^i) - c^i[l], its cost vector c^i computed from s^{i-1}."""
         raise NotImplementedError
 
 
@@ -111,19 +103,13 @@ class AdaOLMR(MLRBooster):
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
         self.hedge = hedge_init(self.num_learners)
-        self._gradients = None
 
     def _choose_expert(self) -> int:
         return hedge_draw(self.hedge, self.rng)
 
-    def _cost_vectors(self, states, relevant):
-        self._gradients = logistic_rank_gradient(states, relevant)  # c^1..c^{N+1}
-        return self._gradients[:-1]
-
-    def _update_booster(self, H, states, relevant):
-        slopes = np.einsum("ik,ik->i", self._gradients[1:], H)  # f_t^i'(alpha) = c^{i+1} . h^i
-        self.alpha = projected_alpha_step(self.alpha, slopes / np.sqrt(self.t))
-        self.hedge = hedge_update(self.hedge, rank_loss_many(states[1:], relevant))
+    def _learn_round(self, H, states, relevant):
+        weights, self.alpha, self.hedge = adaolmr_round(H, states, relevant, self.alpha, self.hedge, self.t)
+        return weights
 
 
 class OnlineBMR(MLRBooster):
@@ -166,5 +152,5 @@ class OnlineBMR(MLRBooster):
         N = self.num_learners
         return self.potential.cost_vectors(states[:-1], relevant, np.arange(N - 1, -1, -1))  # horizon N - i
 
-    def _update_booster(self, H, states, relevant):
-        pass  # alpha stays 1 and there is no other booster state
+    def _learn_round(self, H, states, relevant):
+        return fed_weights(self._cost_vectors(states, relevant), relevant, 1.0)  # alpha stays 1, no other state

@@ -30,12 +30,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit
 
 from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, Param, RoundCache
-from olb.learners.boosting.common import (ALL_FEATURES_PARAM, BOOSTER_PARAMS, GAMMA_PARAM, build_weak_learners, hedge_draw,
-                                         hedge_init, hedge_update, projected_alpha_step)
+from olb.learners.boosting.common import ALL_FEATURES_PARAM, BOOSTER_PARAMS, GAMMA_PARAM, build_weak_learners
 from olb.learners.boosting.potentials import baseline, mbbm_cost_matrix
+from olb.learners.boosting.rounds import (adaolm_chain, adaolm_update, hedge_draw, hedge_init, logistic_cost_parts,
+                                          vote_states)
 
 AUTHORS_WEIGHT_CONSTANTS = (5.0, 200.0)  # U[5, 200] per tree in the authors' multiclass driver
 AUTHORS_FIRST_WEIGHT = 5.0  # Adaboost.OLM in the authors' code: tree 1 always gets weight 5
@@ -114,12 +114,7 @@ class MulticlassBooster(OnlineLearner):
 
     def _states(self, labels: np.ndarray) -> np.ndarray:
         """Votes s^0..s^N for the weak predictions ``labels`` under the current alpha."""
-        N, k = self.num_learners, self.n_labels
-        votes = np.zeros((N, k))
-        votes[np.arange(N), labels] = self.alpha
-        states = np.zeros((N + 1, k))
-        np.cumsum(votes, axis=0, out=states[1:])
-        return states
+        return vote_states(labels, self.alpha, self.n_labels)
 
     def predict_one(self, x: np.ndarray) -> int:
         """The predicted class index."""
@@ -162,15 +157,6 @@ class MulticlassBooster(OnlineLearner):
 # ---------------------------------------------------------------------------------------------------
 
 
-def logistic_cost_parts(S: np.ndarray):
-    """For votes S (m, k): G[m, r, l] = 1 / (1 + exp(s[r] - s[l])) and rows[m, r] = sum_{l != r} G[m, r, l].
-
-    The logistic cost matrix of paper 001 eq. (9) is C[r, l] = G[r, l] for l != r and C[r, r] = -rows[r].
-    """
-    G = expit(S[:, None, :] - S[:, :, None])
-    return G, G.sum(axis=2) - 0.5
-
-
 def logistic_cost_matrix(s: np.ndarray) -> np.ndarray:
     """The (k, k) cost matrix C of eq. (9) at the votes ``s``: row r is the gradient of L^r(s)."""
     G, rows = logistic_cost_parts(np.asarray(s, float)[None])
@@ -183,25 +169,6 @@ def logistic_loss(s: np.ndarray, y: int) -> float:
     """Multiclass logistic loss L^y(s) = sum_{l != y} log(1 + exp(s[l] - s[y])) (eq. 8)."""
     s = np.asarray(s, float)
     return float(np.logaddexp(0.0, np.delete(s - s[y], y)).sum())
-
-
-def alpha_gradient(S: np.ndarray, labels: np.ndarray, alpha: np.ndarray, y: int, authors: bool = False) -> np.ndarray:
-    """f'(alpha^i) for f(a) = L^y(s^{i-1} + a e_{l^i}), for every learner i at once.
-
-    ``S`` (N, k) holds s^{i-1}. If l^i != y: sigma(s[l] + a - s[y]); if l^i = y: -sum_{j != y} sigma(s[j] - s[y] - a)
-    (the true derivative). ``authors=True`` returns the authors' code's value in the second case,
-    -sum_{j != y} sigma(s[y] + a - s[j]) (= -(k-1) - the true one; ``docs/authors_code.md``).
-    """
-    N = len(S)
-    sy = S[:, y]
-    sl = S[np.arange(N), labels]
-    wrong = expit(sl + alpha - sy)
-    others = np.delete(S, y, axis=1)
-    if authors:
-        right = -expit(sy[:, None] + alpha[:, None] - others).sum(axis=1)
-    else:
-        right = -expit(others - sy[:, None] - alpha[:, None]).sum(axis=1)
-    return np.where(labels == y, right, wrong)
 
 
 class AdaBoostOLM(MulticlassBooster):
@@ -230,27 +197,8 @@ class AdaBoostOLM(MulticlassBooster):
         self.hedge = hedge_init(self.num_learners)
 
     def _weak_predictions(self, H, tie):
-        """The chain l^i = argmin_l h^i . C(s^{i-1})[:, l], one learner after the other.
-
-        With M[r, l] = sigma(s[l] - s[r]), the expected cost is e = h M + h * (1 M - k) (eq. 9 expanded),
-        a single (2, k) @ (k, k) product per learner.
-        """
-        N, k = H.shape
-        PO = np.ones((N, 2, k))
-        PO[:, 0] = H
-        offset = k * H - tie
-        s = np.zeros(k)
-        labels = np.empty(N, np.intp)
-        alpha = self.alpha.tolist()
-        M = expit(s - s[:, None])
-        for i in range(N):
-            V = PO[i] @ M
-            label = int((V[0] + H[i] * V[1] - offset[i]).argmin())
-            labels[i] = label
-            if alpha[i] != 0.0:
-                s[label] += alpha[i]
-                M = expit(s - s[:, None])
-        states = self._states(labels)
+        """The chain l^i = argmin_l h^i . C(s^{i-1})[:, l], one learner after the other (:func:`adaolm_chain`)."""
+        labels, states = adaolm_chain(H, tie, self.alpha)
         return labels, states, self._weights_at(states[:-1])
 
     def _weights_at(self, states):
@@ -268,9 +216,8 @@ class AdaBoostOLM(MulticlassBooster):
 
     def _update_booster(self, r, y):
         eta = 2.0 * np.sqrt(2.0) / ((self.n_labels - 1) * np.sqrt(self.t))
-        slopes = alpha_gradient(r.states[:-1], r.labels, self.alpha, y, self.authors_gradient)
-        self.alpha = projected_alpha_step(self.alpha, eta * slopes)
-        self.hedge = hedge_update(self.hedge, (r.experts != y).astype(float))
+        self.alpha, self.hedge = adaolm_update(r.states, r.labels, r.experts, self.alpha, self.hedge, y, eta,
+                                               self.authors_gradient)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -31,12 +31,13 @@ import numpy as np
 from scipy.special import expit
 
 from olb.learners.base import Param, StreamShape
-from olb.learners.boosting.common import (BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM, hedge_draw, hedge_init,
-                                         hedge_update, projected_alpha_step)
+from olb.learners.boosting.common import BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM
 from olb.feedback import TopKFeedback, observed_pairs, ranking, ranking_scores
 from olb.learners.boosting.exploration import EXPLORATIONS, importance_weights, make_exploration
 from olb.learners.boosting.mlr import MLRBooster
 from olb.learners.boosting.potentials import TopkPairPotential
+from olb.learners.boosting.rounds import (fed_weights, hedge_draw, hedge_init, hedge_update, projected_alpha_step,
+                                          row_dots)
 
 TOPK_PARAMS = {
     "k": Param(int, 3, low=2, doc="number of top-ranked labels whose relevance is revealed (k < number of labels)"),
@@ -108,7 +109,7 @@ class TopKBooster(MLRBooster):
         self._update_booster(H, states, a, b, w)
         fed = np.zeros(self.n_labels, bool)
         fed[feedback.labels[feedback.relevant]] = True
-        self.weak.learn(x, np.where(fed, self.weight_scale * (costs.max(axis=1, keepdims=True) - costs), 0.0))
+        self.weak.learn(x, fed_weights(costs, fed, self.weight_scale))
 
     def _cost_vectors(self, states, a, b, w) -> np.ndarray:
         raise NotImplementedError
@@ -207,7 +208,7 @@ class TopAda(TopKBooster):
         return grad[:-1]
 
     def _update_booster(self, H, states, a, b, w):
-        slopes = np.einsum("ik,ik->i", self._gradients[1:], H)  # d/d alpha of L-hat_log(s^{i-1} + alpha h^i)
+        slopes = row_dots(self._gradients[1:], H)  # d/d alpha of L-hat_log(s^{i-1} + alpha h^i)
         if self.clip_gradient:
             slopes = np.clip(slopes, -1.0, 1.0)
         self.alpha = projected_alpha_step(self.alpha, self.step / np.sqrt(self.t) * slopes)

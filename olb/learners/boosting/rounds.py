@@ -1,0 +1,346 @@
+"""The boosters' per-round arithmetic, compiled with numba (see docs/speed.md).
+
+Each formula lives here once, as a compiled function over numpy arrays; the boosters
+(:mod:`~olb.learners.boosting.mlr`, :mod:`~olb.learners.boosting.multiclass`, :mod:`~olb.learners.boosting.topk`)
+stay plain classes that call them. Ada.OLMR's and Adaboost.OLM's updates are one call per round
+(:func:`adaolmr_round`, :func:`adaolm_chain`, :func:`adaolm_update`).
+
+The results are bit-identical to the numpy expressions these functions replaced (``tests/regression``, and
+``tests/test_rounds.py`` on random inputs): the same operations in the same order. Sums over a contiguous run of
+values follow numpy's pairwise order (:func:`olb.weak.vfdt_core.pairwise_sum`), sums across rows numpy's
+sequential one; ``exp`` is the C library's, as numpy's; the logistic sigma is scipy's ``expit`` itself (its C
+function, bound by symbol name so that numba's disk cache stays usable); a dot product over labels adds as
+numpy's ``einsum`` does here (two interleaved partial sums, see :func:`row_dots`), a vector-matrix product as
+the BLAS behind numpy's ``@`` does (one fused multiply-add per term, in order, see :func:`adaolm_chain`).
+
+Keep every compiled function of the boosters in this one file: numba's disk cache notices a change of the file
+that holds a cached function, not of the files holding the functions it calls.
+"""
+
+from __future__ import annotations
+
+import math
+
+import llvmlite.binding
+import numpy as np
+from numba import njit, types
+from numba.extending import get_cython_function_address, intrinsic
+
+from olb.weak.vfdt_core import pairwise_sum
+
+llvmlite.binding.add_symbol("olb_scipy_expit", get_cython_function_address("scipy.special.cython_special",
+                                                                          "__pyx_fuse_0expit"))
+expit = types.ExternalFunction("olb_scipy_expit", types.float64(types.float64))
+
+ALPHA_BOUND = 2.0  # the adaptive boosters project alpha to [-2, 2] (papers 000, 001, 004)
+
+
+@intrinsic
+def fma(typingctx, a, b, c):
+    """a * b + c rounded once (LLVM's ``llvm.fma``, the processor's fused multiply-add)."""
+    def codegen(context, builder, signature, args):
+        return builder.fma(*args)
+    return types.float64(types.float64, types.float64, types.float64), codegen
+
+
+# ---------------------------------------------------------------------------------------------------
+# shared by the adaptive boosters: the experts' states, the step on alpha, Hedge
+# ---------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def expert_states(alpha, H):  # pragma: no cover - compiled
+    """The experts' states s^0..s^N (N + 1, k): s^0 = 0, s^j = sum_{i<=j} alpha^i h^i (paper 000, Algorithm 1)."""
+    N, k = H.shape
+    states = np.zeros((N + 1, k))
+    for i in range(N):
+        for label in range(k):
+            vote = alpha[i] * H[i, label]
+            states[i + 1, label] = vote if i == 0 else states[i, label] + vote
+    return states
+
+
+@njit(cache=True, nogil=True)
+def vote_states(labels, alpha, k):  # pragma: no cover - compiled
+    """The votes s^0..s^N (N + 1, k) of single-label learners: s^j = sum_{i<=j} alpha^i e_{l^i} (paper 001)."""
+    N = labels.shape[0]
+    states = np.zeros((N + 1, k))
+    for i in range(N):
+        for label in range(k):
+            vote = alpha[i] if label == labels[i] else 0.0
+            states[i + 1, label] = vote if i == 0 else states[i, label] + vote
+    return states
+
+
+@njit(cache=True, nogil=True)
+def row_dots(A, B):  # pragma: no cover - compiled
+    """The dot products of matching rows of A and B (m, k), added as numpy's ``einsum("ik,ik->i")`` does here:
+    two interleaved partial sums (even and odd positions), eight terms per pass, then the tail, then their sum."""
+    m, k = A.shape
+    out = np.empty(m)
+    for i in range(m):
+        acc0, acc1, p = 0.0, 0.0, 0
+        while k - p >= 8:
+            for j in range(2):
+                ab = A[i, p + 6 + j] * B[i, p + 6 + j] + (acc0 if j == 0 else acc1)
+                ab = A[i, p + 4 + j] * B[i, p + 4 + j] + ab
+                ab = A[i, p + 2 + j] * B[i, p + 2 + j] + ab
+                ab = A[i, p + j] * B[i, p + j] + ab
+                if j == 0:
+                    acc0 = ab
+                else:
+                    acc1 = ab
+            p += 8
+        while p < k:
+            acc0 = A[i, p] * B[i, p] + acc0
+            acc1 = (A[i, p + 1] * B[i, p + 1] if p + 1 < k else 0.0) + acc1
+            p += 2
+        out[i] = 0.0 + (acc0 + acc1)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def projected_alpha_step(alpha, change):  # pragma: no cover - compiled
+    """``alpha - change`` projected to [-2, 2] (online gradient descent on the weights alpha^i; papers 000, 001, 004)."""
+    out = np.empty_like(alpha)
+    for i in range(alpha.shape[0]):
+        v = alpha[i] - change[i]
+        out[i] = min(max(v, -ALPHA_BOUND), ALPHA_BOUND)
+    return out
+
+
+def hedge_init(n_experts: int) -> np.ndarray:
+    """The uniform Hedge weights 1/N of the first round."""
+    return np.full(n_experts, 1.0 / n_experts)
+
+
+def hedge_draw(weights: np.ndarray, rng: np.random.Generator) -> int:
+    """An expert index drawn with probability proportional to ``weights`` (one uniform draw)."""
+    return hedge_index(weights, rng.random())
+
+
+@njit(cache=True, nogil=True)
+def hedge_index(weights, u):  # pragma: no cover - compiled
+    """The first expert whose cumulative weight reaches ``u`` times the total (the last if none does)."""
+    n = weights.shape[0]
+    target = u * pairwise_sum(weights, 0, n)
+    cumulative = 0.0
+    for i in range(n):
+        cumulative = weights[i] if i == 0 else cumulative + weights[i]
+        if cumulative >= target:
+            return i
+    return n - 1
+
+
+@njit(cache=True, nogil=True)
+def hedge_update(weights, losses):  # pragma: no cover - compiled
+    """Hedge with step 1: ``weights * exp(-losses)``, renormalized to sum 1.
+
+    Renormalizing every round keeps the largest weight >= 1/N, so the vector never underflows to 0.
+    """
+    n = weights.shape[0]
+    new = np.empty(n)
+    for i in range(n):
+        new[i] = weights[i] * math.exp(-losses[i])
+    total = pairwise_sum(new, 0, n)
+    for i in range(n):
+        new[i] = new[i] / total
+    return new
+
+
+@njit(cache=True, nogil=True)
+def fed_weights(costs, fed, scale):  # pragma: no cover - compiled
+    """Importance weights ``scale * (max(c^i) - c^i[l])`` for the labels l that are fed, 0 for the others
+    (papers 000 and 004: each relevant label l is fed to learner i with weight max(c^i) - c^i[l])."""
+    N, k = costs.shape
+    weights = np.zeros((N, k))
+    for i in range(N):
+        top = costs[i].max()
+        for label in range(k):
+            if fed[label]:
+                weights[i, label] = scale * (top - costs[i, label])
+    return weights
+
+
+# ---------------------------------------------------------------------------------------------------
+# paper 000: Ada.OLMR
+# ---------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def logistic_rank_gradient(S, relevant):  # pragma: no cover - compiled
+    """Gradient of the weighted logistic loss of paper 000, eq. (8), at each row of ``S``.
+
+    L_log(s) = w_Y sum_{l in Y} sum_{r notin Y} log(1 + exp(s[r] - s[l])), w_Y = 1 / (|Y| |Y^c|), so
+    c[l] = -w_Y sum_r sigma(s[r] - s[l]) for l in Y and c[r] = w_Y sum_l sigma(s[r] - s[l]) for r notin Y.
+    ``S`` is (m, k), ``relevant`` a boolean (k,) mask with 0 < |Y| < k; returns (m, k). Both sums add their
+    terms in index order: numpy's order on the boosters' states (m = N + 1 >= 2 rows; its fancy-indexed
+    differences were laid out row-fastest, so it summed row vectors one after the other).
+
+    >>> logistic_rank_gradient(np.zeros((1, 3)), np.array([True, False, False]))
+    array([[-0.5 ,  0.25,  0.25]])
+    """
+    m, k = S.shape
+    rel, irr = np.flatnonzero(relevant), np.flatnonzero(~relevant)
+    w = 1.0 / (rel.shape[0] * irr.shape[0])
+    grad = np.empty((m, k))
+    for row in range(m):
+        for l in rel:
+            grad[row, l] = -0.0
+        for r in irr:
+            grad[row, r] = -0.0
+        for l in rel:
+            for r in irr:
+                sig = expit(S[row, r] - S[row, l])
+                grad[row, l] += sig
+                grad[row, r] += sig
+        for l in rel:
+            grad[row, l] = -w * grad[row, l]
+        for r in irr:
+            grad[row, r] = w * grad[row, r]
+    return grad
+
+
+@njit(cache=True, nogil=True)
+def rank_losses(S, relevant):  # pragma: no cover - compiled
+    """Paper 000's rank loss L_rnk of every row of S (m, k) against one label set, 0 < |Y| < k: the share of
+    (relevant, irrelevant) pairs in the wrong order, a tie counting 1/2 (the value of
+    :func:`olb.metrics.rank_loss_many`)."""
+    m = S.shape[0]
+    rel, irr = np.flatnonzero(relevant), np.flatnonzero(~relevant)
+    n_pairs = rel.shape[0] * irr.shape[0]
+    out = np.empty(m)
+    for row in range(m):
+        gt, eq = 0, 0
+        for a in rel:
+            for b in irr:
+                if S[row, b] > S[row, a]:
+                    gt += 1
+                elif S[row, b] == S[row, a]:
+                    eq += 1
+        out[row] = (gt + 0.5 * eq) / n_pairs
+    return out
+
+
+@njit(cache=True, nogil=True)
+def adaolmr_round(H, states, relevant, alpha, hedge, t):  # pragma: no cover - compiled
+    """Ada.OLMR's update on one example (paper 000, Algorithm 3): returns (importance weights, alpha, Hedge).
+
+    Costs c^1..c^{N+1} are the logistic gradients at s^0..s^N (eq. 8); learner i is fed the relevant labels with
+    weight max(c^i) - c^i[l]; alpha^i takes the step f'(alpha^i) / sqrt(t) with f'(alpha) = c^{i+1} . h^i,
+    projected to [-2, 2]; Hedge's weights become v^i exp(-L_rnk(s^i)).
+    """
+    gradients = logistic_rank_gradient(states, relevant)
+    N = H.shape[0]
+    slopes = row_dots(gradients[1:], H)
+    root = math.sqrt(t)
+    for i in range(N):
+        slopes[i] = slopes[i] / root
+    new_alpha = projected_alpha_step(alpha, slopes)
+    new_hedge = hedge_update(hedge, rank_losses(states[1:], relevant))
+    return fed_weights(gradients[:N], relevant, 1.0), new_alpha, new_hedge
+
+
+# ---------------------------------------------------------------------------------------------------
+# paper 001: Adaboost.OLM
+# ---------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def logistic_cost_parts(S):  # pragma: no cover - compiled
+    """For votes S (m, k): G[m, r, l] = 1 / (1 + exp(s[r] - s[l])) and rows[m, r] = sum_{l != r} G[m, r, l].
+
+    The logistic cost matrix of paper 001 eq. (9) is C[r, l] = G[r, l] for l != r and C[r, r] = -rows[r].
+    """
+    m, k = S.shape
+    G = np.empty((m, k, k))
+    rows = np.empty((m, k))
+    for i in range(m):
+        for r in range(k):
+            for label in range(k):
+                G[i, r, label] = expit(S[i, label] - S[i, r])
+            rows[i, r] = pairwise_sum(G[i, r], 0, k) - 0.5
+    return G, rows
+
+
+@njit(cache=True, nogil=True)
+def alpha_gradient(S, labels, alpha, y, authors=False):  # pragma: no cover - compiled
+    """f'(alpha^i) for f(a) = L^y(s^{i-1} + a e_{l^i}), for every learner i at once.
+
+    ``S`` (N, k) holds s^{i-1}. If l^i != y: sigma(s[l] + a - s[y]); if l^i = y: -sum_{j != y} sigma(s[j] - s[y] - a)
+    (the true derivative). ``authors=True`` returns the authors' code's value in the second case,
+    -sum_{j != y} sigma(s[y] + a - s[j]) (= -(k-1) - the true one; ``docs/authors_code.md``).
+    """
+    N, k = S.shape
+    out = np.empty(N)
+    terms = np.empty(k - 1)
+    for i in range(N):
+        sy = S[i, y]
+        if labels[i] != y:
+            out[i] = expit(S[i, labels[i]] + alpha[i] - sy)
+            continue
+        j = 0
+        for label in range(k):
+            if label != y:
+                if authors:
+                    terms[j] = expit(sy + alpha[i] - S[i, label])
+                else:
+                    terms[j] = expit(S[i, label] - sy - alpha[i])
+                j += 1
+        out[i] = -pairwise_sum(terms, 0, k - 1)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def expected_costs(h, tie, M, out):  # pragma: no cover - compiled
+    """A learner's expected logistic costs e[l] = sum_r h[r] C(s)[r, l] (paper 001, eq. 9), into ``out`` (k,).
+
+    With M[r, l] = sigma(s[l] - s[r]), e = h M + h * (1 M) - k h (eq. 9 expanded); ``tie`` (k,) is subtracted to
+    break ties. The products h M and 1 M add their terms in order, each with one rounding (a fused multiply-add),
+    as the BLAS kernel behind numpy's ``@`` did on this (2, k) @ (k, k) product.
+    """
+    k = h.shape[0]
+    for label in range(k):
+        hm, om = 0.0, 0.0
+        for r in range(k):
+            hm = fma(h[r], M[r, label], hm)
+            om = fma(1.0, M[r, label], om)
+        out[label] = hm + h[label] * om - (k * h[label] - tie[label])
+
+
+@njit(cache=True, nogil=True)
+def adaolm_chain(H, tie, alpha):  # pragma: no cover - compiled
+    """Adaboost.OLM's weak predictions l^i = argmin_l h^i . C(s^{i-1})[:, l], one learner after the other
+    (paper 001, eq. 9; Algorithm 2; :func:`expected_costs`), and the votes s^0..s^N they cast: returns
+    (labels, states). ``tie`` (N, k) breaks ties.
+    """
+    N, k = H.shape
+    s = np.zeros(k)
+    M = np.empty((k, k))
+    costs = np.empty(k)
+    labels = np.empty(N, np.intp)
+    changed = True
+    for i in range(N):
+        if changed:
+            for r in range(k):
+                for label in range(k):
+                    M[r, label] = expit(s[label] - s[r])
+        expected_costs(H[i], tie[i], M, costs)
+        labels[i] = np.argmin(costs)
+        changed = alpha[i] != 0.0
+        if changed:
+            s[labels[i]] += alpha[i]
+    return labels, vote_states(labels, alpha, k)
+
+
+@njit(cache=True, nogil=True)
+def adaolm_update(states, labels, experts, alpha, hedge, y, eta, authors):  # pragma: no cover - compiled
+    """Adaboost.OLM's update once the label y is known (paper 001, Algorithm 2): alpha^i takes the step
+    eta f'(alpha^i), projected to [-2, 2]; Hedge's weights become v^i exp(-1(yhat^i != y)). Returns (alpha, Hedge)."""
+    N = labels.shape[0]
+    change = alpha_gradient(states[:N], labels, alpha, y, authors)
+    mistakes = np.empty(N)
+    for i in range(N):
+        change[i] = eta * change[i]
+        mistakes[i] = 1.0 if experts[i] != y else 0.0
+    return projected_alpha_step(alpha, change), hedge_update(hedge, mistakes)

@@ -1,0 +1,204 @@
+"""The boosters' compiled per-round arithmetic equals the numpy expressions it replaced, bit for bit.
+
+Each reference below is the numpy code the boosters ran before ``olb/learners/boosting/rounds.py``; the comparisons
+are exact (``np.array_equal``), on random inputs of the shapes the boosters use, with label counts on both sides
+of numpy's switch from a sequential to a pairwise sum (8 or more values in a contiguous sum).
+"""
+
+import numpy as np
+import pytest
+from numba import njit
+from scipy.special import expit
+
+from olb.learners.boosting import rounds
+from olb.metrics import rank_loss_many
+
+LABEL_COUNTS = list(range(2, 20)) + [27, 40, 101]
+
+
+def _relevant_sets(k, rng):
+    """Label sets with 1, 2, k // 2, k - 2 and k - 1 relevant labels (0 < |Y| < k)."""
+    for n_rel in sorted({1, min(2, k - 1), max(1, k // 2), max(1, k - 2), k - 1}):
+        relevant = np.zeros(k, bool)
+        relevant[rng.choice(k, n_rel, replace=False)] = True
+        yield relevant
+
+
+def _scores(m, k, rng):
+    S = rng.normal(size=(m, k)) * rng.uniform(0.1, 30.0)
+    S[:, : k // 3] = np.round(S[:, : k // 3])  # some exact ties
+    return S
+
+
+@njit
+def _compiled_expit(z):
+    out = np.empty_like(z)
+    for i in range(z.size):
+        out[i] = rounds.expit(z[i])
+    return out
+
+
+def test_compiled_expit_is_scipys_bit_for_bit():
+    rng = np.random.default_rng(0)
+    z = np.concatenate([rng.normal(size=50_000) * scale for scale in (0.3, 1.0, 3.0, 12.0, 100.0, 800.0)]
+                       + [np.array([0.0, -0.0, np.inf, -np.inf, 36.7, -36.7, 709.0, -745.0])])
+    assert np.array_equal(_compiled_expit(z), expit(z))
+
+
+def _numpy_logistic_rank_gradient(S, relevant):
+    rel, irr = np.flatnonzero(relevant), np.flatnonzero(~relevant)
+    w = 1.0 / (rel.size * irr.size)
+    sig = expit(S[:, None, irr] - S[:, rel, None])
+    grad = np.empty_like(S, dtype=float)
+    grad[:, rel] = -w * sig.sum(axis=2)
+    grad[:, irr] = w * sig.sum(axis=1)
+    return grad
+
+
+@pytest.mark.parametrize("k", LABEL_COUNTS)
+def test_logistic_rank_gradient_is_numpys(k):
+    rng = np.random.default_rng(k)
+    for relevant in _relevant_sets(k, rng):
+        for m in (2, 3, 101):  # the boosters' N + 1 states, N >= 1
+            S = _scores(m, k, rng)
+            assert np.array_equal(rounds.logistic_rank_gradient(S, relevant), _numpy_logistic_rank_gradient(S, relevant))
+
+
+@pytest.mark.parametrize("k", list(range(1, 40)) + [101, 174])
+def test_row_dots_are_numpys_einsum(k):
+    rng = np.random.default_rng(k)
+    for m in (1, 3, 100):
+        A, B = _scores(m, k, rng), rng.dirichlet(np.ones(k), size=m)
+        assert np.array_equal(rounds.row_dots(A, B), np.einsum("ik,ik->i", A, B))
+        assert np.array_equal(rounds.row_dots(A[1:], B[:-1]), np.einsum("ik,ik->i", A[1:], B[:-1]))
+
+
+def test_expert_and_vote_states_are_numpys_cumulative_sums():
+    rng = np.random.default_rng(1)
+    for N, k in [(1, 3), (5, 2), (100, 6), (100, 27)]:
+        alpha, H = rng.uniform(-2, 2, N), rng.dirichlet(np.ones(k), size=N)
+        alpha[rng.random(N) < 0.2] = 0.0
+        expected = np.zeros((N + 1, k))
+        np.cumsum(alpha[:, None] * H, axis=0, out=expected[1:])
+        assert np.array_equal(rounds.expert_states(alpha, H), expected)
+        labels = rng.integers(0, k, N)
+        votes = np.zeros((N, k))
+        votes[np.arange(N), labels] = alpha
+        expected = np.zeros((N + 1, k))
+        np.cumsum(votes, axis=0, out=expected[1:])
+        assert np.array_equal(rounds.vote_states(labels, alpha, k), expected)
+
+
+def test_alpha_step_and_hedge_are_numpys():
+    rng = np.random.default_rng(2)
+    for N in (1, 7, 100, 129, 300):
+        alpha, change = rng.uniform(-2, 2, N), rng.normal(size=N) * 3
+        assert np.array_equal(rounds.projected_alpha_step(alpha, change), np.clip(alpha - change, -2.0, 2.0))
+        weights, losses = rng.dirichlet(np.ones(N)), rng.uniform(0, 40, N)
+        new = weights * np.exp(-losses)
+        assert np.array_equal(rounds.hedge_update(weights, losses), new / new.sum())
+        for u in rng.random(200):
+            expected = min(int(np.searchsorted(np.cumsum(weights), u * weights.sum())), N - 1)
+            assert rounds.hedge_index(weights, u) == expected
+        assert rounds.hedge_index(weights, 1.0) == N - 1
+
+
+def test_fed_weights_are_numpys():
+    rng = np.random.default_rng(3)
+    for N, k in [(1, 2), (100, 6), (50, 101)]:
+        costs, fed = _scores(N, k, rng), rng.random(k) < 0.5
+        for scale in (1.0, 0.01):
+            expected = np.where(fed, scale * (costs.max(axis=1, keepdims=True) - costs), 0.0)
+            assert np.array_equal(rounds.fed_weights(costs, fed, scale), expected)
+
+
+@pytest.mark.parametrize("k", [2, 3, 6, 14, 101])
+def test_rank_losses_are_the_metric(k):
+    rng = np.random.default_rng(k)
+    for relevant in _relevant_sets(k, rng):
+        S = _scores(100, k, rng)
+        assert np.array_equal(rounds.rank_losses(S, relevant), rank_loss_many(S, relevant))
+
+
+def _numpy_alpha_gradient(S, labels, alpha, y, authors):
+    N = len(S)
+    sy = S[:, y]
+    sl = S[np.arange(N), labels]
+    wrong = expit(sl + alpha - sy)
+    others = np.delete(S, y, axis=1)
+    if authors:
+        right = -expit(sy[:, None] + alpha[:, None] - others).sum(axis=1)
+    else:
+        right = -expit(others - sy[:, None] - alpha[:, None]).sum(axis=1)
+    return np.where(labels == y, right, wrong)
+
+
+@pytest.mark.parametrize("k", [2, 3, 5, 9, 10, 26])
+def test_logistic_cost_rows_and_alpha_gradient_are_numpys(k):
+    rng = np.random.default_rng(k)
+    S = _scores(100, k, rng)
+    G = expit(S[:, None, :] - S[:, :, None])
+    got_G, got_rows = rounds.logistic_cost_parts(S)
+    assert np.array_equal(got_G, G) and np.array_equal(got_rows, G.sum(axis=2) - 0.5)
+    alpha, labels = rng.uniform(-2, 2, 100), rng.integers(0, k, 100)
+    for y in range(k):
+        for authors in (False, True):
+            assert np.array_equal(rounds.alpha_gradient(S, labels, alpha, y, authors),
+                                  _numpy_alpha_gradient(S, labels, alpha, y, authors))
+
+
+def _numpy_adaolm_chain(H, tie, alpha):
+    N, k = H.shape
+    PO = np.ones((N, 2, k))
+    PO[:, 0] = H
+    offset = k * H - tie
+    s = np.zeros(k)
+    labels = np.empty(N, np.intp)
+    M = expit(s - s[:, None])
+    for i in range(N):
+        V = PO[i] @ M
+        labels[i] = int((V[0] + H[i] * V[1] - offset[i]).argmin())
+        if alpha[i] != 0.0:
+            s[labels[i]] += alpha[i]
+            M = expit(s - s[:, None])
+    return labels
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5, 8, 10, 26])
+def test_adaolm_expected_costs_and_chain_are_numpys(k):
+    """The reference's h M is the BLAS product behind ``@`` (one fused multiply-add per term on this machine)."""
+    rng = np.random.default_rng(k)
+    out = np.empty(k)
+    for _ in range(200):
+        h, tie, s = rng.dirichlet(np.ones(k) * 0.3), rng.random(k) * 1e-9, rng.normal(size=k) * rng.uniform(0, 5)
+        M = expit(s - s[:, None])
+        PO = np.ones((2, k))
+        PO[0] = h
+        V = PO @ M
+        rounds.expected_costs(h, tie, M, out)
+        assert np.array_equal(out, V[0] + h * V[1] - (k * h - tie))
+    for _ in range(20):
+        N = 100
+        H, tie = rng.dirichlet(np.ones(k) * 0.3, size=N), rng.random((N, k)) * 1e-9
+        alpha = rng.uniform(-2, 2, N)
+        alpha[rng.random(N) < 0.3] = 0.0
+        labels, states = rounds.adaolm_chain(H, tie, alpha)
+        assert np.array_equal(labels, _numpy_adaolm_chain(H, tie, alpha))
+        assert np.array_equal(states, rounds.vote_states(labels, alpha, k))
+
+
+def test_adaolmr_round_is_numpys():
+    rng = np.random.default_rng(4)
+    for k in (3, 6, 14, 101):
+        for relevant in _relevant_sets(k, rng):
+            N, t = 100, int(rng.integers(1, 500))
+            H, alpha, hedge = rng.dirichlet(np.ones(k), size=N), rng.uniform(-2, 2, N), rng.dirichlet(np.ones(N))
+            states = rounds.expert_states(alpha, H)
+            gradients = _numpy_logistic_rank_gradient(states, relevant)
+            slopes = np.einsum("ik,ik->i", gradients[1:], H)
+            new = hedge * np.exp(-rank_loss_many(states[1:], relevant))
+            weights = np.where(relevant, gradients[:-1].max(axis=1, keepdims=True) - gradients[:-1], 0.0)
+            got = rounds.adaolmr_round(H, states, relevant, alpha, hedge, t)
+            assert np.array_equal(got[0], weights)
+            assert np.array_equal(got[1], np.clip(alpha - slopes / np.sqrt(t), -2.0, 2.0))
+            assert np.array_equal(got[2], new / new.sum())
