@@ -119,7 +119,7 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int) -> None:
     spec = CellSpec(algorithm, dataset, seed=seed, params=params)
     run_cell(spec)
     seconds, counts = Counter(), Counter()
-    kernels = ("route", "update_statistics", "evaluate_splits", "apply_splits")
+    kernels = ("route", "leaf_masses", "update_statistics", "evaluate_splits", "apply_splits")
     originals = {name: getattr(vfdt_core, name) for name in kernels}
 
     def cdf_values(args, result):

@@ -59,10 +59,6 @@ from olb.weak.base import DELTA_RANGE, GRACE_RANGE, TAU_RANGE, WeakLearners, log
 _N_THRESHOLDS = 10
 _MIN_BRANCH_FRACTION = 0.01
 _MIN_VARIANCE = 1e-12
-# Leaves whose split candidates are evaluated together: as many as fit in 2^15 (leaf, covariate, threshold,
-# class) entries per temporary array (256 KB), at least 16; this bounds the batch's temporary arrays.
-_SPLIT_BATCH_ENTRIES = 2 ** 15
-_MIN_SPLIT_BATCH = 16
 
 
 class VFDTForest(WeakLearners):
@@ -115,7 +111,6 @@ class VFDTForest(WeakLearners):
         self._fractions = np.arange(1, _N_THRESHOLDS + 1) / (_N_THRESHOLDS + 1)
         self._eps_factor = np.array([np.log2(c) ** 2 if c >= 2 else 0.0 for c in range(n_labels + 1)])
         self._d = self.covariates.shape[1]
-        self._split_batch = max(_MIN_SPLIT_BATCH, _SPLIT_BATCH_ENTRIES // (self._d * _N_THRESHOLDS * n_labels))
         self._init_storage(capacity=4 * N)
         self._round_leaves = None  # (x, leaves) of the round's prediction
         self.root = np.array([self._new_leaf(np.zeros(n_labels), np.zeros(n_labels, bool), self._new_slot())
@@ -183,12 +178,10 @@ class VFDTForest(WeakLearners):
     def leaf_masses(self, x: np.ndarray) -> np.ndarray:
         """Unnormalized prediction masses (N, k) of every tree's leaf for ``x``: the class masses, with 1 for
         a class the leaf has not seen (the smoothed histogram)."""
-        leaves = self._leaves(x)
-        return self.class_mass[leaves] + ~self.seen[leaves]
+        return vfdt_core.leaf_masses(self._leaves(x), self.class_mass, self.seen, False)
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
-        mass = self.leaf_masses(x)
-        return mass / mass.sum(axis=1, keepdims=True)
+        return vfdt_core.leaf_masses(self._leaves(x), self.class_mass, self.seen, True)
 
     # ------------------------------------------------------------------ learning
     def learn(self, x: np.ndarray, weights: np.ndarray) -> None:
@@ -201,8 +194,8 @@ class VFDTForest(WeakLearners):
             x, np.ascontiguousarray(weights, dtype=float), leaves, self.covariates, self.slot, self.class_mass,
             self.seen, self.g_weight, self.g_mean, self.g_m2, self.g_min, self.g_max, self.pseudo_count,
             self.weight_at_last_attempt, self.grace)
-        for start in range(0, len(due), self._split_batch):
-            self._attempt_splits(due[start:start + self._split_batch], trees[start:start + self._split_batch])
+        if len(due):
+            self._attempt_splits(due, trees)
 
     def _attempt_splits(self, leaves: np.ndarray, trees: np.ndarray) -> None:
         """Evaluate the candidate splits of ``leaves`` (of ``trees``) and split where the Hoeffding test says so

@@ -42,6 +42,23 @@ def route(x, covariates, root, split_feature, threshold, left, right, nan_left):
 
 
 @njit(cache=True, nogil=True)
+def leaf_masses(leaves, class_mass, seen, normalize):  # pragma: no cover - compiled
+    """Prediction masses (N, k) of the leaves: the class masses, with 1 for a class the leaf has not seen (the
+    smoothed histogram); divided by their sum per leaf if ``normalize``."""
+    n, k = leaves.shape[0], class_mass.shape[1]
+    mass = np.empty((n, k))
+    for i in range(n):
+        leaf = leaves[i]
+        for c in range(k):
+            mass[i, c] = class_mass[leaf, c] + (0.0 if seen[leaf, c] else 1.0)
+        if normalize:
+            total = pairwise_sum(mass[i], 0, k)
+            for c in range(k):
+                mass[i, c] /= total
+    return mass
+
+
+@njit(cache=True, nogil=True)
 def update_statistics(x, weights, leaves, covariates, slot, class_mass, seen, g_weight, g_mean, g_m2, g_min,
                       g_max, pseudo_count, weight_at_last_attempt, grace):  # pragma: no cover - compiled
     """Feed label l to tree i's leaf with weight ``weights[i, l]`` (> 0); return the fed leaves due for a split
