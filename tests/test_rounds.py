@@ -202,3 +202,46 @@ def test_adaolmr_round_is_numpys():
             assert np.array_equal(got[0], weights)
             assert np.array_equal(got[1], np.clip(alpha - slopes / np.sqrt(t), -2.0, 2.0))
             assert np.array_equal(got[2], new / new.sum())
+
+
+def _numpy_pairwise_cost_vectors(S, relevant, horizons, law, margin):
+    """PairwisePotential.cost_vectors as it was in numpy (law: a ``_DifferenceLaw``)."""
+    rel, irr = np.flatnonzero(relevant), np.flatnonzero(~relevant)
+    C = np.zeros(S.shape)
+    t = margin + S[:, None, irr] - S[:, rel, None]  # (m, |Y|, |Y^c|)
+    h = law.hinge_and_steps(t, horizons[:, None, None])
+    C[:, rel] = h[..., 1].sum(axis=2)
+    C[:, irr] = h[..., 2].sum(axis=1)
+    C += h[..., 0].sum(axis=(1, 2))[:, None]
+    C /= rel.size * irr.size
+    return C
+
+
+@pytest.mark.parametrize("k", LABEL_COUNTS + [174])
+def test_pairwise_cost_vectors_and_onlinebmr_round_are_numpys(k):
+    """OnlineBMR's cost vectors (paper 000, eq. 2) on the experts' states of random weak predictions (alpha = 1,
+    as OnlineBMR's) and on random scores; the pairs' hinge sums run pairwise over |Y| |Y^c| values (>= 8 and
+    > 128 among these sets), the steps of relevant labels over |Y^c|."""
+    from olb.learners.boosting.potentials import PairwisePotential
+
+    rng = np.random.default_rng(k)
+    N = 100
+    for relevant in _relevant_sets(k, rng):
+        n_rel = int(relevant.sum())
+        for margin, gamma in ((1.0, 0.1), (0.0, 0.1), (0.0, 0.4), (1.0, 0.02)):
+            potential = PairwisePotential(N, k, gamma, margin=margin)
+            law = potential.law(n_rel)
+            tables = potential.law_tables(n_rel)
+            H = rng.dirichlet(np.ones(k) * rng.uniform(0.05, 2.0), size=N)
+            states = rounds.expert_states(np.ones(N), H)
+            horizons = np.arange(N - 1, -1, -1)
+            expected = _numpy_pairwise_cost_vectors(states[:-1], relevant, horizons, law, margin)
+            got = rounds.pairwise_cost_vectors(states[:-1], relevant, horizons, *tables, margin)
+            assert np.array_equal(got, expected)
+            assert np.array_equal(potential.cost_vectors(states[:-1], relevant.astype(int), horizons), expected)
+            weights = np.where(relevant, expected.max(axis=1, keepdims=True) - expected, 0.0)
+            assert np.array_equal(rounds.onlinebmr_round(states, relevant, *tables, margin), weights)
+            for m in (1, 7):  # scores far outside the table's range too (clipped rows)
+                S, horizons = _scores(m, k, rng), rng.integers(0, N + 1, m)
+                assert np.array_equal(rounds.pairwise_cost_vectors(S, relevant, horizons, *tables, margin),
+                                      _numpy_pairwise_cost_vectors(S, relevant, horizons, law, margin))
