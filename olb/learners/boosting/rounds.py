@@ -383,10 +383,9 @@ def pairwise_cost_vectors(S, relevant, horizons, table, offset, top, margin):  #
                 r = irr[b]
                 t = margin + S[i, r] - S[i, l]
                 j = int(min(max(t + offset, 1.0), top))
-                row = table[n, j]
-                hinges[a * n_irr + b] = t * row[0] + row[3]
-                down[b] = t * row[1] + row[4]
-                up = t * row[2] + row[5]
+                hinges[a * n_irr + b] = t * table[n, j, 0] + table[n, j, 3]
+                down[b] = t * table[n, j, 1] + table[n, j, 4]
+                up = t * table[n, j, 2] + table[n, j, 5]
                 if n_irr == 1:
                     ups[a] = up
                 else:
