@@ -245,3 +245,44 @@ def test_pairwise_cost_vectors_and_onlinebmr_round_are_numpys(k):
                 S, horizons = _scores(m, k, rng), rng.integers(0, N + 1, m)
                 assert np.array_equal(rounds.pairwise_cost_vectors(S, relevant, horizons, *tables, margin),
                                       _numpy_pairwise_cost_vectors(S, relevant, horizons, law, margin))
+
+
+def _numpy_pair_cost_vector(s, a_idx, b_idx, w, n, law, margin):
+    """TopkPairPotential.cost_vector as it was in numpy (law: a ``_DifferenceLaw``)."""
+    k = s.size
+    h = law.hinge_and_steps(margin + s[b_idx] - s[a_idx], n) * w[:, None]  # (P, 3)
+    c = np.full(k, h[:, 0].sum())
+    c += np.bincount(a_idx, h[:, 1], minlength=k)
+    c += np.bincount(b_idx, h[:, 2], minlength=k)
+    return c
+
+
+@pytest.mark.parametrize("k", LABEL_COUNTS + [174])
+def test_pair_cost_vectors_are_numpys(k):
+    """TopOpt's estimated cost vectors (paper 004, eq. 3) over observed pairs (a relevant, b irrelevant) with
+    importance weights; up to |Y| |Y^c| pairs, so the hinges' sum runs pairwise (>= 8 and > 128 pairs)."""
+    from olb.learners.boosting.potentials import TopkPairPotential
+
+    rng = np.random.default_rng(k)
+    N = 100
+    for relevant in _relevant_sets(k, rng):
+        rel, irr = np.flatnonzero(relevant), np.flatnonzero(~relevant)
+        a_all, b_all = np.repeat(rel, irr.size), np.tile(irr, rel.size)
+        for margin, gamma in ((1.0, 0.1), (0.0, 0.1), (0.0, 0.4)):
+            potential = TopkPairPotential(N, k, gamma, margin=margin)
+            law = potential.law
+            tables = (law._tab, law._off, law._top)
+            for n_pairs in sorted({1, min(3, a_all.size), a_all.size}):
+                pick = np.sort(rng.choice(a_all.size, n_pairs, replace=False))
+                a, b = a_all[pick], b_all[pick]
+                w = 1.0 / rng.uniform(0.05, 1.0, n_pairs)
+                states = rounds.expert_states(np.ones(N), rng.dirichlet(np.ones(k) * rng.uniform(0.05, 2.0), size=N))
+                horizons = np.arange(N - 1, -1, -1)
+                expected = np.stack([_numpy_pair_cost_vector(states[i], a, b, w, N - 1 - i, law, margin)
+                                     for i in range(N)])
+                assert np.array_equal(rounds.pair_cost_vectors(states[:-1], a, b, w, horizons, *tables, margin),
+                                      expected)
+                assert np.array_equal(potential.cost_vectors(states[:-1], a, b, horizons, w), expected)
+                S, n = _scores(1, k, rng), int(rng.integers(0, N + 1))  # far outside the table's range too
+                assert np.array_equal(potential.cost_vector(S[0], a, b, n),
+                                      _numpy_pair_cost_vector(S[0], a, b, np.ones(n_pairs), n, law, margin))

@@ -7,7 +7,7 @@ estimate it by Monte Carlo with M = 100 samples; here it is computed exactly.
 - Pairwise losses (OnlineBMR, TopOpt): each pair (l, r) only sees D_n = X_l - X_r, whose law is
   a trinomial marginal shared by all pairs. ``_DifferenceLaw`` tabulates it once per baseline, so a
   pair costs O(1) and a cost vector O(|Y| |Y^c|) work (OnlineBMR's: one compiled call per round,
-  ``olb.learners.boosting.rounds.pairwise_cost_vectors``).
+  ``olb.learners.boosting.rounds.pairwise_cost_vectors``; TopOpt's ``pair_cost_vectors``).
 - 0-1 loss (OnlineMBBM): ``ZeroOnePotential`` conditions on X_r and counts bounded occupancies with
   truncated exponential generating functions (see its docstring).
 
@@ -22,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import gammaln, xlogy
 
-from olb.learners.boosting.rounds import pairwise_cost_vectors
+from olb.learners.boosting.rounds import pair_cost_vectors, pairwise_cost_vectors
 
 __all__ = [
     "baseline_probs",
@@ -297,16 +297,21 @@ class TopkPairPotential:
         ``a_idx``/``b_idx``: observed pairs (a relevant, b irrelevant); ``weights``: 1/P(pair observed)
         (default 1). Only pairs containing l change, so the cost is O(#pairs + m).
         """
-        _check_horizon(n, self.num_learners)
-        s = np.asarray(s, float)
+        return self.cost_vectors(np.asarray(s, float)[None], a_idx, b_idx, np.array([n]), weights)[0]
+
+    def cost_vectors(self, S, a_idx, b_idx, horizons, weights=None) -> np.ndarray:
+        """Row i: c[l] = Phi-hat^{horizons[i]}(S[i] + e_l), shape (rows, m); one compiled call
+        (:func:`~olb.learners.boosting.rounds.pair_cost_vectors`, bit-identical to the numpy expression it replaced,
+        ``tests/test_rounds.py``). TopOpt needs one per weak learner (state s^{i-1}, horizon N - i)."""
+        horizons = np.asarray(horizons, np.intp)
+        for n in (horizons.min(), horizons.max()) if horizons.size else ():
+            _check_horizon(int(n), self.num_learners)
+        S = np.asarray(S, float)
         a_idx = np.asarray(a_idx, np.intp)
         b_idx = np.asarray(b_idx, np.intp)
         w = np.ones(a_idx.size) if weights is None else np.asarray(weights, float)
-        h = self.law.hinge_and_steps(self.margin + s[b_idx] - s[a_idx], n) * w[:, None]  # (P, 3)
-        c = np.full(self.n_labels, h[:, 0].sum())
-        c += np.bincount(a_idx, h[:, 1], minlength=self.n_labels)
-        c += np.bincount(b_idx, h[:, 2], minlength=self.n_labels)
-        return c
+        law = self.law
+        return pair_cost_vectors(S, a_idx, b_idx, w, horizons, law._tab, law._off, law._top, self.margin)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -409,3 +409,41 @@ def onlinebmr_round(states, relevant, table, offset, top, margin):  # pragma: no
         horizons[i] = N - 1 - i
     costs = pairwise_cost_vectors(states[:N], relevant, horizons, table, offset, top, margin)
     return fed_weights(costs, relevant, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------------
+# paper 004: TopOpt
+# ---------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def pair_cost_vectors(S, a_idx, b_idx, weights, horizons, table, offset, top, margin):  # pragma: no cover - compiled
+    """TopOpt's estimated cost vectors c-hat[l] = sum_p w_p Lambda^{a_p,b_p,n}(s + e_l) (paper 004, eq. 3) of every row
+    s of ``S`` (m, k), n the row's entry of ``horizons``; pairs (a_p relevant, b_p irrelevant) with weights w_p.
+
+    Same table as :func:`pairwise_cost_vectors`. Per pair, t = margin + s[b] - s[a] gives h(t) and its steps to
+    t -/+ 1, each times w_p; c = sum_p h + (the steps of the pairs with a_p = l, in pair order from 0.0) + (those with
+    b_p = l): numpy's pairwise sum of the hinges (a strided column of its (P, 3) array) and ``np.bincount``'s.
+    """
+    m, k = S.shape
+    P = a_idx.shape[0]
+    C = np.empty((m, k))
+    hinges = np.empty(P)
+    down = np.empty(k)
+    up = np.empty(k)
+    for i in range(m):
+        n = horizons[i]
+        for label in range(k):
+            down[label] = 0.0
+            up[label] = 0.0
+        for p in range(P):
+            t = margin + S[i, b_idx[p]] - S[i, a_idx[p]]
+            j = int(min(max(t + offset, 1.0), top))
+            w = weights[p]
+            hinges[p] = (t * table[n, j, 0] + table[n, j, 3]) * w
+            down[a_idx[p]] += (t * table[n, j, 1] + table[n, j, 4]) * w
+            up[b_idx[p]] += (t * table[n, j, 2] + table[n, j, 5]) * w
+        total = pairwise_sum(hinges, 0, P)
+        for label in range(k):
+            C[i, label] = (total + down[label]) + up[label]
+    return C
