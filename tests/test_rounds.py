@@ -192,3 +192,87 @@ def test_adaolmr_round_is_numpys():
             assert np.array_equal(got[0], weights)
             assert np.array_equal(got[1], np.clip(alpha - slopes / np.sqrt(t), -2.0, 2.0))
             assert np.array_equal(got[2], new / new.sum())
+
+
+def _numpy_pairwise_cost_vectors(S, relevant, horizons, law, margin):
+    """PairwisePotential.cost_vectors as it was in numpy (law: a ``_DifferenceLaw``)."""
+    rel, irr = np.flatnonzero(relevant), np.flatnonzero(~relevant)
+    C = np.zeros(S.shape)
+    t = margin + S[:, None, irr] - S[:, rel, None]  # (m, |Y|, |Y^c|)
+    h = law.hinge_and_steps(t, horizons[:, None, None])
+    C[:, rel] = h[..., 1].sum(axis=2)
+    C[:, irr] = h[..., 2].sum(axis=1)
+    C += h[..., 0].sum(axis=(1, 2))[:, None]
+    C /= rel.size * irr.size
+    return C
+
+
+@pytest.mark.parametrize("k", LABEL_COUNTS + [174])
+def test_pairwise_cost_vectors_and_onlinebmr_round_are_numpys(k):
+    """OnlineBMR's cost vectors (paper 000, eq. 2) on the experts' states of random weak predictions (alpha = 1,
+    as OnlineBMR's) and on random scores; the pairs' hinge sums run pairwise over |Y| |Y^c| values (>= 8 and
+    > 128 among these sets), the steps of relevant labels over |Y^c|."""
+    from olb.learners.boosting.potentials import PairwisePotential
+
+    rng = np.random.default_rng(k)
+    N = 100
+    for relevant in _relevant_sets(k, rng):
+        n_rel = int(relevant.sum())
+        for margin, gamma in ((1.0, 0.1), (0.0, 0.1), (0.0, 0.4), (1.0, 0.02)):
+            potential = PairwisePotential(N, k, gamma, margin=margin)
+            law = potential.law(n_rel)
+            tables = potential.law_tables(n_rel)
+            H = rng.dirichlet(np.ones(k) * rng.uniform(0.05, 2.0), size=N)
+            states = rounds.expert_states(np.ones(N), H)
+            horizons = np.arange(N - 1, -1, -1)
+            expected = _numpy_pairwise_cost_vectors(states[:-1], relevant, horizons, law, margin)
+            got = rounds.pairwise_cost_vectors(states[:-1], relevant, horizons, *tables, margin)
+            assert np.array_equal(got, expected)
+            assert np.array_equal(potential.cost_vectors(states[:-1], relevant.astype(int), horizons), expected)
+            weights = np.where(relevant, expected.max(axis=1, keepdims=True) - expected, 0.0)
+            assert np.array_equal(rounds.onlinebmr_round(states, relevant, *tables, margin), weights)
+            for m in (1, 7):  # scores far outside the table's range too (clipped rows)
+                S, horizons = _scores(m, k, rng), rng.integers(0, N + 1, m)
+                assert np.array_equal(rounds.pairwise_cost_vectors(S, relevant, horizons, *tables, margin),
+                                      _numpy_pairwise_cost_vectors(S, relevant, horizons, law, margin))
+
+
+def _numpy_pair_cost_vector(s, a_idx, b_idx, w, n, law, margin):
+    """TopkPairPotential.cost_vector as it was in numpy (law: a ``_DifferenceLaw``)."""
+    k = s.size
+    h = law.hinge_and_steps(margin + s[b_idx] - s[a_idx], n) * w[:, None]  # (P, 3)
+    c = np.full(k, h[:, 0].sum())
+    c += np.bincount(a_idx, h[:, 1], minlength=k)
+    c += np.bincount(b_idx, h[:, 2], minlength=k)
+    return c
+
+
+@pytest.mark.parametrize("k", LABEL_COUNTS + [174])
+def test_pair_cost_vectors_are_numpys(k):
+    """TopOpt's estimated cost vectors (paper 004, eq. 3) over observed pairs (a relevant, b irrelevant) with
+    importance weights; up to |Y| |Y^c| pairs, so the hinges' sum runs pairwise (>= 8 and > 128 pairs)."""
+    from olb.learners.boosting.potentials import TopkPairPotential
+
+    rng = np.random.default_rng(k)
+    N = 100
+    for relevant in _relevant_sets(k, rng):
+        rel, irr = np.flatnonzero(relevant), np.flatnonzero(~relevant)
+        a_all, b_all = np.repeat(rel, irr.size), np.tile(irr, rel.size)
+        for margin, gamma in ((1.0, 0.1), (0.0, 0.1), (0.0, 0.4)):
+            potential = TopkPairPotential(N, k, gamma, margin=margin)
+            law = potential.law
+            tables = (law._tab, law._off, law._top)
+            for n_pairs in sorted({1, min(3, a_all.size), a_all.size}):
+                pick = np.sort(rng.choice(a_all.size, n_pairs, replace=False))
+                a, b = a_all[pick], b_all[pick]
+                w = 1.0 / rng.uniform(0.05, 1.0, n_pairs)
+                states = rounds.expert_states(np.ones(N), rng.dirichlet(np.ones(k) * rng.uniform(0.05, 2.0), size=N))
+                horizons = np.arange(N - 1, -1, -1)
+                expected = np.stack([_numpy_pair_cost_vector(states[i], a, b, w, N - 1 - i, law, margin)
+                                     for i in range(N)])
+                assert np.array_equal(rounds.pair_cost_vectors(states[:-1], a, b, w, horizons, *tables, margin),
+                                      expected)
+                assert np.array_equal(potential.cost_vectors(states[:-1], a, b, horizons, w), expected)
+                S, n = _scores(1, k, rng), int(rng.integers(0, N + 1))  # far outside the table's range too
+                assert np.array_equal(potential.cost_vector(S[0], a, b, n),
+                                      _numpy_pair_cost_vector(S[0], a, b, np.ones(n_pairs), n, law, margin))

@@ -13,7 +13,7 @@ import numpy as np
 from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, Param, RoundCache
 from olb.learners.boosting.common import BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM, build_weak_learners
 from olb.learners.boosting.potentials import PairwisePotential
-from olb.learners.boosting.rounds import adaolmr_round, expert_states, fed_weights, hedge_draw, hedge_init
+from olb.learners.boosting.rounds import adaolmr_round, expert_states, hedge_draw, hedge_init, onlinebmr_round
 
 AUTHORS_IMPORTANCE_SCALE = (3.0, 10.0)
 
@@ -152,5 +152,6 @@ class OnlineBMR(MLRBooster):
         N = self.num_learners
         return self.potential.cost_vectors(states[:-1], relevant, np.arange(N - 1, -1, -1))  # horizon N - i
 
-    def _learn_round(self, H, states, relevant):
-        return fed_weights(self._cost_vectors(states, relevant), relevant, 1.0)  # alpha stays 1, no other state
+    def _learn_round(self, H, states, relevant):  # one compiled call; alpha stays 1, no other state
+        tables = self.potential.law_tables(int(relevant.sum()))
+        return onlinebmr_round(states, relevant, *tables, self.potential.margin)

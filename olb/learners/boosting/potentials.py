@@ -6,7 +6,8 @@ estimate it by Monte Carlo with M = 100 samples; here it is computed exactly.
 
 - Pairwise losses (OnlineBMR, TopOpt): each pair (l, r) only sees D_n = X_l - X_r, whose law is
   a trinomial marginal shared by all pairs. ``_DifferenceLaw`` tabulates it once per baseline, so a
-  pair costs O(1) and a cost vector O(|Y| |Y^c|) numpy work.
+  pair costs O(1) and a cost vector O(|Y| |Y^c|) work (OnlineBMR's: one compiled call per round,
+  ``olb.learners.boosting.rounds.pairwise_cost_vectors``; TopOpt's ``pair_cost_vectors``).
 - 0-1 loss (OnlineMBBM): ``ZeroOnePotential`` conditions on X_r and counts bounded occupancies with
   truncated exponential generating functions (see its docstring).
 
@@ -20,6 +21,8 @@ from functools import lru_cache
 
 import numpy as np
 from scipy.special import gammaln, xlogy
+
+from olb.learners.boosting.rounds import pair_cost_vectors, pairwise_cost_vectors
 
 __all__ = [
     "baseline_probs",
@@ -238,24 +241,26 @@ class PairwisePotential:
 
         OnlineBMR needs one per weak learner (state s^{i-1}, horizon N - i) on every example.
         Adding e_l only moves the pairs containing l (their hinge argument by -1 if l in Y, +1 if
-        not), so c = phi^n(s) + row / column corrections: O(|Y||Y^c|) work per state, one table gather.
+        not), so c = phi^n(s) + row / column corrections: O(|Y||Y^c|) work per state, one table row per pair.
+        Computed by the compiled :func:`~olb.learners.boosting.rounds.pairwise_cost_vectors` (bit-identical to
+        the numpy expression it replaced, ``tests/test_rounds.py``).
         """
         horizons = np.asarray(horizons, np.intp)
         for n in (horizons.min(), horizons.max()) if horizons.size else ():
             _check_horizon(int(n), self.num_learners)
         S = np.asarray(S, float)
-        rel, irr = _split(y)
-        C = np.zeros(S.shape)
-        if rel.size == 0 or irr.size == 0:
-            return C
-        # pair (l, r): t = margin + s[r] - s[l]; adding e_l moves t by -1, adding e_r by +1
-        t = self.margin + S[:, None, irr] - S[:, rel, None]  # (m, |Y|, |Y^c|)
-        h = self.law(rel.size).hinge_and_steps(t, horizons[:, None, None])
-        C[:, rel] = h[..., 1].sum(axis=2)
-        C[:, irr] = h[..., 2].sum(axis=1)
-        C += h[..., 0].sum(axis=(1, 2))[:, None]
-        C /= rel.size * irr.size
-        return C
+        relevant = np.asarray(y) != 0
+        n_relevant = int(relevant.sum())
+        if n_relevant == 0 or n_relevant == relevant.size:
+            return np.zeros(S.shape)
+        # pair (l, r): t = margin + s[r] - s[l]; adding e_l moves t by -1, adding e_r by +1 (compiled, one call)
+        return pairwise_cost_vectors(S, relevant, horizons, *self.law_tables(n_relevant), self.margin)
+
+    def law_tables(self, n_relevant: int) -> tuple[np.ndarray, float, float]:
+        """(table, offset, top) of ``law(n_relevant)``, the arguments of the compiled cost vectors
+        (:func:`~olb.learners.boosting.rounds.pairwise_cost_vectors`)."""
+        law = self.law(n_relevant)
+        return law._tab, law._off, law._top
 
 
 class TopkPairPotential:
@@ -292,16 +297,21 @@ class TopkPairPotential:
         ``a_idx``/``b_idx``: observed pairs (a relevant, b irrelevant); ``weights``: 1/P(pair observed)
         (default 1). Only pairs containing l change, so the cost is O(#pairs + m).
         """
-        _check_horizon(n, self.num_learners)
-        s = np.asarray(s, float)
+        return self.cost_vectors(np.asarray(s, float)[None], a_idx, b_idx, np.array([n]), weights)[0]
+
+    def cost_vectors(self, S, a_idx, b_idx, horizons, weights=None) -> np.ndarray:
+        """Row i: c[l] = Phi-hat^{horizons[i]}(S[i] + e_l), shape (rows, m); one compiled call
+        (:func:`~olb.learners.boosting.rounds.pair_cost_vectors`, bit-identical to the numpy expression it replaced,
+        ``tests/test_rounds.py``). TopOpt needs one per weak learner (state s^{i-1}, horizon N - i)."""
+        horizons = np.asarray(horizons, np.intp)
+        for n in (horizons.min(), horizons.max()) if horizons.size else ():
+            _check_horizon(int(n), self.num_learners)
+        S = np.asarray(S, float)
         a_idx = np.asarray(a_idx, np.intp)
         b_idx = np.asarray(b_idx, np.intp)
         w = np.ones(a_idx.size) if weights is None else np.asarray(weights, float)
-        h = self.law.hinge_and_steps(self.margin + s[b_idx] - s[a_idx], n) * w[:, None]  # (P, 3)
-        c = np.full(self.n_labels, h[:, 0].sum())
-        c += np.bincount(a_idx, h[:, 1], minlength=self.n_labels)
-        c += np.bincount(b_idx, h[:, 2], minlength=self.n_labels)
-        return c
+        law = self.law
+        return pair_cost_vectors(S, a_idx, b_idx, w, horizons, law._tab, law._off, law._top, self.margin)
 
 
 # --------------------------------------------------------------------------------------------------

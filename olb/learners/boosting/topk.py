@@ -153,7 +153,7 @@ class TopOpt(TopKBooster):
 
     def _cost_vectors(self, states, a, b, w):
         N = self.num_learners
-        return np.stack([self.potential.cost_vector(states[i], a, b, N - 1 - i, w) for i in range(N)])
+        return self.potential.cost_vectors(states[:-1], a, b, np.arange(N - 1, -1, -1), w)  # horizon N - i
 
     def _update_booster(self, H, states, a, b, w):
         pass  # alpha stays 1 and there is no other booster state
