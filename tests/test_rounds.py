@@ -276,3 +276,50 @@ def test_pair_cost_vectors_are_numpys(k):
                 S, n = _scores(1, k, rng), int(rng.integers(0, N + 1))  # far outside the table's range too
                 assert np.array_equal(potential.cost_vector(S[0], a, b, n),
                                       _numpy_pair_cost_vector(S[0], a, b, np.ones(n_pairs), n, law, margin))
+
+
+@pytest.mark.parametrize("k", LABEL_COUNTS)
+def test_vector_matrix_is_numpys_matmul(k):
+    """OnlineMBBM's h @ M (k,) @ (k, k), the BLAS call numpy makes, on cost-like matrices (exact zeros, rows of 1)."""
+    rng = np.random.default_rng(k)
+    out = np.empty(k)
+    for _ in range(200):
+        h, M = rng.dirichlet(np.ones(k) * rng.uniform(0.05, 2.0)), rng.random((k, k)) * rng.uniform(0.01, 10.0)
+        M[rng.random((k, k)) < 0.3] = 0.0
+        M[rng.integers(k)] = 1.0
+        rounds.vector_matrix(h, M, out)
+        assert np.array_equal(out, h @ M)
+
+
+def _numpy_mbbm_chain(H, tie, costs, horizons, which):
+    """OnlineMBBM._weak_predictions as it was in numpy (exact potentials)."""
+    N, k = H.shape
+    s, labels, weights = np.zeros(k, np.int64), np.empty(N, np.intp), np.empty((N, k))
+    for i, n in enumerate(horizons):
+        entry = costs.get(s, n)
+        weights[i] = entry[1]
+        labels[i] = int((H[i] @ entry[which] + tie[i]).argmin())
+        s[labels[i]] += 1
+    return labels, weights
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5, 7, 10])
+def test_mbbm_chain_is_numpys(k):
+    """OnlineMBBM's compiled chain over its state memo (C and D, both horizons) against the per-learner numpy loop,
+    over many rounds, so that the chain resumes at new states and runs through states met before."""
+    from olb.learners.boosting.multiclass import MBBMCosts, _StateMemo
+
+    rng = np.random.default_rng(k)
+    N = 30 if k > 5 else 60
+    costs = MBBMCosts(k, 0.1)
+    for which, shift in ((2, 1), (0, 0)):
+        horizons = [N - i - shift for i in range(N)]
+        memo = _StateMemo(costs, horizons, which, k)
+        for _ in range(40):
+            H = rng.dirichlet(np.ones(k) * rng.uniform(0.05, 2.0), size=N)
+            H[:, 0] += rng.uniform(0.0, 1.0)  # a favourite: chains that meet the same states again
+            tie = rng.random((N, k)) * 1e-9
+            labels, weights = memo.chain(H, tie)
+            expected = _numpy_mbbm_chain(H, tie, costs, horizons, which)
+            assert np.array_equal(labels, expected[0])
+            assert np.array_equal(weights, expected[1])

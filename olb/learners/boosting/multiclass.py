@@ -35,7 +35,7 @@ from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, Param, RoundCache
 from olb.learners.boosting.common import ALL_FEATURES_PARAM, BOOSTER_PARAMS, GAMMA_PARAM, build_weak_learners
 from olb.learners.boosting.potentials import baseline, mbbm_cost_matrix
 from olb.learners.boosting.rounds import (adaolm_chain, adaolm_update, hedge_draw, hedge_init, logistic_cost_parts,
-                                          vote_states)
+                                          mbbm_chain, vote_states)
 
 AUTHORS_WEIGHT_CONSTANTS = (5.0, 200.0)  # U[5, 200] per tree in the authors' multiclass driver
 AUTHORS_FIRST_WEIGHT = 5.0  # Adaboost.OLM in the authors' code: tree 1 always gets weight 5
@@ -321,6 +321,69 @@ class MBBMCosts:
         return C
 
 
+class _StateMemo:
+    """The vote states one OnlineMBBM learner has met, as arrays for :func:`~olb.learners.boosting.rounds.mbbm_chain`:
+    node v holds a state s (sum(s) votes cast, so learner sum(s) + 1 is next), its weights W and the matrix the
+    learner predicts with (C or D, copies of :meth:`MBBMCosts.get`'s), and its successors s + e_l (-1: not met yet).
+    Cleared when full (``MAX_NODES``), which changes no value.
+    """
+
+    MAX_NODES = 200_000
+
+    def __init__(self, costs: MBBMCosts, horizons: list[int], which: int, k: int):
+        self.costs, self.horizons, self.which, self.k = costs, horizons, which, k
+        self.clear()
+
+    def clear(self, capacity: int = 1024) -> None:
+        k = self.k
+        self.child = np.full((capacity, k), -1, np.int64)
+        self.matrices = np.empty((capacity, k, k))
+        self.weights = np.empty((capacity, k))
+        self.states: list[np.ndarray] = []
+        self.index: dict[bytes, int] = {}
+        self.add(np.zeros(k, np.int64), self.horizons[0])  # node 0: no vote cast
+
+    def add(self, s: np.ndarray, n: int) -> int:
+        """The node of state ``s`` (int64, (k,); ``n`` = the horizon of learner sum(s) + 1), added if new."""
+        key = s.tobytes()
+        v = self.index.get(key)
+        if v is not None:
+            return v
+        v = len(self.states)
+        if v == self.child.shape[0]:
+            self._grow()
+        entry = self.costs.get(s, n)
+        self.matrices[v] = entry[self.which]
+        self.weights[v] = entry[1]
+        self.states.append(s)
+        self.index[key] = v
+        return v
+
+    def _grow(self) -> None:
+        n = self.child.shape[0]
+        self.child = np.concatenate([self.child, np.full((n, self.k), -1, np.int64)])
+        self.matrices = np.concatenate([self.matrices, np.empty((n, self.k, self.k))])
+        self.weights = np.concatenate([self.weights, np.empty((n, self.k))])
+
+    def chain(self, H: np.ndarray, tie: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(labels, weights) of the N learners' chain of least-cost predictions, resumed at each state not met yet."""
+        if len(self.states) >= self.MAX_NODES:
+            self.clear()
+        N, k = H.shape
+        labels = np.empty(N, np.intp)
+        weights = np.empty((N, k))
+        i, v = 0, 0
+        while True:
+            i, v = mbbm_chain(H, tie, i, v, self.child, self.matrices, self.weights, labels, weights)
+            if i == N:
+                return labels, weights
+            s = self.states[v].copy()
+            s[labels[i]] += 1
+            nxt = self.add(s, self.horizons[i + 1])
+            self.child[v, labels[i]] = nxt
+            i, v = i + 1, nxt
+
+
 class OnlineMBBM(MulticlassBooster):
     """OnlineMBBM (paper 001, Algorithm 1): 0-1 loss potentials with edge gamma, alpha = 1, majority vote.
 
@@ -373,8 +436,14 @@ class OnlineMBBM(MulticlassBooster):
         self.horizons = [self.num_learners - i - shift for i in range(self.num_learners)]
         self.max_weight = np.zeros(self.num_learners)
         self._matrix = 2 if self.weak_prediction == "normalized_cost" else 0
+        # exact potentials: the chain is compiled over a memo of states; Monte Carlo keeps the Python loop, whose
+        # calls to ``costs.get`` (and so its random draws) the memo would not reproduce once a cache is cleared
+        self._memo = None if self.potential_samples else _StateMemo(self.costs, self.horizons, self._matrix, n_labels)
 
     def _weak_predictions(self, H, tie):
+        if self._memo is not None:
+            labels, weights = self._memo.chain(np.ascontiguousarray(H, float), tie)
+            return labels, self._states(labels), weights
         N, k = H.shape
         s = np.zeros(k, np.int64)
         labels = np.empty(N, np.intp)

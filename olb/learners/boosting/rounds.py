@@ -3,7 +3,8 @@
 Each formula lives here once, as a compiled function over numpy arrays; the boosters
 (:mod:`~olb.learners.boosting.mlr`, :mod:`~olb.learners.boosting.multiclass`, :mod:`~olb.learners.boosting.topk`)
 stay plain classes that call them. Ada.OLMR's, Adaboost.OLM's and OnlineBMR's updates are one call per round
-(:func:`adaolmr_round`, :func:`adaolm_chain`, :func:`adaolm_update`, :func:`onlinebmr_round`).
+(:func:`adaolmr_round`, :func:`adaolm_chain`, :func:`adaolm_update`, :func:`onlinebmr_round`), OnlineMBBM's chain
+of weak predictions one call per round and per state not yet in its memo (:func:`mbbm_chain`).
 
 The results are bit-identical to the numpy expressions these functions replaced (``tests/regression``, and
 ``tests/test_rounds.py`` on random inputs): the same operations in the same order. Sums over a contiguous run of
@@ -11,7 +12,8 @@ values follow numpy's pairwise order (:func:`olb.weak.vfdt_core.pairwise_sum`), 
 sequential one; ``exp`` is the C library's, as numpy's; the logistic sigma is scipy's ``expit`` itself (its C
 function, bound by symbol name so that numba's disk cache stays usable); a dot product over labels adds as
 numpy's ``einsum`` does here (two interleaved partial sums, see :func:`row_dots`), a vector-matrix product as
-the BLAS behind numpy's ``@`` does (one fused multiply-add per term, in order, see :func:`adaolm_chain`).
+the BLAS behind numpy's ``@`` does (one fused multiply-add per term, in order, see :func:`adaolm_chain`), and
+OnlineMBBM's (k,) @ (k, k) products by calling that BLAS itself, as numpy does (:func:`vector_matrix`).
 
 Keep every compiled function of the boosters in this one file: numba's disk cache notices a change of the file
 that holds a cached function, not of the files holding the functions it calls.
@@ -19,7 +21,10 @@ that holds a cached function, not of the files holding the functions it calls.
 
 from __future__ import annotations
 
+import ctypes
+import glob
 import math
+import os
 
 import llvmlite.binding
 import numpy as np
@@ -31,6 +36,23 @@ from olb.weak.vfdt_core import pairwise_sum
 llvmlite.binding.add_symbol("olb_scipy_expit", get_cython_function_address("scipy.special.cython_special",
                                                                           "__pyx_fuse_0expit"))
 expit = types.ExternalFunction("olb_scipy_expit", types.float64(types.float64))
+
+
+def _numpy_blas() -> ctypes.CDLL:
+    """The BLAS library numpy's wheel bundles (and has loaded already), the one behind numpy's ``@``."""
+    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs", "libscipy_openblas64_*.so"))
+    if not libs:
+        raise ImportError("olb needs numpy's bundled OpenBLAS (numpy.libs/libscipy_openblas64_*.so) to reproduce "
+                          "numpy's vector-matrix products")
+    return ctypes.CDLL(libs[0])
+
+
+llvmlite.binding.add_symbol("olb_numpy_dgemv", ctypes.cast(_numpy_blas().scipy_cblas_dgemv64_, ctypes.c_void_p).value)
+# cblas_dgemv(order, trans, m, n, alpha, A, lda, x, incx, beta, y, incy): pointers passed as addresses
+_dgemv = types.ExternalFunction("olb_numpy_dgemv", types.void(
+    types.int32, types.int32, types.int64, types.int64, types.float64, types.intp, types.int64, types.intp,
+    types.int64, types.float64, types.intp, types.int64))
+_ROW_MAJOR, _TRANS = 101, 112
 
 ALPHA_BOUND = 2.0  # the adaptive boosters project alpha to [-2, 2] (papers 000, 001, 004)
 
@@ -344,6 +366,52 @@ def adaolm_update(states, labels, experts, alpha, hedge, y, eta, authors):  # pr
         change[i] = eta * change[i]
         mistakes[i] = 1.0 if experts[i] != y else 0.0
     return projected_alpha_step(alpha, change), hedge_update(hedge, mistakes)
+
+
+# ---------------------------------------------------------------------------------------------------
+# paper 001: OnlineMBBM
+# ---------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def vector_matrix(h, M, out):  # pragma: no cover - compiled
+    """``out = h @ M`` for h (k,) and a C-contiguous M (k, k), computed by the very BLAS call numpy makes for it
+    (``cblas_dgemv`` of numpy's bundled OpenBLAS, row-major, transposed), so that the sums add as numpy's did."""
+    k = h.shape[0]
+    _dgemv(_ROW_MAJOR, _TRANS, k, M.shape[1], 1.0, M.ctypes.data, M.shape[1], h.ctypes.data, 1, 0.0,
+           out.ctypes.data, 1)
+
+
+@njit(cache=True, nogil=True)
+def mbbm_chain(H, tie, start, node, child, matrices, weights, labels, out_weights):  # pragma: no cover - compiled
+    """OnlineMBBM's chain of weak predictions (paper 001, Algorithm 1) from learner ``start`` at the vote state
+    ``node``, over a memo of the states met so far: node v holds the learner's cost matrix ``matrices[v]`` (C or D,
+    whichever the learner predicts with), the weights ``weights[v]`` and its successors ``child[v, l]`` (the state
+    after a vote for l; -1 if not in the memo yet).
+
+    Learner i's label is argmin_l (h^i M + tie^i)[l] (h^i M as numpy's ``@``, :func:`vector_matrix`); its weights
+    go to ``out_weights[i]``, its label to ``labels[i]``. Returns (i, v): i = N when the chain is done, else learner
+    i's successor state is missing from the memo (the caller adds it and resumes from i + 1 at that state).
+    """
+    N, k = H.shape
+    h = np.empty(k)
+    costs = np.empty(k)
+    for i in range(start, N):
+        for label in range(k):
+            out_weights[i, label] = weights[node, label]
+            h[label] = H[i, label]
+        vector_matrix(h, matrices[node], costs)
+        for label in range(k):
+            costs[label] = costs[label] + tie[i, label]
+        label = np.argmin(costs)
+        labels[i] = label
+        if i == N - 1:
+            break
+        nxt = child[node, label]
+        if nxt < 0:
+            return i, node
+        node = nxt
+    return N, node
 
 
 # ---------------------------------------------------------------------------------------------------
