@@ -13,7 +13,7 @@ sequential one; ``exp`` is the C library's, as numpy's; the logistic sigma is sc
 function, bound by symbol name so that numba's disk cache stays usable); a dot product over labels adds as
 numpy's ``einsum`` does here (two interleaved partial sums, see :func:`row_dots`), a vector-matrix product as
 the BLAS behind numpy's ``@`` does (one fused multiply-add per term, in order, see :func:`adaolm_chain`), and
-OnlineMBBM's (k,) @ (k, k) products by calling that BLAS itself, as numpy does (:func:`vector_matrix`).
+OnlineMBBM's (k,) @ (k, k) products by a BLAS ``dgemv`` as numpy does (:func:`vector_matrix`).
 
 Keep every compiled function of the boosters in this one file: numba's disk cache notices a change of the file
 that holds a cached function, not of the files holding the functions it calls.
@@ -21,10 +21,7 @@ that holds a cached function, not of the files holding the functions it calls.
 
 from __future__ import annotations
 
-import ctypes
-import glob
 import math
-import os
 
 import llvmlite.binding
 import numpy as np
@@ -37,22 +34,6 @@ llvmlite.binding.add_symbol("olb_scipy_expit", get_cython_function_address("scip
                                                                           "__pyx_fuse_0expit"))
 expit = types.ExternalFunction("olb_scipy_expit", types.float64(types.float64))
 
-
-def _numpy_blas() -> ctypes.CDLL:
-    """The BLAS library numpy's wheel bundles (and has loaded already), the one behind numpy's ``@``."""
-    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs", "libscipy_openblas64_*.so"))
-    if not libs:
-        raise ImportError("olb needs numpy's bundled OpenBLAS (numpy.libs/libscipy_openblas64_*.so) to reproduce "
-                          "numpy's vector-matrix products")
-    return ctypes.CDLL(libs[0])
-
-
-llvmlite.binding.add_symbol("olb_numpy_dgemv", ctypes.cast(_numpy_blas().scipy_cblas_dgemv64_, ctypes.c_void_p).value)
-# cblas_dgemv(order, trans, m, n, alpha, A, lda, x, incx, beta, y, incy): pointers passed as addresses
-_dgemv = types.ExternalFunction("olb_numpy_dgemv", types.void(
-    types.int32, types.int32, types.int64, types.int64, types.float64, types.intp, types.int64, types.intp,
-    types.int64, types.float64, types.intp, types.int64))
-_ROW_MAJOR, _TRANS = 101, 112
 
 ALPHA_BOUND = 2.0  # the adaptive boosters project alpha to [-2, 2] (papers 000, 001, 004)
 
@@ -375,11 +356,10 @@ def adaolm_update(states, labels, experts, alpha, hedge, y, eta, authors):  # pr
 
 @njit(cache=True, nogil=True)
 def vector_matrix(h, M, out):  # pragma: no cover - compiled
-    """``out = h @ M`` for h (k,) and a C-contiguous M (k, k), computed by the very BLAS call numpy makes for it
-    (``cblas_dgemv`` of numpy's bundled OpenBLAS, row-major, transposed), so that the sums add as numpy's did."""
-    k = h.shape[0]
-    _dgemv(_ROW_MAJOR, _TRANS, k, M.shape[1], 1.0, M.ctypes.data, M.shape[1], h.ctypes.data, 1, 0.0,
-           out.ctypes.data, 1)
+    """``out = h @ M`` for h (k,) and M (k, k) by numba's ``np.dot``, a BLAS ``dgemv`` (scipy's OpenBLAS) like
+    numpy's ``@`` (numpy's OpenBLAS): the same kernel on a given processor, so the same order of additions (tested
+    bit for bit against numpy's product)."""
+    out[:] = np.dot(h, M)
 
 
 @njit(cache=True, nogil=True)
