@@ -221,3 +221,24 @@ def test_bad_hyperparameters_are_rejected():
         OnlineMBBM(2, 3, gamma=1.5)
     with pytest.raises(ValueError, match="unknown hyperparameter"):
         AdaBoostOLM(2, 3, gamma=0.1)
+
+
+def test_mbbm_state_memo_cleared_when_full_changes_no_prediction():
+    """OnlineMBBM's compiled chain runs over a bounded memo of vote states; clearing it when full changes neither
+    predictions nor updates."""
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(150, 4)), rng.integers(0, 3, 150)
+
+    def predictions(max_nodes):
+        model = OnlineMBBM(4, 3, seed=0, num_learners=20, gamma=0.1)
+        model._memo.max_nodes = max_nodes
+        out, largest = [], 0
+        for x, label in zip(X, y):
+            out.append(model.predict_one(x))
+            model.learn_one(x, label)
+            largest = max(largest, len(model._memo.states))
+        return out, largest
+
+    (full, largest), (cleared, _) = predictions(10 ** 9), predictions(30)
+    assert largest > 60  # the small memo was cleared several times
+    assert np.array_equal(full, cleared)

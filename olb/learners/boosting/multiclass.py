@@ -325,13 +325,15 @@ class _StateMemo:
     """The vote states one OnlineMBBM learner has met, as arrays for :func:`~olb.learners.boosting.rounds.mbbm_chain`:
     node v holds a state s (sum(s) votes cast, so learner sum(s) + 1 is next), its weights W and the matrix the
     learner predicts with (C or D, copies of :meth:`MBBMCosts.get`'s), and its successors s + e_l (-1: not met yet).
-    Cleared when full (``MAX_NODES``), which changes no value.
+    Cleared when it would hold more than ~``MAX_BYTES`` (its arrays plus ~300 bytes of Python objects per node),
+    which changes no value: ~100,000 states for k = 5, ~10,000 for k = 26.
     """
 
-    MAX_NODES = 200_000
+    MAX_BYTES = 64 * 2 ** 20
 
     def __init__(self, costs: MBBMCosts, horizons: list[int], which: int, k: int):
         self.costs, self.horizons, self.which, self.k = costs, horizons, which, k
+        self.max_nodes = max(1024, self.MAX_BYTES // (8 * (k * k + 3 * k) + 300))
         self.clear()
 
     def clear(self, capacity: int = 1024) -> None:
@@ -367,7 +369,7 @@ class _StateMemo:
 
     def chain(self, H: np.ndarray, tie: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(labels, weights) of the N learners' chain of least-cost predictions, resumed at each state not met yet."""
-        if len(self.states) >= self.MAX_NODES:
+        if len(self.states) >= self.max_nodes:
             self.clear()
         N, k = H.shape
         labels = np.empty(N, np.intp)
