@@ -323,3 +323,50 @@ def test_mbbm_chain_is_numpys(k):
             expected = _numpy_mbbm_chain(H, tie, costs, horizons, which)
             assert np.array_equal(labels, expected[0])
             assert np.array_equal(weights, expected[1])
+
+
+def _numpy_topada_round(H, states, a, b, w, alpha, hedge, step, t, clip_gradient, fed, scale):
+    """TopAda's _cost_vectors, _update_booster and _rank_loss_estimates as they were in numpy, then the weights."""
+    sig = w * expit(states[:, b] - states[:, a])  # (N + 1, P)
+    grad = np.zeros_like(states)
+    for p in range(len(a)):
+        grad[:, b[p]] += sig[:, p]
+        grad[:, a[p]] -= sig[:, p]
+    slopes = rounds.row_dots(grad[1:], H)
+    if clip_gradient:
+        slopes = np.clip(slopes, -1.0, 1.0)
+    new_alpha = rounds.projected_alpha_step(alpha, step / np.sqrt(t) * slopes)
+    losses = (states[1:, b] >= states[1:, a]) @ w
+    new_hedge = rounds.hedge_update(hedge, losses - losses.min())
+    return rounds.fed_weights(grad[:-1], fed, scale), new_alpha, new_hedge, grad, losses
+
+
+@pytest.mark.parametrize("k", LABEL_COUNTS + [174])
+def test_topada_round_is_numpys(k):
+    """TopAda's round (paper 004, Algorithm 3) over observed pairs with importance weights: up to |Y| |Y^c| pairs, so
+    the rank losses' (N, P) @ (P,) product runs over short and long rows (BLAS's kernel, unrolled), N = 1 (a dot)."""
+    rng = np.random.default_rng(k)
+    for relevant in _relevant_sets(k, rng):
+        rel, irr = np.flatnonzero(relevant), np.flatnonzero(~relevant)
+        a_all, b_all = np.repeat(rel, irr.size), np.tile(irr, rel.size)
+        for n_pairs in sorted({min(n, a_all.size) for n in (1, 2, 3, 5, 9, 17)} | {a_all.size}):
+            pick = np.sort(rng.choice(a_all.size, n_pairs, replace=False))
+            a, b = a_all[pick], b_all[pick]
+            w = 1.0 / rng.uniform(0.005, 1.0, n_pairs)
+            w[rng.random(n_pairs) < 0.3] = 1.0 / 0.005  # clipped probabilities: repeated weights
+            for N in (1, 3, 50, 100):
+                H = rng.dirichlet(np.ones(k) * rng.uniform(0.05, 2.0), size=N)
+                alpha = rng.uniform(-2, 2, N)
+                states = rounds.expert_states(alpha, H)
+                states[rng.random(N + 1) < 0.2] = 0.0  # ties: every pair counts in the rank loss
+                hedge, fed = rng.dirichlet(np.ones(N)), np.zeros(k, bool)
+                fed[rel[: rng.integers(1, rel.size + 1)]] = True
+                step, t = rng.uniform(1e-4, 5.0), int(rng.integers(1, 10_000))
+                for clip_gradient in (True, False):
+                    args = (H, states, a, b, w, alpha, hedge, step, t, clip_gradient, fed, rng.choice([1.0, 0.01]))
+                    expected = _numpy_topada_round(*args)
+                    got = rounds.topada_round(*args)
+                    for g, e in zip(got, expected):
+                        assert np.array_equal(g, e)
+                    assert np.array_equal(rounds.pair_logistic_gradients(states, a, b, w), expected[3])
+                    assert np.array_equal(rounds.pair_rank_losses(states[1:], a, b, w), expected[4])

@@ -28,7 +28,6 @@ gradient optionally clipped to [-1, 1], App. C.2) and Hedge weighs the experts b
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
 
 from olb.learners.base import Param, StreamShape
 from olb.learners.boosting.common import BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM
@@ -36,8 +35,8 @@ from olb.feedback import TopKFeedback, observed_pairs, ranking, ranking_scores
 from olb.learners.boosting.exploration import EXPLORATIONS, importance_weights, make_exploration
 from olb.learners.boosting.mlr import MLRBooster
 from olb.learners.boosting.potentials import TopkPairPotential
-from olb.learners.boosting.rounds import (fed_weights, hedge_draw, hedge_init, hedge_update, projected_alpha_step,
-                                          row_dots)
+from olb.learners.boosting.rounds import (fed_weights, hedge_draw, hedge_init, pair_logistic_gradients,
+                                          pair_rank_losses, topada_round)
 
 TOPK_PARAMS = {
     "k": Param(int, 3, low=2, doc="number of top-ranked labels whose relevance is revealed (k < number of labels)"),
@@ -105,11 +104,15 @@ class TopKBooster(MLRBooster):
         if a.size == 0:
             return  # no observed (relevant, irrelevant) pair: every estimate and cost is 0
         w = importance_weights(self.explorer.pair_probabilities(in_top, a, b), self.clip_probabilities)
-        costs = self._cost_vectors(states, a, b, w)  # (N, m): c-hat^i from s^{i-1}
-        self._update_booster(H, states, a, b, w)
         fed = np.zeros(self.n_labels, bool)
         fed[feedback.labels[feedback.relevant]] = True
-        self.weak.learn(x, fed_weights(costs, fed, self.weight_scale))
+        self.weak.learn(x, self._learn_round(H, states, a, b, w, fed))
+
+    def _learn_round(self, H, states, a, b, w, fed) -> np.ndarray:
+        """The booster's update from the observed pairs; returns the weak learners' importance weights (N, m)."""
+        costs = self._cost_vectors(states, a, b, w)  # (N, m): c-hat^i from s^{i-1}
+        self._update_booster(H, states, a, b, w)
+        return fed_weights(costs, fed, self.weight_scale)
 
     def _cost_vectors(self, states, a, b, w) -> np.ndarray:
         raise NotImplementedError
@@ -197,25 +200,19 @@ class TopAda(TopKBooster):
     def _choose_expert(self) -> int:
         return hedge_draw(self.hedge, self.rng)
 
-    def _cost_vectors(self, states, a, b, w):
-        # grad of sum_p w_p log(1 + exp(s[b_p] - s[a_p])): +w sigma at b_p, -w sigma at a_p; rows s^0..s^N
-        sig = w * expit(states[:, b] - states[:, a])  # (N + 1, P)
-        grad = np.zeros_like(states)
-        for p in range(len(a)):  # P <= k^2 / 4 pairs
-            grad[:, b[p]] += sig[:, p]
-            grad[:, a[p]] -= sig[:, p]
-        self._gradients = grad
-        return grad[:-1]
+    def _learn_round(self, H, states, a, b, w, fed):
+        """One compiled call (:func:`~olb.learners.boosting.rounds.topada_round`): the costs c-hat^i = grad
+        L-hat_log(s^{i-1}), the step on alpha, Hedge on the estimated rank losses, the importance weights."""
+        weights, self.alpha, self.hedge, self._gradients = topada_round(
+            H, states, a, b, w, self.alpha, self.hedge, self.step, self.t, self.clip_gradient, fed, self.weight_scale)
+        return weights
 
-    def _update_booster(self, H, states, a, b, w):
-        slopes = row_dots(self._gradients[1:], H)  # d/d alpha of L-hat_log(s^{i-1} + alpha h^i)
-        if self.clip_gradient:
-            slopes = np.clip(slopes, -1.0, 1.0)
-        self.alpha = projected_alpha_step(self.alpha, self.step / np.sqrt(self.t) * slopes)
-        losses = self._rank_loss_estimates(states, a, b, w)
-        self.hedge = hedge_update(self.hedge, losses - losses.min())  # shift: same update, no underflow
+    def _cost_vectors(self, states, a, b, w):
+        """c-hat^1..c-hat^N: the gradients of sum_p w_p log(1 + exp(s[b_p] - s[a_p])) at s^0..s^{N-1}."""
+        self._gradients = pair_logistic_gradients(states, a, b, w)
+        return self._gradients[:-1]
 
     @staticmethod
     def _rank_loss_estimates(states, a, b, w) -> np.ndarray:
         """L-hat_rnk(s^i) for the experts i = 1..N: sum w 1(s[b] >= s[a]), ties count (paper 004, Sec. 3.3.2)."""
-        return (states[1:, b] >= states[1:, a]) @ w
+        return pair_rank_losses(states[1:], a, b, w)
