@@ -261,7 +261,7 @@ def test_pair_cost_vectors_are_numpys(k):
         for margin, gamma in ((1.0, 0.1), (0.0, 0.1), (0.0, 0.4)):
             potential = TopkPairPotential(N, k, gamma, margin=margin)
             law = potential.law
-            tables = (law._tab, law._off, law._top)
+            tables = law.tables
             for n_pairs in sorted({1, min(3, a_all.size), a_all.size}):
                 pick = np.sort(rng.choice(a_all.size, n_pairs, replace=False))
                 a, b = a_all[pick], b_all[pick]

@@ -141,6 +141,12 @@ class _DifferenceLaw:
         self._off = float(off)
         self._top = float(width - 2)
 
+    @property
+    def tables(self) -> tuple[np.ndarray, float, float]:
+        """(table, offset, top): the rows, the offset added to t and the last row index, as the compiled cost
+        vectors read them (:mod:`olb.learners.boosting.rounds`)."""
+        return self._tab, self._off, self._top
+
     def _rows(self, t, n):
         """Table rows at horizon n (an int, or an int array broadcasting against t) and floor(t)."""
         return self._tab[n, np.clip(t + self._off, 1.0, self._top).astype(np.intp)]
@@ -259,8 +265,7 @@ class PairwisePotential:
     def law_tables(self, n_relevant: int) -> tuple[np.ndarray, float, float]:
         """(table, offset, top) of ``law(n_relevant)``, the arguments of the compiled cost vectors
         (:func:`~olb.learners.boosting.rounds.pairwise_cost_vectors`)."""
-        law = self.law(n_relevant)
-        return law._tab, law._off, law._top
+        return self.law(n_relevant).tables
 
 
 class TopkPairPotential:
@@ -310,8 +315,7 @@ class TopkPairPotential:
         a_idx = np.asarray(a_idx, np.intp)
         b_idx = np.asarray(b_idx, np.intp)
         w = np.ones(a_idx.size) if weights is None else np.asarray(weights, float)
-        law = self.law
-        return pair_cost_vectors(S, a_idx, b_idx, w, horizons, law._tab, law._off, law._top, self.margin)
+        return pair_cost_vectors(S, a_idx, b_idx, w, horizons, *self.law.tables, self.margin)
 
 
 # --------------------------------------------------------------------------------------------------
