@@ -115,9 +115,9 @@ def update_statistics(x, weights, leaves, covariates, slot, class_mass, seen, g_
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Split attempts, for a batch of leaves at once. The normal CDF and log2 stay numpy/scipy ufunc calls on the
-# whole batch (numba's own versions differ from them in the last bits); the loops around them are compiled.
-# Sums over labels follow numpy's pairwise order (:func:`pairwise_sum`), so merits are bit-identical too.
+# Split attempts, for all due leaves of a round at once. The normal CDF is scipy's and log2 glibc's, called per
+# value (numba's own versions differ from them in the last bits, and a last bit changes results: see
+# benchmarks/last_bit_sensitivity.py). Sums over labels follow numpy's pairwise order (:func:`pairwise_sum`).
 # ---------------------------------------------------------------------------------------------------------
 
 
