@@ -36,12 +36,17 @@ NUDGE = f'''
 def _nudge(value, key):  # pragma: no cover - compiled
     """``value`` one unit in the last place lower for about half of the keys."""
     return value * {ONE_ULP_DOWN!r} if int(abs(key) * 1e7) % 2 == 1 else value
+
+
+@njit(cache=True, nogil=True)
+def _nudged_ndtr(z):  # pragma: no cover - compiled
+    return _nudge(ndtr(z), z)
 '''
 
-# (function, text in vfdt_core.py, its nudged replacement)
+# the nudged function -> (its call in vfdt_core.py, the nudged call)
 PATCHES = {
     "cdf": ("m = W * ndtr((t - g_mean[s, f, c]) / sigma[c])",
-            "m = W * _nudge(ndtr((t - g_mean[s, f, c]) / sigma[c]), (t - g_mean[s, f, c]) / sigma[c])"),
+            "m = W * _nudged_ndtr((t - g_mean[s, f, c]) / sigma[c])"),
     "log2": ("terms[c] = p * math.log2(p)", "terms[c] = p * _nudge(math.log2(p), p)"),
 }
 

@@ -62,7 +62,7 @@ def test_onlinebmr_costs_favor_relevant_labels_and_weights_are_nonnegative():
     relevant = np.array([1, 0, 1, 0, 0, 0], bool)
     states = np.zeros((11, 6))
     states[1:] = np.cumsum(np.full((10, 6), 1 / 6), axis=0)
-    C = model._cost_vectors(states, relevant)
+    C = model.potential.cost_vectors(states[:-1], relevant, np.arange(9, -1, -1))  # horizons N - i
     assert C.shape == (10, 6)
     assert (C[:, relevant].max(axis=1) <= C[:, ~relevant].min(axis=1)).all()  # proper: relevant cost less
 

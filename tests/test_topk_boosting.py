@@ -9,7 +9,7 @@ import pytest
 from olb.learners.boosting import mlr as mlr_boosting
 from olb.feedback import TopKFeedback, observed_pairs, ranking
 from olb.learners.boosting.exploration import UniformExploration, importance_weights
-from olb.learners.boosting.rounds import logistic_rank_gradient
+from olb.learners.boosting.rounds import logistic_rank_gradient, pair_logistic_gradients, pair_rank_losses
 from olb.learners.boosting.potentials import baseline
 from olb.learners.boosting.topk import TopAda, TopOpt
 from olb.registry import get_algorithm
@@ -76,10 +76,10 @@ def test_topada_costs_and_rank_losses_are_unbiased(exploration, m, k):
                    clip_probabilities=False)
     _, states, relevant = _state(N, m, seed=m)
     states[3, :2] = states[3, 2]  # ties count as mis-ordered in the Hedge loss
-    costs = _expected(model, states, relevant, lambda a, b, w: model._cost_vectors(states, a, b, w))
+    costs = _expected(model, states, relevant, lambda a, b, w: pair_logistic_gradients(states, a, b, w)[:-1])
     n_pairs = relevant.sum() * (~relevant).sum()
     assert np.allclose(costs, n_pairs * logistic_rank_gradient(states, relevant)[:-1], atol=1e-12)
-    losses = _expected(model, states, relevant, lambda a, b, w: model._rank_loss_estimates(states, a, b, w))
+    losses = _expected(model, states, relevant, lambda a, b, w: pair_rank_losses(states[1:], a, b, w))
     A, B = np.flatnonzero(relevant), np.flatnonzero(~relevant)
     unweighted = (states[1:, None, B] >= states[1:, A, None]).sum(axis=(1, 2))
     assert np.allclose(losses, unweighted, atol=1e-12)

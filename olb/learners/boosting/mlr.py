@@ -148,10 +148,6 @@ class OnlineBMR(MLRBooster):
     def _choose_expert(self) -> int:
         return self.num_learners - 1
 
-    def _cost_vectors(self, states, relevant):
-        N = self.num_learners
-        return self.potential.cost_vectors(states[:-1], relevant, np.arange(N - 1, -1, -1))  # horizon N - i
-
     def _learn_round(self, H, states, relevant):  # one compiled call; alpha stays 1, no other state
         tables = self.potential.law_tables(int(relevant.sum()))
         return onlinebmr_round(states, relevant, *tables, self.potential.margin)

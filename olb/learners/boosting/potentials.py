@@ -174,6 +174,14 @@ def _check_horizon(n: int, n_max: float = np.inf) -> None:
         raise ValueError(f"number of remaining draws n={n} outside 0..{n_max} (num_learners)")
 
 
+def _checked_horizons(horizons, n_max: int) -> np.ndarray:
+    """``horizons`` as an index array, each checked by :func:`_check_horizon` (its extremes suffice)."""
+    horizons = np.asarray(horizons, np.intp)
+    for n in (horizons.min(), horizons.max()) if horizons.size else ():
+        _check_horizon(int(n), n_max)
+    return horizons
+
+
 class PairwisePotential:
     """Exact OnlineBMR potential phi^n(s) = E[L_hinge(s + X)], X ~ Multinomial(n, u_gamma^Y).
 
@@ -251,9 +259,7 @@ class PairwisePotential:
         Computed by the compiled :func:`~olb.learners.boosting.rounds.pairwise_cost_vectors` (bit-identical to
         the numpy expression it replaced, ``tests/test_rounds.py``).
         """
-        horizons = np.asarray(horizons, np.intp)
-        for n in (horizons.min(), horizons.max()) if horizons.size else ():
-            _check_horizon(int(n), self.num_learners)
+        horizons = _checked_horizons(horizons, self.num_learners)
         S = np.asarray(S, float)
         relevant = np.asarray(y) != 0
         n_relevant = int(relevant.sum())
@@ -308,9 +314,7 @@ class TopkPairPotential:
         """Row i: c[l] = Phi-hat^{horizons[i]}(S[i] + e_l), shape (rows, m); one compiled call
         (:func:`~olb.learners.boosting.rounds.pair_cost_vectors`, bit-identical to the numpy expression it replaced,
         ``tests/test_rounds.py``). TopOpt needs one per weak learner (state s^{i-1}, horizon N - i)."""
-        horizons = np.asarray(horizons, np.intp)
-        for n in (horizons.min(), horizons.max()) if horizons.size else ():
-            _check_horizon(int(n), self.num_learners)
+        horizons = _checked_horizons(horizons, self.num_learners)
         S = np.asarray(S, float)
         a_idx = np.asarray(a_idx, np.intp)
         b_idx = np.asarray(b_idx, np.intp)

@@ -35,8 +35,7 @@ from olb.feedback import TopKFeedback, observed_pairs, ranking, ranking_scores
 from olb.learners.boosting.exploration import EXPLORATIONS, importance_weights, make_exploration
 from olb.learners.boosting.mlr import MLRBooster
 from olb.learners.boosting.potentials import TopkPairPotential
-from olb.learners.boosting.rounds import (fed_weights, hedge_draw, hedge_init, pair_logistic_gradients,
-                                          pair_rank_losses, topada_round)
+from olb.learners.boosting.rounds import fed_weights, hedge_draw, hedge_init, topada_round
 
 TOPK_PARAMS = {
     "k": Param(int, 3, low=2, doc="number of top-ranked labels whose relevance is revealed (k < number of labels)"),
@@ -110,14 +109,6 @@ class TopKBooster(MLRBooster):
 
     def _learn_round(self, H, states, a, b, w, fed) -> np.ndarray:
         """The booster's update from the observed pairs; returns the weak learners' importance weights (N, m)."""
-        costs = self._cost_vectors(states, a, b, w)  # (N, m): c-hat^i from s^{i-1}
-        self._update_booster(H, states, a, b, w)
-        return fed_weights(costs, fed, self.weight_scale)
-
-    def _cost_vectors(self, states, a, b, w) -> np.ndarray:
-        raise NotImplementedError
-
-    def _update_booster(self, H, states, a, b, w) -> None:
         raise NotImplementedError
 
 
@@ -154,12 +145,13 @@ class TopOpt(TopKBooster):
     def _choose_expert(self) -> int:
         return self.num_learners - 1
 
-    def _cost_vectors(self, states, a, b, w):
-        N = self.num_learners
-        return self.potential.cost_vectors(states[:-1], a, b, np.arange(N - 1, -1, -1), w)  # horizon N - i
+    def _learn_round(self, H, states, a, b, w, fed):  # alpha stays 1 and there is no other booster state
+        return fed_weights(self._cost_vectors(states, a, b, w), fed, self.weight_scale)
 
-    def _update_booster(self, H, states, a, b, w):
-        pass  # alpha stays 1 and there is no other booster state
+    def _cost_vectors(self, states, a, b, w):
+        """c-hat^1..c-hat^N (N, m), from s^0..s^{N-1} with horizons N - i."""
+        N = self.num_learners
+        return self.potential.cost_vectors(states[:-1], a, b, np.arange(N - 1, -1, -1), w)
 
 
 class TopAda(TopKBooster):
@@ -206,13 +198,3 @@ class TopAda(TopKBooster):
         weights, self.alpha, self.hedge, self._gradients = topada_round(
             H, states, a, b, w, self.alpha, self.hedge, self.step, self.t, self.clip_gradient, fed, self.weight_scale)
         return weights
-
-    def _cost_vectors(self, states, a, b, w):
-        """c-hat^1..c-hat^N: the gradients of sum_p w_p log(1 + exp(s[b_p] - s[a_p])) at s^0..s^{N-1}."""
-        self._gradients = pair_logistic_gradients(states, a, b, w)
-        return self._gradients[:-1]
-
-    @staticmethod
-    def _rank_loss_estimates(states, a, b, w) -> np.ndarray:
-        """L-hat_rnk(s^i) for the experts i = 1..N: sum w 1(s[b] >= s[a]), ties count (paper 004, Sec. 3.3.2)."""
-        return pair_rank_losses(states[1:], a, b, w)
