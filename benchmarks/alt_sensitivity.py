@@ -29,8 +29,9 @@ def selection_tables(uri: str, experiment: str, dataset: str) -> dict[str, pd.Da
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         raise SystemExit(f"alt_sensitivity: no MLflow experiment {experiment!r} at {uri}")
-    runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`olb.kind` = 'selection' and "
-                                                                   f"tags.`olb.dataset` = '{dataset}'")
+    runs = client.search_runs(
+        [exp.experiment_id], filter_string=f"tags.`olb.kind` = 'selection' and tags.`olb.dataset` = '{dataset}'"
+    )
     tables = {}
     for run in runs:
         with tempfile.TemporaryDirectory() as tmp:
@@ -50,12 +51,18 @@ def main() -> None:
     parser.add_argument("--metric", default="f1_unlabelled1")
     parser.add_argument("--out", type=Path, default=Path("alt_sensitivity.png"))
     args = parser.parse_args()
-    tables = {e: t for e, t in selection_tables(args.tracking_uri, args.experiment, args.dataset).items()
-              if {"eta", "repeats"} <= set(t.columns)}
+    tables = {
+        e: t
+        for e, t in selection_tables(args.tracking_uri, args.experiment, args.dataset).items()
+        if {"eta", "repeats"} <= set(t.columns)
+    }
     if not tables:
         raise SystemExit(f"alt_sensitivity: no cross-validated eta x repeats grid on {args.dataset!r}")
-    panels = [(entry, delta, t if delta is None else t[t["delta"] == delta]) for entry, t in sorted(tables.items())
-              for delta in (sorted(t["delta"].unique()) if "delta" in t.columns else [None])]
+    panels = [
+        (entry, delta, t if delta is None else t[t["delta"] == delta])
+        for entry, t in sorted(tables.items())
+        for delta in (sorted(t["delta"].unique()) if "delta" in t.columns else [None])
+    ]
     fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.4), squeeze=False, sharey=True)
     for ax, (entry, delta, t) in zip(axes[0], panels):
         means = t.groupby(["repeats", "eta"])[args.metric].mean().unstack(0)
@@ -74,7 +81,9 @@ def main() -> None:
     print(f"alt_sensitivity: {args.out}")
     for entry, t in sorted(tables.items()):
         keys = [k for k in ("delta", "repeats", "eta") if k in t.columns]
-        print(f"\n{entry} ({args.metric}, mean over folds)\n" + t.groupby(keys)[args.metric].mean().round(4).to_string())
+        print(
+            f"\n{entry} ({args.metric}, mean over folds)\n" + t.groupby(keys)[args.metric].mean().round(4).to_string()
+        )
 
 
 if __name__ == "__main__":

@@ -24,10 +24,34 @@ from olb.learners.linear import FALT, PA1BR, PA1BRKernel, PA2BR, PA2BRKernel, SA
 # Paper 002, Table 3: training seconds of one pass (their machine).
 PAPER_TRAIN_S = {
     "bibtex": {"osml_elm": 94.43, "elm_omll_star": 100.42, "pa1_br": 0.09, "pa2_br": 0.10, "falt": 0.32, "salt": 0.71},
-    "birds": {"osml_elm": 2.84, "elm_omll_star": 1.73, "pa1_br_kernel": 0.01, "pa2_br_kernel": 0.01, "falt_kernel": 0.05},
-    "scene": {"osml_elm": 13.14, "elm_omll_star": 2.24, "pa1_br_kernel": 0.02, "pa2_br_kernel": 0.02, "falt_kernel": 0.03},
-    "emotions": {"osml_elm": 0.67, "elm_omll_star": 0.96, "pa1_br_kernel": 0.01, "pa2_br_kernel": 0.01, "falt_kernel": 0.01},
-    "yeast": {"osml_elm": 0.60, "elm_omll_star": 15.18, "pa1_br_kernel": 0.03, "pa2_br_kernel": 0.03, "falt_kernel": 0.07},
+    "birds": {
+        "osml_elm": 2.84,
+        "elm_omll_star": 1.73,
+        "pa1_br_kernel": 0.01,
+        "pa2_br_kernel": 0.01,
+        "falt_kernel": 0.05,
+    },
+    "scene": {
+        "osml_elm": 13.14,
+        "elm_omll_star": 2.24,
+        "pa1_br_kernel": 0.02,
+        "pa2_br_kernel": 0.02,
+        "falt_kernel": 0.03,
+    },
+    "emotions": {
+        "osml_elm": 0.67,
+        "elm_omll_star": 0.96,
+        "pa1_br_kernel": 0.01,
+        "pa2_br_kernel": 0.01,
+        "falt_kernel": 0.01,
+    },
+    "yeast": {
+        "osml_elm": 0.60,
+        "elm_omll_star": 15.18,
+        "pa1_br_kernel": 0.03,
+        "pa2_br_kernel": 0.03,
+        "falt_kernel": 0.07,
+    },
 }
 SPARSE = {"bibtex"}
 
@@ -75,7 +99,9 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=["bibtex"])
     parser.add_argument("--repeats", nargs="+", type=int, default=[20, 50])
     parser.add_argument("--num-hidden", type=int, default=200)
-    parser.add_argument("--seeds", type=int, default=3, help="passes (training orders) per learner; the median is printed")
+    parser.add_argument(
+        "--seeds", type=int, default=3, help="passes (training orders) per learner; the median is printed"
+    )
     parser.add_argument("--skip-elm", action="store_true")
     args = parser.parse_args()
     print(f"{'dataset':<10} {'learner':<28} {'rows':>6} {'cpu_s/pass':>11} {'paper_s':>8}")
@@ -89,8 +115,11 @@ def main() -> None:
             warm.learn_one(csr_rows[0] if csr_rows is not None and cls.accepts_sparse else X[0], Y[0])
             times = [one_pass_cpu_s(cls, hyper, *orders[seed], seed) for seed in range(args.seeds)]
             paper = PAPER_TRAIN_S.get(name, {}).get(cls.name)
-            print(f"{name:<10} {label:<28} {len(Y):>6} {np.median(times):>11.3f} "
-                  f"{'' if paper is None else f'{paper:.2f}':>8}", flush=True)
+            print(
+                f"{name:<10} {label:<28} {len(Y):>6} {np.median(times):>11.3f} "
+                f"{'' if paper is None else f'{paper:.2f}':>8}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

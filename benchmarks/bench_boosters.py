@@ -42,8 +42,10 @@ def main() -> None:
                 ref = AUTHORS_CPU_S.get((algorithm, dataset))
                 speedup = f"{ref / cpu_s:9.0f}x" if ref and args.num_learners == 100 else "-"
                 metric = next(iter(result.metrics.values()))
-                print(f"{dataset:<20} {algorithm:<10} {n:>8} {cpu_s:>8.2f} {result.runtime_s:>8.2f} "
-                      f"{1e6 * cpu_s / n / args.num_learners:>9.1f} {1e3 * cpu_s / n:>7.2f} {metric:>8.4f} {speedup:>10}")
+                print(
+                    f"{dataset:<20} {algorithm:<10} {n:>8} {cpu_s:>8.2f} {result.runtime_s:>8.2f} "
+                    f"{1e6 * cpu_s / n / args.num_learners:>9.1f} {1e3 * cpu_s / n:>7.2f} {metric:>8.4f} {speedup:>10}"
+                )
         ratio = (sum(cpu["onlinebmr"]) / len(cpu["onlinebmr"])) / (sum(cpu["adaolmr"]) / len(cpu["adaolmr"]))
         print(f"{dataset:<20} OnlineBMR / Ada.OLMR CPU time: {ratio:.2f} (target <= 1.5)")
 

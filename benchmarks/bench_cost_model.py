@@ -48,8 +48,9 @@ def predicted_cells(cells: pd.DataFrame) -> pd.DataFrame:
     if not all(valid):
         print(f"left out: {valid.count(False)} finished cell(s) whose hyperparameters no longer validate")
     done = done[valid]
-    planned = [planned_stream(r["algorithm"], resolved_params(r), r["dataset"], int(r["loops"]))
-               for _, r in done.iterrows()]
+    planned = [
+        planned_stream(r["algorithm"], resolved_params(r), r["dataset"], int(r["loops"])) for _, r in done.iterrows()
+    ]
     done["predicted_s_per_example"] = [cost for cost, _, _ in planned]
     done["rows"] = [rows for _, _, rows in planned]
     done["predicted_s"] = done["predicted_s_per_example"] * done["rows"]
@@ -60,10 +61,16 @@ def predicted_cells(cells: pd.DataFrame) -> pd.DataFrame:
 
 def per_learner(done: pd.DataFrame) -> pd.DataFrame:
     table = done.groupby("algorithm").agg(
-        cells=("ratio", "size"), datasets=("dataset", "nunique"),
-        predicted_us=("predicted_s_per_example", "median"), measured_us=("measured_s_per_example", "median"),
-        ratio_median=("ratio", "median"), ratio_min=("ratio", "min"), ratio_max=("ratio", "max"),
-        predicted_s=("predicted_s", "sum"), measured_s=("cpu_s", "sum"))
+        cells=("ratio", "size"),
+        datasets=("dataset", "nunique"),
+        predicted_us=("predicted_s_per_example", "median"),
+        measured_us=("measured_s_per_example", "median"),
+        ratio_median=("ratio", "median"),
+        ratio_min=("ratio", "min"),
+        ratio_max=("ratio", "max"),
+        predicted_s=("predicted_s", "sum"),
+        measured_s=("cpu_s", "sum"),
+    )
     table[["predicted_us", "measured_us"]] *= 1e6
     return table
 
@@ -83,9 +90,15 @@ def cv_comparison(store: str, overrides: list[str]) -> pd.DataFrame:
             continue
         select = selected[entry]
         for cell in cells:  # the task's identity as olb.grid.crossval.run_selection builds it
-            task = {"algorithm": cell.algorithm, "params": cell.params, "dataset": dataset,
-                    "fingerprint": data.sources[dataset].fingerprint, "folds": select["folds"],
-                    "seed": select["seed"], "metrics": list(select["metrics"] or cell.metrics)}
+            task = {
+                "algorithm": cell.algorithm,
+                "params": cell.params,
+                "dataset": dataset,
+                "fingerprint": data.sources[dataset].fingerprint,
+                "folds": select["folds"],
+                "seed": select["seed"],
+                "metrics": list(select["metrics"] or cell.metrics),
+            }
             cost, n_train, _ = planned_stream(cell.algorithm, cell.params, dataset)
             planned[task_id(task)] = (cell.algorithm, dataset, cost * n_train * select["folds"])
     rows = []
@@ -94,8 +107,15 @@ def cv_comparison(store: str, overrides: list[str]) -> pd.DataFrame:
             result = json.loads(line)
             if result.get("status") == "FINISHED" and result["cell_id"] in planned:
                 algorithm, dataset, predicted = planned[result["cell_id"]]
-                rows.append({"algorithm": algorithm, "dataset": dataset, "predicted_s": predicted,
-                             "measured_s": result["cpu_s"], "ratio": predicted / result["cpu_s"]})
+                rows.append(
+                    {
+                        "algorithm": algorithm,
+                        "dataset": dataset,
+                        "predicted_s": predicted,
+                        "measured_s": result["cpu_s"],
+                        "ratio": predicted / result["cpu_s"],
+                    }
+                )
     print(f"cross-validation: {len(rows)} finished task(s) of {store} matched to {len(planned)} planned")
     return pd.DataFrame(rows)
 
@@ -110,18 +130,27 @@ def main(argv=None) -> None:
     done = predicted_cells(pd.concat([pd.read_csv(path) for path in args.cells_csv], ignore_index=True))
     table = per_learner(done)
     print(table.to_string(float_format=lambda v: f"{v:.3g}"))
-    print(f"\nwhole grid: {len(done)} cells, predicted {done['predicted_s'].sum():.0f} CPU s, measured "
-          f"{done['cpu_s'].sum():.0f} CPU s, ratio {done['predicted_s'].sum() / done['cpu_s'].sum():.2f}; "
-          f"per-learner median ratios {table['ratio_median'].min():.2f} to {table['ratio_median'].max():.2f}")
+    print(
+        f"\nwhole grid: {len(done)} cells, predicted {done['predicted_s'].sum():.0f} CPU s, measured "
+        f"{done['cpu_s'].sum():.0f} CPU s, ratio {done['predicted_s'].sum() / done['cpu_s'].sum():.2f}; "
+        f"per-learner median ratios {table['ratio_median'].min():.2f} to {table['ratio_median'].max():.2f}"
+    )
     if args.cv:
         cv = cv_comparison(args.cv, args.grid)
         if len(cv):
-            summary = cv.groupby("algorithm").agg(tasks=("ratio", "size"), ratio_median=("ratio", "median"),
-                                                  ratio_min=("ratio", "min"), ratio_max=("ratio", "max"),
-                                                  predicted_s=("predicted_s", "sum"), measured_s=("measured_s", "sum"))
+            summary = cv.groupby("algorithm").agg(
+                tasks=("ratio", "size"),
+                ratio_median=("ratio", "median"),
+                ratio_min=("ratio", "min"),
+                ratio_max=("ratio", "max"),
+                predicted_s=("predicted_s", "sum"),
+                measured_s=("measured_s", "sum"),
+            )
             print(summary.to_string(float_format=lambda v: f"{v:.3g}"))
-            print(f"\ncross-validation stage: predicted {cv['predicted_s'].sum():.0f} CPU s, measured "
-                  f"{cv['measured_s'].sum():.0f} CPU s, ratio {cv['predicted_s'].sum() / cv['measured_s'].sum():.2f}")
+            print(
+                f"\ncross-validation stage: predicted {cv['predicted_s'].sum():.0f} CPU s, measured "
+                f"{cv['measured_s'].sum():.0f} CPU s, ratio {cv['predicted_s'].sum() / cv['measured_s'].sum():.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -41,7 +41,9 @@ def main(argv=None) -> int:
     ray_tmp = tempfile.mkdtemp(prefix="olbb", dir="/tmp")
     import ray
 
-    print(f"machine: {os.cpu_count()} cores; using {args.cores}; python {sys.version.split()[0]}; ray {ray.__version__}")
+    print(
+        f"machine: {os.cpu_count()} cores; using {args.cores}; python {sys.version.split()[0]}; ray {ray.__version__}"
+    )
     t0 = time.perf_counter()
     ray.init(**ray_init_kwargs(BackendConfig(num_cpus=args.cores, temp_dir=ray_tmp)))
     init_s = time.perf_counter() - t0
@@ -69,8 +71,15 @@ def main(argv=None) -> int:
     print(f"  per-task overhead, 200 empty tasks  {per_task_ms:7.2f} ms")
 
     n_cells = args.cells_per_core * args.cores
-    overrides = ["algorithms=[adaolmr]", f"datasets=[{args.dataset}]", f"seeds={n_cells}",
-                 f"num_learners={args.num_learners}", "plots=false", "resume=false", "name=bench_fanout"]
+    overrides = [
+        "algorithms=[adaolmr]",
+        f"datasets=[{args.dataset}]",
+        f"seeds={n_cells}",
+        f"num_learners={args.num_learners}",
+        "plots=false",
+        "resume=false",
+        "name=bench_fanout",
+    ]
     overrides += [f"tracking.uri=sqlite:///{work / 'mlflow.db'}"] if args.tracking else ["tracking=off"]
     rows = []
     try:
@@ -94,13 +103,17 @@ def main(argv=None) -> int:
         shutil.rmtree(ray_tmp, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
 
-    print(f"\nFan-out: {n_cells} equal cells (adaolmr, {args.dataset}, num_learners={args.num_learners}, one seed each) "
-          f"on {args.cores} cores, tracking {'MLflow SQLite' if args.tracking else 'off'}")
+    print(
+        f"\nFan-out: {n_cells} equal cells (adaolmr, {args.dataset}, num_learners={args.num_learners}, one seed each) "
+        f"on {args.cores} cores, tracking {'MLflow SQLite' if args.tracking else 'off'}"
+    )
     print(f"  {'run':<22} {'wall s':>8} {'sum cells s':>12} {'mean cell s':>12} {'efficiency':>11}")
     for name, wall, busy, eff, mean in rows:
         print(f"  {name:<22} {wall:8.2f} {busy:12.2f} {mean:12.2f} {eff:11.1%}")
     print("  efficiency = sum of cell runtimes / (cores x fan-out wall time); serial: / (1 x wall)")
-    print(f"  (Ray restart for the cold run: {restart_s:.2f} s; a grid's fixed cost is ray.init + the first round trip)")
+    print(
+        f"  (Ray restart for the cold run: {restart_s:.2f} s; a grid's fixed cost is ray.init + the first round trip)"
+    )
     return 0
 
 

@@ -33,16 +33,26 @@ GRIDS = {
 def run(overrides: list[str], backend: str, workdir: Path) -> tuple[float, float, str]:
     """Wall seconds of the whole grid process, the cells' summed runtime, and the backend it used."""
     out = workdir / f"out-{backend}-{time.monotonic_ns()}"
-    command = [sys.executable, "-m", "olb.grid", *overrides, f"backend={backend}", "tracking=off", "plots=false",
-               f"hydra.run.dir={out}"]
+    command = [
+        sys.executable,
+        "-m",
+        "olb.grid",
+        *overrides,
+        f"backend={backend}",
+        "tracking=off",
+        "plots=false",
+        f"hydra.run.dir={out}",
+    ]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, cwd=workdir, env=os.environ.copy())
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"bench_grid_overhead: {' '.join(command)} failed:\n{done.stderr[-2000:]}")
     cells = pd.read_csv(out / "cells.csv")
-    used = next((line.split("backend ")[1].split(":")[0] for line in done.stdout.splitlines()
-                 if "olb.grid: backend " in line), backend)
+    used = next(
+        (line.split("backend ")[1].split(":")[0] for line in done.stdout.splitlines() if "olb.grid: backend " in line),
+        backend,
+    )
     return wall, float(cells["runtime_s"].sum()), used
 
 
@@ -57,9 +67,16 @@ def main() -> None:
                 results = [run(overrides, backend, Path(tmp)) for _ in range(args.repeats)]
                 wall = statistics.median(r[0] for r in results)
                 busy = statistics.median(r[1] for r in results)
-                rows.append({"grid": name, "backend": backend, "used": results[0][2], "wall_s": round(wall, 1),
-                             "cells_s": round(busy, 1), "overhead_s": round(wall - busy / (1 if results[0][2] ==
-                                                                                            "serial" else os.cpu_count()), 1)})
+                rows.append(
+                    {
+                        "grid": name,
+                        "backend": backend,
+                        "used": results[0][2],
+                        "wall_s": round(wall, 1),
+                        "cells_s": round(busy, 1),
+                        "overhead_s": round(wall - busy / (1 if results[0][2] == "serial" else os.cpu_count()), 1),
+                    }
+                )
                 print(rows[-1], flush=True)
     print()
     print(pd.DataFrame(rows).to_string(index=False))

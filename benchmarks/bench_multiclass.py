@@ -67,8 +67,7 @@ class _Recorder:
 
 def record_requests(dataset: str, examples: int, gamma: float, seed: int = 0) -> list[list[tuple[np.ndarray, int]]]:
     data = load_dataset(dataset)
-    model = OnlineMBBM(data.n_features, data.n_labels, seed=seed, num_learners=100, gamma=gamma,
-                       authors_weights=True)
+    model = OnlineMBBM(data.n_features, data.n_labels, seed=seed, num_learners=100, gamma=gamma, authors_weights=True)
     model.costs = recorder = _Recorder(MBBMCosts(data.n_labels, gamma))
     order = np.random.default_rng(seed).permutation(data.n_examples)[:examples]
     for row in order:
@@ -125,9 +124,11 @@ def vectorized_monte_carlo(s: np.ndarray, n: int, gamma: float, samples: int, rn
 
 def bench_costs(datasets, examples: int, gamma: float, authors_examples: int) -> None:
     print(f"OnlineMBBM cost matrices, N = 100, gamma = {gamma}: CPU time per example (ms) and per matrix (us)")
-    header = (f"{'dataset':<10} {'k':>3} {'examples':>8} {'matrices':>9} {'computed':>9} {'exact ms/ex':>12} "
-              f"{'us/matrix':>10} | {'first':>5} {'exact':>7} {'authors':>9} {'mc-vec':>8} {'speedup':>8} "
-              f"{'MC err mean/max':>16}")
+    header = (
+        f"{'dataset':<10} {'k':>3} {'examples':>8} {'matrices':>9} {'computed':>9} {'exact ms/ex':>12} "
+        f"{'us/matrix':>10} | {'first':>5} {'exact':>7} {'authors':>9} {'mc-vec':>8} {'speedup':>8} "
+        f"{'MC err mean/max':>16}"
+    )
     print(header)
     print("-" * len(header))
     for name in datasets:
@@ -140,7 +141,7 @@ def bench_costs(datasets, examples: int, gamma: float, authors_examples: int) ->
             for s, n in example:
                 exact.get(s, n)
         exact_s = time.process_time() - t
-        sub = requests[:authors_examples or len(requests)]
+        sub = requests[: authors_examples or len(requests)]
         fresh = MBBMCosts(k, gamma)
         t = time.process_time()
         for example in sub:
@@ -161,16 +162,20 @@ def bench_costs(datasets, examples: int, gamma: float, authors_examples: int) ->
                 vectorized_monte_carlo(s.astype(float), n, gamma, 100, rng)
         mc_s = (time.process_time() - t) / len(sub)
         per_ex = exact_s / len(requests)
-        print(f"{name:<10} {k:>3} {len(requests):>8} {n_mat:>9} {exact.computed:>9} {1e3 * per_ex:>12.3f} "
-              f"{1e6 * exact_s / n_mat:>10.1f} | {len(sub):>5} {1e3 * exact_sub_s:>7.2f} {1e3 * authors_s:>9.1f} "
-              f"{1e3 * mc_s:>8.1f} {authors_s / exact_sub_s:>7.1f}x {np.mean(errors):>7.3f}/{np.max(errors):.3f}")
+        print(
+            f"{name:<10} {k:>3} {len(requests):>8} {n_mat:>9} {exact.computed:>9} {1e3 * per_ex:>12.3f} "
+            f"{1e6 * exact_s / n_mat:>10.1f} | {len(sub):>5} {1e3 * exact_sub_s:>7.2f} {1e3 * authors_s:>9.1f} "
+            f"{1e3 * mc_s:>8.1f} {authors_s / exact_sub_s:>7.1f}x {np.mean(errors):>7.3f}/{np.max(errors):.3f}"
+        )
 
 
 # ------------------------------------------------------------------ end to end
 def bench_runtime(datasets, algorithms, gamma: float, seed: int, authors_weights: bool) -> None:
     print(f"Full prequential streams, 100 trees, seed {seed}, authors_weights={authors_weights}")
-    header = (f"{'dataset':<10} {'algorithm':<11} {'examples':>8} {'accuracy':>9} {'cpu_s':>8} {'wall_s':>8} "
-              f"{'ms/ex':>7} {'paper_s':>8} {'paper/cpu':>10} {'paper/wall':>10}")
+    header = (
+        f"{'dataset':<10} {'algorithm':<11} {'examples':>8} {'accuracy':>9} {'cpu_s':>8} {'wall_s':>8} "
+        f"{'ms/ex':>7} {'paper_s':>8} {'paper/cpu':>10} {'paper/wall':>10}"
+    )
     print(header)
     print("-" * len(header))
     for name in datasets:
@@ -187,9 +192,11 @@ def bench_runtime(datasets, algorithms, gamma: float, seed: int, authors_weights
             cpu = result.stream.cpu_s
             by_cpu = f"{paper / cpu:9.1f}x" if paper else "-"
             by_wall = f"{paper / result.runtime_s:9.1f}x" if paper else "-"
-            print(f"{name:<10} {algorithm:<11} {n:>8} {result.metrics['accuracy']:>9.4f} {cpu:>8.1f} "
-                  f"{result.runtime_s:>8.1f} {1e3 * cpu / n:>7.2f} {paper or '-':>8} {by_cpu:>10} {by_wall:>10}",
-                  flush=True)
+            print(
+                f"{name:<10} {algorithm:<11} {n:>8} {result.metrics['accuracy']:>9.4f} {cpu:>8.1f} "
+                f"{result.runtime_s:>8.1f} {1e3 * cpu / n:>7.2f} {paper or '-':>8} {by_cpu:>10} {by_wall:>10}",
+                flush=True,
+            )
 
 
 def main() -> None:
@@ -198,15 +205,23 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+")
     parser.add_argument("--algorithms", nargs="+", default=["best_vfdt", "oza", "adaolm", "onlinembbm"])
     parser.add_argument("--examples", type=int, default=500, help="costs: examples recorded per data set")
-    parser.add_argument("--authors-examples", type=int, default=None,
-                        help="costs: examples replayed through the (slow) Monte Carlo baselines (default: all)")
+    parser.add_argument(
+        "--authors-examples",
+        type=int,
+        default=None,
+        help="costs: examples replayed through the (slow) Monte Carlo baselines (default: all)",
+    )
     parser.add_argument("--gamma", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--paper-weights", action="store_true", help="runtime: the paper's importance weights")
     args = parser.parse_args()
     if args.what == "costs":
-        bench_costs(args.datasets or ["balance", "cars", "nursery", "mice", "movement"], args.examples, args.gamma,
-                    args.authors_examples)
+        bench_costs(
+            args.datasets or ["balance", "cars", "nursery", "mice", "movement"],
+            args.examples,
+            args.gamma,
+            args.authors_examples,
+        )
     else:
         bench_runtime(args.datasets or DATASETS, args.algorithms, args.gamma, args.seed, not args.paper_weights)
 

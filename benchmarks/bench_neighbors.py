@@ -30,6 +30,7 @@ def per_query_us(search, queries: np.ndarray) -> tuple[float, list]:
 
 def same_distances(memory, queries, ours, theirs) -> bool:
     """Whether both searches found neighbours at the same distances (ties may be broken differently)."""
+
     def dists(q, idx):
         return np.sort(((memory[np.asarray(idx)] - q) ** 2).sum(axis=1))
 
@@ -73,14 +74,28 @@ def main(argv=None) -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--k", type=int, default=10)
     args = parser.parse_args(argv)
-    columns = ["dataset", "memory", "dims", "numpy_us", "kdtree_us", "kdtree_build_ms", "sklearn_brute_us",
-               "sklearn_auto_us", "sklearn_auto_build_ms", "kdtree_same", "sklearn_brute_same", "sklearn_auto_same"]
+    columns = [
+        "dataset",
+        "memory",
+        "dims",
+        "numpy_us",
+        "kdtree_us",
+        "kdtree_build_ms",
+        "sklearn_brute_us",
+        "sklearn_auto_us",
+        "sklearn_auto_build_ms",
+        "kdtree_same",
+        "sklearn_brute_same",
+        "sklearn_auto_same",
+    ]
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
     for name in args.datasets:
         row = measure(name, args.queries, args.k)
-        print("| " + " | ".join(f"{row[c]:.0f}" if isinstance(row[c], float) else str(row[c]) for c in columns) + " |",
-              flush=True)
+        print(
+            "| " + " | ".join(f"{row[c]:.0f}" if isinstance(row[c], float) else str(row[c]) for c in columns) + " |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

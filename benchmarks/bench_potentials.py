@@ -69,8 +69,12 @@ def mc_topk(pot: TopkPairPotential, s, a_idx, b_idx, w, n, rng):
 
 def mc_mbbm(pot: ZeroOnePotential, s, n, rng):
     k = s.size
-    return np.stack([monte_carlo_potential(lambda S: zero_one_loss(S, r), s + np.eye(k), baseline(k, [r], pot.gamma),
-                                           n, M, rng) for r in range(k)])
+    return np.stack(
+        [
+            monte_carlo_potential(lambda S: zero_one_loss(S, r), s + np.eye(k), baseline(k, [r], pot.gamma), n, M, rng)
+            for r in range(k)
+        ]
+    )
 
 
 # --- states ------------------------------------------------------------------------------------------
@@ -105,10 +109,17 @@ def main():
         y = np.zeros(k, np.int8)
         y[rng.choice(k, n_rel, replace=False)] = 1
         s = soft_state(k, i, rng)
-        err = max(np.abs(mc_bmr(pot, st, y, n, rng) - pot.cost_vector(st, y, n)).max()
-                  for st in (soft_state(k, i, rng) for _ in range(N_STATES)))
-        row("BMR", f"k={k} |Y|={n_rel} n={n}", per_call_us(lambda: pot.cost_vector(s, y, n)),
-            per_call_us(lambda: mc_bmr(pot, s, y, n, rng)), err)
+        err = max(
+            np.abs(mc_bmr(pot, st, y, n, rng) - pot.cost_vector(st, y, n)).max()
+            for st in (soft_state(k, i, rng) for _ in range(N_STATES))
+        )
+        row(
+            "BMR",
+            f"k={k} |Y|={n_rel} n={n}",
+            per_call_us(lambda: pot.cost_vector(s, y, n)),
+            per_call_us(lambda: mc_bmr(pot, s, y, n, rng)),
+            err,
+        )
         print(f"{'':8s}   (one-off table for |Y|={n_rel}, n=0..{N}: {1e3 * setup:.2f} ms)")
 
     for m in (6, 101):
@@ -116,10 +127,17 @@ def main():
         a_idx, b_idx = np.array([0, 0, 1]), np.array([2, 3, 2])  # 3 observed (relevant, irrelevant) pairs
         w = np.array([1.0 / 0.98, 1.0 / 0.98, 1.0 / 0.02])  # 1 / P(pair observed)
         s = soft_state(m, i, rng)
-        err = max(np.abs(mc_topk(pot, st, a_idx, b_idx, w, n, rng) - pot.cost_vector(st, a_idx, b_idx, n, w)).max()
-                  for st in (soft_state(m, i, rng) for _ in range(N_STATES)))
-        row("TopOpt", f"m={m} 3 pairs n={n}", per_call_us(lambda: pot.cost_vector(s, a_idx, b_idx, n, w)),
-            per_call_us(lambda: mc_topk(pot, s, a_idx, b_idx, w, n, rng)), err)
+        err = max(
+            np.abs(mc_topk(pot, st, a_idx, b_idx, w, n, rng) - pot.cost_vector(st, a_idx, b_idx, n, w)).max()
+            for st in (soft_state(m, i, rng) for _ in range(N_STATES))
+        )
+        row(
+            "TopOpt",
+            f"m={m} 3 pairs n={n}",
+            per_call_us(lambda: pot.cost_vector(s, a_idx, b_idx, n, w)),
+            per_call_us(lambda: mc_topk(pot, s, a_idx, b_idx, w, n, rng)),
+            err,
+        )
     print(f"{'':8s}   (TopOpt max|MC-ex| is on importance-weighted costs, weights up to {w.max():.0f})")
 
     for i in (1, 50):  # first learner (s = 0, n = 99) and mid-run (49 votes, n = 50)
@@ -130,10 +148,17 @@ def main():
             pot.tables(n)
             setup = time.perf_counter() - t
             s = vote_state(k, i, rng)
-            err = max(np.abs(mc_mbbm(pot, st, n, rng) - pot.cost_matrix(st, n)).max()
-                      for st in (vote_state(k, i, rng) for _ in range(N_STATES)))
-            row("MBBM", f"k={k} n={n} ({len(np.unique(s))} score values)",
-                per_call_us(lambda: pot.cost_matrix(s, n)), per_call_us(lambda: mc_mbbm(pot, s, n, rng)), err)
+            err = max(
+                np.abs(mc_mbbm(pot, st, n, rng) - pot.cost_matrix(st, n)).max()
+                for st in (vote_state(k, i, rng) for _ in range(N_STATES))
+            )
+            row(
+                "MBBM",
+                f"k={k} n={n} ({len(np.unique(s))} score values)",
+                per_call_us(lambda: pot.cost_matrix(s, n)),
+                per_call_us(lambda: mc_mbbm(pot, s, n, rng)),
+                err,
+            )
         print(f"{'':8s}   (one-off table for n={n}, k=26: {1e3 * setup:.2f} ms)")
 
 

@@ -57,8 +57,13 @@ def measure(algorithm: str, dataset: str, params: dict, repeats: int, seed: int)
         cpu.append(result.stream.cpu_s)
         metrics = dict(result.metrics)
     n = sum(p["n_examples"] for p in result.stream.phases.values())
-    return {"cpu_s": cpu, "n_examples": n, "first_run_cpu_s": first_cpu_s, "metrics": metrics,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "cpu_s": cpu,
+        "n_examples": n,
+        "first_run_cpu_s": first_cpu_s,
+        "metrics": metrics,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def first_examples(n: int = 200) -> dict:
@@ -83,8 +88,11 @@ def first_examples(n: int = 200) -> dict:
         weights[:, int(x[0] > 0) + int(x[1] > 0)] = 1.0
         forest.predict_proba(x)
         forest.learn(x, weights)
-    return {"import_numba_s": imported - start, "build_s": built - imported,
-            "first_examples_s": time.perf_counter() - built}
+    return {
+        "import_numba_s": imported - start,
+        "build_s": built - imported,
+        "first_examples_s": time.perf_counter() - built,
+    }
 
 
 def jit_report() -> None:
@@ -95,11 +103,15 @@ def jit_report() -> None:
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache}
         for label in ("cold cache (compiles)", "warm cache (loads)"):
-            out = subprocess.run([sys.executable, __file__, "--jit-child"], capture_output=True, text=True,
-                                 check=True, env=env)
+            out = subprocess.run(
+                [sys.executable, __file__, "--jit-child"], capture_output=True, text=True, check=True, env=env
+            )
             r = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"{label:<22} import numba {r['import_numba_s']:.2f} s, import + build forest {r['build_s']:.2f} s,"
-                  f" first 200 examples {r['first_examples_s']:.2f} s (wall)", flush=True)
+            print(
+                f"{label:<22} import numba {r['import_numba_s']:.2f} s, import + build forest {r['build_s']:.2f} s,"
+                f" first 200 examples {r['first_examples_s']:.2f} s (wall)",
+                flush=True,
+            )
 
 
 def profile(algorithm: str, dataset: str, params: dict, seed: int) -> None:
@@ -143,6 +155,7 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int) -> None:
             elif name == "evaluate_splits":
                 counts["cdf"] += cdf_values(args, result)
             return result
+
         return call
 
     for name in kernels:  # the forest calls them as vfdt_core.<name>, so the module attributes are the hook
@@ -174,8 +187,10 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int) -> None:
     print(f"{algorithm} {dataset} {params}: stream {result.stream.cpu_s:.2f} CPU s")
     for name in kernels:
         print(f"  {name:<18} {seconds[name]:7.2f} s in {counts[name]:>7} calls")
-    print(f"  split attempts evaluated {counts['cdf']:,} normal-CDF values; one costs {ns_per_cdf:.1f} ns, so "
-          f"{counts['cdf'] * ns_per_cdf * 1e-9:.2f} s of the stream is the CDF alone")
+    print(
+        f"  split attempts evaluated {counts['cdf']:,} normal-CDF values; one costs {ns_per_cdf:.1f} ns, so "
+        f"{counts['cdf'] * ns_per_cdf * 1e-9:.2f} s of the stream is the CDF alone"
+    )
 
 
 def main() -> None:
@@ -205,15 +220,31 @@ def main() -> None:
         params = {**params, "num_learners": args.num_learners}
         print(json.dumps(measure(algorithm, dataset, params, args.repeats, args.seed)))
         return
-    header = (f"{'cell':<28} {'examples':>8} {'cpu_s':>7} {'us/ex/tree':>10} {'vs authors':>10} "
-              f"{'1st run s':>9} {'peak MB':>7}  metric")
+    header = (
+        f"{'cell':<28} {'examples':>8} {'cpu_s':>7} {'us/ex/tree':>10} {'vs authors':>10} "
+        f"{'1st run s':>9} {'peak MB':>7}  metric"
+    )
     print(f"median of {args.repeats} stream CPU times, {args.num_learners} trees, seed {args.seed}")
     print(header)
     print("-" * len(header))
     for name in args.cells:
-        out = subprocess.run([sys.executable, __file__, "--child", name, "--repeats", str(args.repeats),
-                              "--num-learners", str(args.num_learners), "--seed", str(args.seed)],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                name,
+                "--repeats",
+                str(args.repeats),
+                "--num-learners",
+                str(args.num_learners),
+                "--seed",
+                str(args.seed),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         r = json.loads(out.stdout.strip().splitlines()[-1])
         cpu_s = statistics.median(r["cpu_s"])
         us = 1e6 * cpu_s / r["n_examples"] / args.num_learners
@@ -221,8 +252,11 @@ def main() -> None:
         authors = AUTHORS_US_PER_EXAMPLE_TREE.get((algorithm, dataset)) if params.get("authors_weights") else None
         ratio = f"{authors / us:9.0f}x" if authors else "-"
         metric = ", ".join(f"{k}={v:.4f}" for k, v in r["metrics"].items())
-        print(f"{name:<28} {r['n_examples']:>8} {cpu_s:>7.2f} {us:>10.1f} {ratio:>10} "
-              f"{r['first_run_cpu_s']:>9.2f} {r['peak_rss_mb']:>7.0f}  {metric}", flush=True)
+        print(
+            f"{name:<28} {r['n_examples']:>8} {cpu_s:>7.2f} {us:>10.1f} {ratio:>10} "
+            f"{r['first_run_cpu_s']:>9.2f} {r['peak_rss_mb']:>7.0f}  {metric}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

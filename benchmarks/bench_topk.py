@@ -58,9 +58,16 @@ def run_one(job: tuple) -> dict:
 
     algorithm, dataset, seed, params, loops = job
     result = run_cell(CellSpec(algorithm, dataset, seed=seed, params=params, loops=loops))
-    return {"algorithm": algorithm, "dataset": dataset, "seed": seed, "gamma": params.get("gamma"),
-            "loss": result.metrics["rank_loss"], "cpu_s": result.stream.cpu_s, "wall_s": result.runtime_s,
-            "peak_rss_mb": result.stream.peak_rss_mb}
+    return {
+        "algorithm": algorithm,
+        "dataset": dataset,
+        "seed": seed,
+        "gamma": params.get("gamma"),
+        "loss": result.metrics["rank_loss"],
+        "cpu_s": result.stream.cpu_s,
+        "wall_s": result.runtime_s,
+        "peak_rss_mb": result.stream.peak_rss_mb,
+    }
 
 
 def main() -> None:
@@ -69,8 +76,13 @@ def main() -> None:
     parser.add_argument("--algorithms", nargs="+", default=["topopt", "topada"], choices=["topopt", "topada"])
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--table", action="store_true", help="losses against Tables 1/2 (TopOpt: best of --gammas)")
-    parser.add_argument("--gammas", nargs="+", type=float, default=None,
-                        help="TopOpt gammas (default: 0.3 for runtime, 0.1 0.2 0.3 0.4 with --table)")
+    parser.add_argument(
+        "--gammas",
+        nargs="+",
+        type=float,
+        default=None,
+        help="TopOpt gammas (default: 0.3 for runtime, 0.1 0.2 0.3 0.4 with --table)",
+    )
     parser.add_argument("--exploration", default="uniform", choices=["uniform", "single_swap"])
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
@@ -79,7 +91,7 @@ def main() -> None:
     jobs = []
     for dataset, algorithm in itertools.product(args.datasets, args.algorithms):
         params, loops = table5_settings(algorithm, args.exploration, dataset)
-        for gamma in (gammas if algorithm == "topopt" else [None]):
+        for gamma in gammas if algorithm == "topopt" else [None]:
             for seed in range(args.seeds):
                 p = dict(params, gamma=gamma) if gamma is not None else dict(params)
                 jobs.append((algorithm, dataset, seed, p, loops))
@@ -87,8 +99,10 @@ def main() -> None:
         rows = list(pool.map(run_one, jobs))
 
     print(f"exploration={args.exploration}, k=3, Table 5 settings, {args.seeds} seed(s), {args.jobs} worker(s)")
-    header = (f"| {'dataset':<10} | {'algorithm':<9} | {'gamma':>5} | {'loss (mean ± sd)':>17} | {'paper':>5} | "
-              f"{'diff':>6} | {'cpu s':>7} | {'wall s':>7} | {'paper s':>7} | {'speed-up':>8} | {'peak MB':>7} |")
+    header = (
+        f"| {'dataset':<10} | {'algorithm':<9} | {'gamma':>5} | {'loss (mean ± sd)':>17} | {'paper':>5} | "
+        f"{'diff':>6} | {'cpu s':>7} | {'wall s':>7} | {'paper s':>7} | {'speed-up':>8} | {'peak MB':>7} |"
+    )
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     notes = []
@@ -106,9 +120,11 @@ def main() -> None:
         wall = statistics.fmean(r["wall_s"] for r in runs)
         paper = paper_number(algorithm, args.exploration, dataset, "weighted_rank_loss")
         paper_s = paper_number(algorithm, "uniform", dataset, "runtime_s")
-        print(f"| {dataset:<10} | {algorithm:<9} | {'' if gamma is None else gamma:>5} | {mean:>8.4f} ± {sd:<6.4f} | "
-              f"{paper:>5.2f} | {mean - paper:>+6.3f} | {cpu:>7.1f} | {wall:>7.1f} | {paper_s:>7.0f} | "
-              f"{paper_s / cpu:>7.1f}x | {max(r['peak_rss_mb'] for r in runs):>7.0f} |")
+        print(
+            f"| {dataset:<10} | {algorithm:<9} | {'' if gamma is None else gamma:>5} | {mean:>8.4f} ± {sd:<6.4f} | "
+            f"{paper:>5.2f} | {mean - paper:>+6.3f} | {cpu:>7.1f} | {wall:>7.1f} | {paper_s:>7.0f} | "
+            f"{paper_s / cpu:>7.1f}x | {max(r['peak_rss_mb'] for r in runs):>7.0f} |"
+        )
         if len(groups) > 1:
             each = ", ".join(f"{g}: {statistics.fmean(r['loss'] for r in rs):.4f}" for g, rs in sorted(groups.items()))
             notes.append(f"{algorithm} on {dataset}, mean loss per gamma: {each}")

@@ -37,8 +37,11 @@ def paper_row(algorithm: str, dataset: str) -> dict[str, str]:
     """The paper's ``value (std)`` of each metric for ``algorithm`` (alt_table2's entry) on ``dataset``."""
     reference = EXPERIMENT.reference
     ref = pd.read_csv(reference.file, dtype=str, keep_default_na=False)
-    ref = ref[(ref["paper"] == reference.paper) & (ref["dataset"] == dataset)
-              & (ref["algorithm"] == EXPERIMENT.algorithm[algorithm].paper_name)]
+    ref = ref[
+        (ref["paper"] == reference.paper)
+        & (ref["dataset"] == dataset)
+        & (ref["algorithm"] == EXPERIMENT.algorithm[algorithm].paper_name)
+    ]
     by_metric = {r.metric: f"{r.value} ({r.std})" for r in ref.itertuples()}
     return {m: by_metric.get(reference.metrics[m], "-") for m in METRICS_002}
 
@@ -60,8 +63,10 @@ def main() -> None:
     for setting in settings:
         folds = cv_task_result(args.algorithm, setting, data, METRICS_002, args.folds, seed=0)["folds"]
         means[json.dumps(setting)] = {m: float(np.mean([f[m] for f in folds])) for m in METRICS_002}
-    print(f"{args.algorithm} on {args.dataset}: {len(settings)} settings x {args.folds} folds in "
-          f"{time.process_time() - start:.1f} CPU s")
+    print(
+        f"{args.algorithm} on {args.dataset}: {len(settings)} settings x {args.folds} folds in "
+        f"{time.process_time() - start:.1f} CPU s"
+    )
     lower = {m: METRICS[m].lower_is_better for m in METRICS_002}
     majority, best_f1 = select(means, lower, "majority"), select(means, lower, "best:f1_unlabelled1")
     print(f"majority: {majority.chosen} ({majority.reason}); best F1: {best_f1.chosen}")
@@ -71,12 +76,26 @@ def main() -> None:
     for rule, chosen in dict.fromkeys([("majority", majority.chosen), ("best F1", best_f1.chosen)]):
         if rule == "best F1" and chosen == majority.chosen:
             continue
-        runs = [run_cell(CellSpec(args.algorithm, args.dataset, seed=seed, params=json.loads(chosen),
-                                  protocol="train_frozen", metrics=METRICS_002)) for seed in range(args.seeds)]
+        runs = [
+            run_cell(
+                CellSpec(
+                    args.algorithm,
+                    args.dataset,
+                    seed=seed,
+                    params=json.loads(chosen),
+                    protocol="train_frozen",
+                    metrics=METRICS_002,
+                )
+            )
+            for seed in range(args.seeds)
+        ]
         values = {m: 100 * np.array([r.metrics[m] for r in runs]) for m in METRICS_002}
         train_s = np.mean([sum(p["cpu_s"] for name, p in r.stream.phases.items() if name != "test") for r in runs])
-        print(f"{rule + ' (ours)':<26}" + "".join(f"{f'{v.mean():.2f} ({v.std(ddof=1):.2f})':>15}"
-                                                  for v in values.values()) + f"{train_s:>9.3f}")
+        print(
+            f"{rule + ' (ours)':<26}"
+            + "".join(f"{f'{v.mean():.2f} ({v.std(ddof=1):.2f})':>15}" for v in values.values())
+            + f"{train_s:>9.3f}"
+        )
 
 
 if __name__ == "__main__":

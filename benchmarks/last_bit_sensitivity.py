@@ -45,8 +45,7 @@ def _nudged_ndtr(z):  # pragma: no cover - compiled
 
 # the nudged function -> (its call in vfdt_core.py, the nudged call)
 PATCHES = {
-    "cdf": ("m = W * ndtr((t - g_mean[s, f, c]) / sigma[c])",
-            "m = W * _nudged_ndtr((t - g_mean[s, f, c]) / sigma[c])"),
+    "cdf": ("m = W * ndtr((t - g_mean[s, f, c]) / sigma[c])", "m = W * _nudged_ndtr((t - g_mean[s, f, c]) / sigma[c])"),
     "log2": ("terms[c] = p * math.log2(p)", "terms[c] = p * _nudge(math.log2(p), p)"),
 }
 
@@ -57,8 +56,10 @@ def load_nudged_core(functions: list[str], directory: Path) -> None:
     for name in functions:
         original, nudged = PATCHES[name]
         if source.count(original) != 1:
-            raise SystemExit(f"last_bit_sensitivity: olb/weak/vfdt_core.py no longer contains {original!r} "
-                             "exactly once; update PATCHES")
+            raise SystemExit(
+                f"last_bit_sensitivity: olb/weak/vfdt_core.py no longer contains {original!r} "
+                "exactly once; update PATCHES"
+            )
         source = source.replace(original, nudged)
     path = directory / "vfdt_core_nudged.py"
     path.write_text(source + NUDGE)
@@ -86,8 +87,10 @@ def main() -> None:
             curve = max(abs(a - b) for a, b in zip(got["curve"], ref["curve"]))
             changed += got != ref
             print(f"{name:24s} {got == ref!s:>9s} {metric:20.3g} {curve:19.3g}")
-    print(f"{changed} of {len(CASES)} cells changed with {' and '.join(args.nudge)} one bit lower on ~half "
-          "of the arguments")
+    print(
+        f"{changed} of {len(CASES)} cells changed with {' and '.join(args.nudge)} one bit lower on ~half "
+        "of the arguments"
+    )
 
 
 if __name__ == "__main__":

@@ -38,15 +38,20 @@ def claims(cells: pd.DataFrame) -> pd.DataFrame:
         at = means.loc[dataset]
         for metric in METRICS:
             others = [o for o in ("osml_elm", "olansgd_star") if o in at.index]
-            rows.append({
-                "dataset": dataset, "metric": metric,
-                **{name: round(at.loc[name, metric], 4) for name in ("oml", "knn", *others) if name in at.index},
-                "1_oml_beats_knn": "holds" if beats(at, "oml", "knn", metric) else "fails",
-                "2_oml_beats_both": "holds" if all(beats(at, "oml", o, metric) for o in others) else
-                                    ("partly" if any(beats(at, "oml", o, metric) for o in others) else "fails"),
-                "3_knn_comparable": "holds" if all(abs(at.loc["knn", metric] - at.loc[o, metric]) <= COMPARABLE
-                                                   for o in others) else "fails",
-            })
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "metric": metric,
+                    **{name: round(at.loc[name, metric], 4) for name in ("oml", "knn", *others) if name in at.index},
+                    "1_oml_beats_knn": "holds" if beats(at, "oml", "knn", metric) else "fails",
+                    "2_oml_beats_both": "holds"
+                    if all(beats(at, "oml", o, metric) for o in others)
+                    else ("partly" if any(beats(at, "oml", o, metric) for o in others) else "fails"),
+                    "3_knn_comparable": "holds"
+                    if all(abs(at.loc["knn", metric] - at.loc[o, metric]) <= COMPARABLE for o in others)
+                    else "fails",
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -86,8 +91,14 @@ def plot_latent_dim(cells: pd.DataFrame, out: Path) -> Path:
     fig, axes = plt.subplots(1, len(METRICS), figsize=(4.5 * len(METRICS), 3.8))
     for ax, metric in zip(axes, METRICS):
         for dataset, rows in table.groupby("dataset"):
-            ax.errorbar(rows["latent_dim"], rows[(metric, "mean")], yerr=rows[(metric, "std")], marker="o",
-                        capsize=2, label=dataset)
+            ax.errorbar(
+                rows["latent_dim"],
+                rows[(metric, "mean")],
+                yerr=rows[(metric, "std")],
+                marker="o",
+                capsize=2,
+                label=dataset,
+            )
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(ScalarFormatter())
         ax.xaxis.set_minor_formatter(NullFormatter())

@@ -76,25 +76,35 @@ def main() -> None:
         step = runs[0][2]
         curves = np.stack([r[3] for r in runs])
         mean, sd = curves.mean(axis=0), curves.std(axis=0, ddof=1) if len(runs) > 1 else np.zeros(len(step))
-        line, = ax.plot(step, mean, label=f"k = {k}")
+        (line,) = ax.plot(step, mean, label=f"k = {k}")
         ax.fill_between(step, mean - sd, mean + sd, color=line.get_color(), alpha=0.2, linewidth=0)
         test = np.array([r[4] for r in runs])
         early = step <= step[-1] // 4  # the first quarter of the stream, before the curves flatten
-        summary[k] = (test.mean(), test.std(ddof=1) if len(runs) > 1 else 0.0, mean[-1], sd[-1],
-                      sd[early].mean(), sd.mean())
+        summary[k] = (
+            test.mean(),
+            test.std(ddof=1) if len(runs) > 1 else 0.0,
+            mean[-1],
+            sd[-1],
+            sd[early].mean(),
+            sd.mean(),
+        )
     lengths = results[0][5]
     for edge in np.cumsum(lengths)[:-1]:
         ax.axvline(edge, color="0.85", linewidth=0.6, zorder=0)
     ax.set_xlabel(f"round (yeast: {len(lengths) - 1} passes over the training split, then the test split)")
     ax.set_ylabel("weighted rank loss, mean over the stream")
-    ax.set_title(f"TopOpt on yeast, varying k (N={params['num_learners']}, rho={params['rho']}, "
-                 f"gamma={params['gamma']}; {args.seeds} seeds, ±1 sd)")
+    ax.set_title(
+        f"TopOpt on yeast, varying k (N={params['num_learners']}, rho={params['rho']}, "
+        f"gamma={params['gamma']}; {args.seeds} seeds, ±1 sd)"
+    )
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(args.out, dpi=120)
     print(f"wrote {args.out}")
-    print("| k | test loss (mean ± sd) | stream mean at the end (± sd) | mean sd, first quarter | mean sd, whole stream |")
+    print(
+        "| k | test loss (mean ± sd) | stream mean at the end (± sd) | mean sd, first quarter | mean sd, whole stream |"
+    )
     print("|---|---|---|---|---|")
     for k, (m, s, cm, cs, sd_early, sd_all) in summary.items():
         print(f"| {k} | {m:.4f} ± {s:.4f} | {cm:.4f} ± {cs:.4f} | {sd_early:.4f} | {sd_all:.4f} |")
@@ -107,9 +117,16 @@ def main() -> None:
         with mlflow.start_run(run_name=f"figure1 k={ks} seeds={args.seeds}"):
             mlflow.log_params({**params, "loops": loops, "ks": ",".join(map(str, ks)), "seeds": args.seeds})
             for k, (m, s, cm, cs, sd_early, sd_all) in summary.items():
-                mlflow.log_metrics({f"test_rank_loss_k{k}": m, f"test_rank_loss_sd_k{k}": s, f"stream_mean_k{k}": cm,
-                                    f"stream_mean_sd_end_k{k}": cs, f"stream_mean_sd_first_quarter_k{k}": sd_early,
-                                    f"stream_mean_sd_avg_k{k}": sd_all})
+                mlflow.log_metrics(
+                    {
+                        f"test_rank_loss_k{k}": m,
+                        f"test_rank_loss_sd_k{k}": s,
+                        f"stream_mean_k{k}": cm,
+                        f"stream_mean_sd_end_k{k}": cs,
+                        f"stream_mean_sd_first_quarter_k{k}": sd_early,
+                        f"stream_mean_sd_avg_k{k}": sd_all,
+                    }
+                )
             mlflow.log_artifact(args.out)
         print(f"logged to MLflow {args.mlflow} (experiment olb/topk_figure1)")
 

@@ -64,8 +64,10 @@ class TopKFeedback:
         labels = np.array(np.ravel(labels), dtype=np.intp, copy=True)  # own data: no .base to follow
         relevant = np.array(np.ravel(relevant), dtype=bool, copy=True)
         if labels.size == 0 or labels.shape != relevant.shape:
-            raise ValueError(f"TopKFeedback: need k >= 1 labels and as many relevance flags, got "
-                             f"{labels.size} labels and {relevant.size} flags")
+            raise ValueError(
+                f"TopKFeedback: need k >= 1 labels and as many relevance flags, got "
+                f"{labels.size} labels and {relevant.size} flags"
+            )
         if np.unique(labels).size != labels.size or labels.min() < 0:
             raise ValueError(f"TopKFeedback: labels must be distinct non-negative indices, got {labels.tolist()}")
         labels.flags.writeable = False
@@ -79,11 +81,15 @@ class TopKFeedback:
         prediction = np.asarray(prediction, float)
         m = prediction.shape[-1]
         if prediction.ndim != 1 or np.shape(y) != (m,):
-            raise ValueError(f"top-k feedback needs a score vector and a relevance vector of the same length "
-                             f"(m,), got shapes {prediction.shape} and {np.shape(y)}")
+            raise ValueError(
+                f"top-k feedback needs a score vector and a relevance vector of the same length "
+                f"(m,), got shapes {prediction.shape} and {np.shape(y)}"
+            )
         if isinstance(k, (bool, np.bool_)) or int(k) != k or not 1 <= k < m:
-            raise ValueError(f"top-k feedback needs 1 <= k < number of labels; got k={k} with {m} labels "
-                             "(k >= m would reveal the whole label set)")
+            raise ValueError(
+                f"top-k feedback needs 1 <= k < number of labels; got k={k} with {m} labels "
+                "(k >= m would reveal the whole label set)"
+            )
         top = ranking(prediction)[: int(k)]
         return cls(top, np.asarray(y)[top] != 0)
 

@@ -120,8 +120,9 @@ def make_phases(dataset: Dataset, protocol: str, loops: int = 1, rng: np.random.
         orders = [rng.permutation(train) for _ in range(loops)]
     else:  # paper 000/004: the training split in file order, every loop
         orders = [train] * loops
-    phases = [Phase("train" if loops == 1 else f"train_loop{i + 1}", order, True, False)
-              for i, order in enumerate(orders)]
+    phases = [
+        Phase("train" if loops == 1 else f"train_loop{i + 1}", order, True, False) for i, order in enumerate(orders)
+    ]
     return phases + [Phase("test", test, protocol == "train_test", True)]
 
 
@@ -134,11 +135,12 @@ def learner_phases(learner, phases: list[Phase]) -> list[Phase]:
     rows = phases[first].rows
     n_init = int(round(fraction * len(rows)))
     rest = Phase(phases[first].name, rows[n_init:], True, False)
-    return [*phases[:first], Phase("init", rows[:n_init], True, False, block=True), rest, *phases[first + 1:]]
+    return [*phases[:first], Phase("init", rows[:n_init], True, False, block=True), rest, *phases[first + 1 :]]
 
 
-def run_stream(learner, dataset: Dataset, phases: list[Phase], metrics: tuple[str, ...] | None = None,
-               curve_every: int = 50) -> StreamResult:
+def run_stream(
+    learner, dataset: Dataset, phases: list[Phase], metrics: tuple[str, ...] | None = None, curve_every: int = 50
+) -> StreamResult:
     """Run ``learner`` through ``phases`` of ``dataset``; metrics are computed over the scored phases.
 
     A prediction is what the learner's ``predict_one`` returns: a score vector, a 0/1 label vector or a
@@ -192,15 +194,20 @@ def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_e
                 curve["step"].append(step)
                 curve["phase"].append(p_index)
                 curve["value"].append(running.value())
-        timings[phase.name] = {"wall_s": time.perf_counter() - wall0, "cpu_s": time.process_time() - cpu0,
-                               "n_examples": int(len(phase.rows))}
+        timings[phase.name] = {
+            "wall_s": time.perf_counter() - wall0,
+            "cpu_s": time.process_time() - cpu0,
+            "n_examples": int(len(phase.rows)),
+        }
     results = {name: float(acc.value()) for name, acc in final.items()}
-    if getattr(learner, "report_metrics", None):  # figures known only at the end of the stream (OnlineLearner.stream_report)
+    if getattr(
+        learner, "report_metrics", None
+    ):  # figures known only at the end of the stream (OnlineLearner.stream_report)
         report = learner.stream_report(sum(len(p.rows) for p in phases if p.scored))
         results.update({name: float(report[name]) for name in learner.report_metrics})
-    return StreamResult(results,
-                        {key: np.asarray(values) for key, values in curve.items()}, timings, _peak_rss_mb(),
-                        primary.name)
+    return StreamResult(
+        results, {key: np.asarray(values) for key, values in curve.items()}, timings, _peak_rss_mb(), primary.name
+    )
 
 
 class RowReader:
@@ -242,17 +249,21 @@ def _minmax(X, train_rows: np.ndarray, sparse: bool):
 def missing_outputs(learner_cls, metric_names) -> list[str]:
     """One sentence per metric that needs an output ``learner_cls`` does not declare (``OnlineLearner.outputs``)."""
     outputs = tuple(getattr(learner_cls, "outputs", ("scores",)))
-    return [f"metric {name!r} needs the learner's {METRICS[name].needs!r} output, and {learner_cls.name} gives "
-            f"only {', '.join(map(repr, outputs))}" for name in metric_names
-            if name in METRICS and METRICS[name].needs not in outputs]
+    return [
+        f"metric {name!r} needs the learner's {METRICS[name].needs!r} output, and {learner_cls.name} gives "
+        f"only {', '.join(map(repr, outputs))}"
+        for name in metric_names
+        if name in METRICS and METRICS[name].needs not in outputs
+    ]
 
 
 def _feedback_builder(learner) -> Callable:
     """``(prediction, y) -> feedback`` for ``learner``, with its settings (``FEEDBACK_SETTINGS``) bound."""
     kind = learner.feedback
     if kind not in FEEDBACK:
-        raise ValueError(f"learner {type(learner).__name__} asks for unknown feedback {kind!r}; "
-                         f"allowed: {', '.join(FEEDBACK)}")
+        raise ValueError(
+            f"learner {type(learner).__name__} asks for unknown feedback {kind!r}; allowed: {', '.join(FEEDBACK)}"
+        )
     settings = {name: getattr(learner, name) for name in FEEDBACK_SETTINGS.get(kind, ())}
     return functools.partial(FEEDBACK[kind], **settings) if settings else FEEDBACK[kind]
 

@@ -13,7 +13,13 @@ import importlib
 
 from olb.learners.base import OnlineLearner
 
-FAMILIES = ("olb.learners.boosting", "olb.learners.linear", "olb.learners.elm", "olb.learners.thresholds", "olb.learners.neighbors")
+FAMILIES = (
+    "olb.learners.boosting",
+    "olb.learners.linear",
+    "olb.learners.elm",
+    "olb.learners.thresholds",
+    "olb.learners.neighbors",
+)
 
 ALGORITHMS: dict[str, type[OnlineLearner]] = {
     cls.name: cls for family in FAMILIES for cls in importlib.import_module(family).LEARNERS
@@ -34,8 +40,9 @@ def get_algorithm(name: str) -> type[OnlineLearner]:
     try:
         return ALGORITHMS[name]
     except KeyError:
-        raise UnknownAlgorithmError(f"unknown algorithm {name!r}{did_you_mean(name, ALGORITHMS)}; "
-                                    f"allowed: {', '.join(sorted(ALGORITHMS))}") from None
+        raise UnknownAlgorithmError(
+            f"unknown algorithm {name!r}{did_you_mean(name, ALGORITHMS)}; allowed: {', '.join(sorted(ALGORITHMS))}"
+        ) from None
 
 
 def did_you_mean(name: str, known) -> str:

@@ -33,8 +33,17 @@ default), curve_every (50), data_dir (one dir, several joined by ':', or a list;
 verify_checksums (true; false reads edited files of a registered data set); any other key is a
 hyperparameter of the algorithm. Bad arguments: one line on stderr, exit 2."""
 
-SPEC_KEYS = ("algorithm", "dataset", "seed", "protocol", "loops", "metrics", "curve_every", "data_dir",
-             "verify_checksums")
+SPEC_KEYS = (
+    "algorithm",
+    "dataset",
+    "seed",
+    "protocol",
+    "loops",
+    "metrics",
+    "curve_every",
+    "data_dir",
+    "verify_checksums",
+)
 
 
 @dataclass(frozen=True)
@@ -59,9 +68,11 @@ class CellSpec:
         cls = get_algorithm(self.algorithm)
         for name in self.params:
             if name not in cls.params:
-                raise ValueError(f"unknown key {name!r}{did_you_mean(name, [*SPEC_KEYS, *cls.params])}: neither a "
-                                 f"cell key ({', '.join(SPEC_KEYS)}) nor a hyperparameter of {cls.name} "
-                                 f"({', '.join(sorted(cls.params))})")
+                raise ValueError(
+                    f"unknown key {name!r}{did_you_mean(name, [*SPEC_KEYS, *cls.params])}: neither a "
+                    f"cell key ({', '.join(SPEC_KEYS)}) nor a hyperparameter of {cls.name} "
+                    f"({', '.join(sorted(cls.params))})"
+                )
         return cls.validate(dict(self.params))
 
     def resolved_protocol(self) -> str:
@@ -70,8 +81,9 @@ class CellSpec:
 
         protocol = self.protocol or get_algorithm(self.algorithm).default_protocol
         if protocol not in PROTOCOLS:
-            raise ValueError(f"unknown protocol {protocol!r}{did_you_mean(protocol, PROTOCOLS)}; "
-                             f"allowed: {', '.join(PROTOCOLS)}")
+            raise ValueError(
+                f"unknown protocol {protocol!r}{did_you_mean(protocol, PROTOCOLS)}; allowed: {', '.join(PROTOCOLS)}"
+            )
         return protocol
 
 
@@ -106,7 +118,9 @@ def run_cell(spec: CellSpec) -> CellResult:
     protocol = spec.resolved_protocol()
     dataset, source = load_with_provenance(spec.dataset, spec.data_dir, spec.verify_checksums)
     if dataset.task != cls.task:
-        raise ValueError(f"algorithm {spec.algorithm!r} solves {cls.task} tasks, dataset {spec.dataset!r} is {dataset.task}")
+        raise ValueError(
+            f"algorithm {spec.algorithm!r} solves {cls.task} tasks, dataset {spec.dataset!r} is {dataset.task}"
+        )
     rules = cls.check_params(params, StreamShape(dataset.n_features, dataset.n_labels, dataset.n_train))
     if rules:
         raise ValueError(f"{cls.name} on {spec.dataset}: {'; '.join(rules)}")
@@ -138,8 +152,10 @@ def parse_cli(argv: list[str]) -> CellSpec:
         (fields if key in SPEC_KEYS else params)[key] = value
     missing = [k for k in ("algorithm", "dataset") if k not in fields]
     if missing:
-        raise UsageError(f"missing {', '.join(missing)} (python -m olb.run algorithm=NAME dataset=NAME [seed=S] "
-                         "[hyperparameter=value ...])")
+        raise UsageError(
+            f"missing {', '.join(missing)} (python -m olb.run algorithm=NAME dataset=NAME [seed=S] "
+            "[hyperparameter=value ...])"
+        )
     if "metrics" in fields and fields["metrics"] is not None:
         metrics = fields["metrics"]
         fields["metrics"] = tuple(metrics) if isinstance(metrics, list) else (metrics,)
@@ -159,10 +175,16 @@ def main(argv: list[str] | None = None) -> int:
         result = run_cell(spec)
     except (ValueError, DataError) as err:  # unknown names, bad values, unusable data
         return _refuse(err)
-    summary = {"cell": {k: v for k, v in asdict(spec).items() if v not in (None, {})}, "params": result.params,
-               "metrics": result.metrics, "runtime_s": round(result.runtime_s, 3),
-               "cpu_s": round(result.stream.cpu_s, 3), "peak_rss_mb": round(result.stream.peak_rss_mb, 1),
-               "phases": result.stream.phases, "data_fingerprint": result.data.fingerprint}
+    summary = {
+        "cell": {k: v for k, v in asdict(spec).items() if v not in (None, {})},
+        "params": result.params,
+        "metrics": result.metrics,
+        "runtime_s": round(result.runtime_s, 3),
+        "cpu_s": round(result.stream.cpu_s, 3),
+        "peak_rss_mb": round(result.stream.peak_rss_mb, 1),
+        "phases": result.stream.phases,
+        "data_fingerprint": result.data.fingerprint,
+    }
     print(yaml.safe_dump(summary, sort_keys=False).rstrip())
     return 0
 

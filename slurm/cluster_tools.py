@@ -1,17 +1,17 @@
 """Helpers of slurm/olb_grid.sbatch (run with the project's python; no Slurm needed to run them).
 
-    python slurm/cluster_tools.py check [GRID OVERRIDES ...]
-        Compose and plan the grid exactly as ``python -m olb.grid`` would (Hydra's own errors for an unknown
-        experiment or key; the grid's for unknown algorithms, bad hyperparameters and unavailable data sets),
-        without running anything. Prints KEY=VALUE lines for the batch script; exit 2 with the reason otherwise.
+python slurm/cluster_tools.py check [GRID OVERRIDES ...]
+    Compose and plan the grid exactly as ``python -m olb.grid`` would (Hydra's own errors for an unknown
+    experiment or key; the grid's for unknown algorithms, bad hyperparameters and unavailable data sets),
+    without running anything. Prints KEY=VALUE lines for the batch script; exit 2 with the reason otherwise.
 
-    python slurm/cluster_tools.py cpus NODELIST_CPUS NUM_NODES
-        Expand Slurm's per-node CPU list (SLURM_JOB_CPUS_PER_NODE, e.g. ``16(x2),8``) to one number per line.
+python slurm/cluster_tools.py cpus NODELIST_CPUS NUM_NODES
+    Expand Slurm's per-node CPU list (SLURM_JOB_CPUS_PER_NODE, e.g. ``16(x2),8``) to one number per line.
 
-    python slurm/cluster_tools.py wait --address IP:PORT --nodes N [--cpus C] [--timeout S] [--watch PID=LABEL ...]
-        Wait until N Ray nodes (and C CPUs) are alive in the cluster at ADDRESS. Fails at once, naming the node,
-        when a watched process (the ``srun`` that runs a node) exits, and after S seconds with the nodes that
-        did join: never hangs.
+python slurm/cluster_tools.py wait --address IP:PORT --nodes N [--cpus C] [--timeout S] [--watch PID=LABEL ...]
+    Wait until N Ray nodes (and C CPUs) are alive in the cluster at ADDRESS. Fails at once, naming the node,
+    when a watched process (the ``srun`` that runs a node) exits, and after S seconds with the nodes that
+    did join: never hangs.
 """
 
 from __future__ import annotations
@@ -42,20 +42,26 @@ def check(overrides: list[str]) -> int:
         from olb.grid import GridConfigError, compose
         from olb.grid.app import prepare
     except ImportError as err:
-        fail(f"{sys.executable} cannot import olb's grid ({err}); set OLB_PYTHON to the project's virtual "
-             "environment (make setup creates .venv) or OLB_VENV to its directory")
+        fail(
+            f"{sys.executable} cannot import olb's grid ({err}); set OLB_PYTHON to the project's virtual "
+            "environment (make setup creates .venv) or OLB_VENV to its directory"
+        )
     try:
         cfg = compose(grid_overrides)
     except Exception as err:  # noqa: BLE001 - Hydra's composition errors, shown as they are
         fail(f"the grid's configuration does not compose: {type(err).__name__}: {err}")
     if cfg.backend.name == "serial":
-        fail("backend=serial runs every cell in the driver; on a cluster use the default backend (auto: the "
-             "batch script gives it the cluster's address, so it runs on Ray)")
+        fail(
+            "backend=serial runs every cell in the driver; on a cluster use the default backend (auto: the "
+            "batch script gives it the cluster's address, so it runs on Ray)"
+        )
     try:
         plan, _ = prepare(cfg)  # the configuration and the data (present, verified, parsed), every problem at once
     except GridConfigError as err:
-        fail(f"invalid grid: {err} (set OLB_DATA_DIR or data_dir=... for missing data, or add "
-             "allow_unavailable=true to run the rest)")
+        fail(
+            f"invalid grid: {err} (set OLB_DATA_DIR or data_dir=... for missing data, or add "
+            "allow_unavailable=true to run the rest)"
+        )
     uri = "off"
     if cfg.tracking.enabled:
         # olb.grid.tracking.resolve_uri without importing MLflow (seconds): MLflow's default is ./mlflow.db
@@ -84,8 +90,7 @@ def expand_cpus(spec: str, nodes: int) -> list[int]:
         fail(f"the CPU list {spec!r} names {len(out)} node(s), the allocation has {nodes}")
     return out
 
-
-# -- wait ---------------------------------------------------------------------------------------------------
+    # -- wait ---------------------------------------------------------------------------------------------------
     return True
 
 
@@ -115,8 +120,13 @@ def wait(address: str, nodes: int, cpus: float | None, timeout: float, watch: li
         check_watched()
         if not connected:
             try:
-                ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False,
-                         include_dashboard=False, configure_logging=True)
+                ray.init(
+                    address=address,
+                    logging_level=logging.ERROR,
+                    log_to_driver=False,
+                    include_dashboard=False,
+                    configure_logging=True,
+                )
                 connected = True
             except Exception as err:  # noqa: BLE001 - the head is not up yet
                 last_error = err
@@ -133,8 +143,11 @@ def wait(address: str, nodes: int, cpus: float | None, timeout: float, watch: li
     names = ", ".join(n["NodeManagerAddress"] for n in joined) or "none"
     if not connected:
         fail(f"timed out after {timeout:g} s: the Ray head at {address} did not answer ({last_error})", 4)
-    fail(f"timed out after {timeout:g} s: {len(joined)} of {nodes} Ray node(s) joined (joined: {names}); "
-         "see the ray-*.log files of the nodes that are missing", 4)
+    fail(
+        f"timed out after {timeout:g} s: {len(joined)} of {nodes} Ray node(s) joined (joined: {names}); "
+        "see the ray-*.log files of the nodes that are missing",
+        4,
+    )
     return 4
 
 

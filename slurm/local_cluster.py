@@ -120,8 +120,10 @@ class LocalSlurm:
     def start(self) -> LocalSlurm:
         missing = missing_tools()
         if missing:
-            raise SlurmUnavailable(f"not installed: {' '.join(missing)} (Debian packages slurm-wlm and munge; "
-                                   "bash .ci/slurm_setup.sh installs them)")
+            raise SlurmUnavailable(
+                f"not installed: {' '.join(missing)} (Debian packages slurm-wlm and munge; "
+                "bash .ci/slurm_setup.sh installs them)"
+            )
         if os.geteuid() != 0:
             raise SlurmUnavailable("a local slurmd must run as root")
         try:
@@ -139,8 +141,9 @@ class LocalSlurm:
         """Cancel every job of this cluster, wait for them to end, then stop the daemons by PID."""
         if "slurmctld" in self.procs and self.procs["slurmctld"].poll() is None:
             try:
-                subprocess.run([_which("scancel"), "--user", str(os.getuid())], env=self.env(), timeout=15,
-                               capture_output=True)
+                subprocess.run(
+                    [_which("scancel"), "--user", str(os.getuid())], env=self.env(), timeout=15, capture_output=True
+                )
                 deadline = time.monotonic() + 60
                 while time.monotonic() < deadline and self.jobs():
                     time.sleep(1)
@@ -173,8 +176,14 @@ class LocalSlurm:
         return env
 
     def run(self, *args: str, timeout: float = 30, **kw) -> subprocess.CompletedProcess:
-        return subprocess.run([_which(args[0]), *args[1:]], env=kw.pop("env", None) or self.env(), timeout=timeout,
-                              capture_output=True, text=True, **kw)
+        return subprocess.run(
+            [_which(args[0]), *args[1:]],
+            env=kw.pop("env", None) or self.env(),
+            timeout=timeout,
+            capture_output=True,
+            text=True,
+            **kw,
+        )
 
     def jobs(self) -> list[str]:
         out = self.run("squeue", "-h", "-o", "%i", timeout=15).stdout
@@ -261,15 +270,25 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = open(self.root / "log" / f"{name}.out", "ab")
-        self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            start_new_session=True)
+        self.procs[name] = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
         log.close()
 
     def _start_munge(self) -> None:
         m = self.root / "munge"
-        self._spawn("munged", [_which("munged"), "-F", f"--key-file={m}/munge.key", f"--socket={m}/munge.socket",
-                               f"--pid-file={m}/munged.pid", f"--log-file={self.root}/log/munged.log",
-                               f"--seed-file={m}/munged.seed"])
+        self._spawn(
+            "munged",
+            [
+                _which("munged"),
+                "-F",
+                f"--key-file={m}/munge.key",
+                f"--socket={m}/munge.socket",
+                f"--pid-file={m}/munged.pid",
+                f"--log-file={self.root}/log/munged.log",
+                f"--seed-file={m}/munged.seed",
+            ],
+        )
         deadline = time.monotonic() + 15
         while not (m / "munge.socket").exists():
             if self.procs["munged"].poll() is not None or time.monotonic() > deadline:
@@ -282,8 +301,9 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
         while time.monotonic() < deadline:
             for name in ("slurmctld", "slurmd"):
                 if self.procs[name].poll() is not None:
-                    raise SlurmUnavailable(f"{name} exited with status {self.procs[name].returncode}:\n"
-                                           + self.log_tail())
+                    raise SlurmUnavailable(
+                        f"{name} exited with status {self.procs[name].returncode}:\n" + self.log_tail()
+                    )
             try:
                 state = self.run("sinfo", "-h", "-N", "-o", "%T", timeout=10).stdout.strip()
             except subprocess.TimeoutExpired:
@@ -291,8 +311,9 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
             if state.startswith("idle"):
                 return
             time.sleep(0.5)
-        raise SlurmUnavailable(f"the node did not become idle within {self.start_timeout:g} s (state {state!r}):\n"
-                               + self.log_tail())
+        raise SlurmUnavailable(
+            f"the node did not become idle within {self.start_timeout:g} s (state {state!r}):\n" + self.log_tail()
+        )
 
 
 def main(argv: list[str]) -> int:
@@ -302,8 +323,11 @@ def main(argv: list[str]) -> int:
     except SlurmUnavailable as err:
         print(f"local_cluster: {err}", file=sys.stderr)
         return 1
-    print(f"local Slurm cluster up ({cluster.cpus} CPUs); in another shell:\n  export SLURM_CONF={cluster.conf}\n"
-          "Ctrl-C stops it.", flush=True)
+    print(
+        f"local Slurm cluster up ({cluster.cpus} CPUs); in another shell:\n  export SLURM_CONF={cluster.conf}\n"
+        "Ctrl-C stops it.",
+        flush=True,
+    )
     try:
         signal.sigwait({signal.SIGINT, signal.SIGTERM})
     except KeyboardInterrupt:

@@ -26,8 +26,10 @@ def finished_cells(db: Path) -> set[str]:
         return set()
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
     try:
-        rows = con.execute("select t.value from tags t join runs r on r.run_uuid = t.run_uuid "
-                           "where t.key = 'olb.cell_id' and r.status = 'FINISHED'").fetchall()
+        rows = con.execute(
+            "select t.value from tags t join runs r on r.run_uuid = t.run_uuid "
+            "where t.key = 'olb.cell_id' and r.status = 'FINISHED'"
+        ).fetchall()
     except sqlite3.OperationalError:  # the schema is being created, or the store is locked
         return set()
     finally:

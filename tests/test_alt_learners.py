@@ -1,6 +1,5 @@
 """Paper 002's linear and kernel learners: hand-computed steps, a plain reference loop, kernels, sparse rows."""
 
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -83,8 +82,9 @@ def test_salt_one_hand_computed_step():
 @pytest.mark.parametrize("repeats", [1, 3, 10])
 def test_falt_and_salt_equal_the_plain_reference_loop(repeats):
     X, Y = stream()
-    np.testing.assert_allclose(learn(FALT(5, 4, eta=0.3, repeats=repeats), X, Y).W,
-                               reference_alt(X, Y, 0.3, repeats), atol=1e-12)
+    np.testing.assert_allclose(
+        learn(FALT(5, 4, eta=0.3, repeats=repeats), X, Y).W, reference_alt(X, Y, 0.3, repeats), atol=1e-12
+    )
     salt = learn(SALT(5, 4, eta=0.3, delta=0.5, repeats=repeats), X, Y)
     np.testing.assert_allclose(salt.W, reference_alt(X, Y, 0.3, repeats, delta=0.5), atol=1e-12)
 
@@ -125,12 +125,16 @@ def test_support_vector_store_grows_past_its_capacity():
     X, Y = stream(3, n=150)
     learner = learn(FALTKernel(5, 4, eta=0.1, repeats=1, sigma=1.0), X, Y)
     assert learner.support.size > 64
-    brute = sum(a * np.exp(-np.sum((sv - X[0]) ** 2) / 2) for sv, a in
-                zip(learner.support.X[: learner.support.size], learner.support.coef[: learner.support.size]))
+    brute = sum(
+        a * np.exp(-np.sum((sv - X[0]) ** 2) / 2)
+        for sv, a in zip(learner.support.X[: learner.support.size], learner.support.coef[: learner.support.size])
+    )
     np.testing.assert_allclose(learner.predict_one(X[0])["scores"], brute[1:])
 
 
-@pytest.mark.parametrize("cls, C, tau", [(PA1BR, 1.0, 0.5), (PA1BR, 0.25, 0.25), (PA2BR, 1.0, 0.4), (PA2BR, 0.25, 1 / 4)])
+@pytest.mark.parametrize(
+    "cls, C, tau", [(PA1BR, 1.0, 0.5), (PA1BR, 0.25, 0.25), (PA2BR, 1.0, 0.4), (PA2BR, 0.25, 1 / 4)]
+)
 def test_pa_linear_hand_computed_steps(cls, C, tau):
     # ||x||^2 = 2, losses 1: PA-I tau = min(C, 1/2); PA-II tau = 1 / (2 + 1/(2C))
     x = np.array([1.0, 1.0])
@@ -158,14 +162,17 @@ def test_pa_kernel_stores_no_example_without_loss():
 
 def test_pa_kernel_with_a_linear_kernel_equals_linear_pa():
     X, Y = stream(4)
-    for lin, ker in ((PA1BR(5, 4, C=0.5), PA1BRKernel(5, 4, C=0.5, kernel="linear")),
-                     (PA2BR(5, 4, C=0.5), PA2BRKernel(5, 4, C=0.5, kernel="linear"))):
+    for lin, ker in (
+        (PA1BR(5, 4, C=0.5), PA1BRKernel(5, 4, C=0.5, kernel="linear")),
+        (PA2BR(5, 4, C=0.5), PA2BRKernel(5, 4, C=0.5, kernel="linear")),
+    ):
         learn(lin, X, Y), learn(ker, X, Y)
         np.testing.assert_allclose(lin.predict_one(X[3])["scores"], ker.predict_one(X[3])["scores"], atol=1e-10)
 
 
-@pytest.mark.parametrize("cls, hyper", [(FALT, {"eta": 0.3, "repeats": 4}), (SALT, {"eta": 0.3, "repeats": 4}),
-                                        (PA1BR, {}), (PA2BR, {})])
+@pytest.mark.parametrize(
+    "cls, hyper", [(FALT, {"eta": 0.3, "repeats": 4}), (SALT, {"eta": 0.3, "repeats": 4}), (PA1BR, {}), (PA2BR, {})]
+)
 @pytest.mark.parametrize("bias", [False, True])
 def test_sparse_and_dense_rows_give_identical_results(cls, hyper, bias):
     X, Y = stream(5, n=60, d=8, density=0.3)
@@ -191,10 +198,17 @@ def test_predicting_before_learning_is_all_irrelevant_and_does_not_change_the_mo
     assert not learner.W.any()
 
 
-@pytest.mark.parametrize("cls, bad, message", [(FALT, {"eta": 0}, "eta=0"), (SALT, {"delta": -1.0}, "delta=-1.0"),
-                                               (FALTKernel, {"kernel": "poly"}, "kernel='poly'"),
-                                               (PA1BR, {"C": 0.0}, "C=0.0"), (FALT, {"repeats": 0}, "repeats=0"),
-                                               (FALT, {"tau": 3}, "unknown hyperparameter")])
+@pytest.mark.parametrize(
+    "cls, bad, message",
+    [
+        (FALT, {"eta": 0}, "eta=0"),
+        (SALT, {"delta": -1.0}, "delta=-1.0"),
+        (FALTKernel, {"kernel": "poly"}, "kernel='poly'"),
+        (PA1BR, {"C": 0.0}, "C=0.0"),
+        (FALT, {"repeats": 0}, "repeats=0"),
+        (FALT, {"tau": 3}, "unknown hyperparameter"),
+    ],
+)
 def test_bad_hyperparameters_are_named(cls, bad, message):
     with pytest.raises(ValueError, match=message):
         cls(2, 3, **bad)

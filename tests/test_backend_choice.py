@@ -20,13 +20,16 @@ def _cfg(**kw):
     return OmegaConf.structured(BackendConfig(**kw))
 
 
-@pytest.mark.parametrize("work, tasks, cpus, expected", [
-    (5.0, 9, 2, "serial"),  # the default grid: seconds of work against ~15 s of start-up
-    (60.0, 200, 2, "ray"),  # 15 + 30 < 60
-    (25.0, 200, 2, "serial"),  # 15 + 12.5 > 25
-    (1e4, 200, 1, "serial"),  # one CPU: Ray only adds its start-up
-    (1e4, 1, 8, "serial"),  # one task runs on one CPU either way
-])
+@pytest.mark.parametrize(
+    "work, tasks, cpus, expected",
+    [
+        (5.0, 9, 2, "serial"),  # the default grid: seconds of work against ~15 s of start-up
+        (60.0, 200, 2, "ray"),  # 15 + 30 < 60
+        (25.0, 200, 2, "serial"),  # 15 + 12.5 > 25
+        (1e4, 200, 1, "serial"),  # one CPU: Ray only adds its start-up
+        (1e4, 1, 8, "serial"),  # one task runs on one CPU either way
+    ],
+)
 def test_auto_weighs_the_work_against_rays_start_up(work, tasks, cpus, expected, monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     name, reason = choose_backend(_cfg(name="auto", num_cpus=cpus, ray_startup_s=15.0), work, tasks)
@@ -90,8 +93,9 @@ def test_planned_work_counts_every_candidates_folds_and_one_candidates_cells():
 
 def test_the_default_grid_runs_serially_and_says_why(tmp_path, caplog):
     caplog.set_level("INFO", logger="olb.grid")
-    outcome = run_grid(compose(["seeds=1", "num_learners=2", "tracking=off", "plots=false"]), tmp_path / "out",
-                       stream=io.StringIO())
+    outcome = run_grid(
+        compose(["seeds=1", "num_learners=2", "tracking=off", "plots=false"]), tmp_path / "out", stream=io.StringIO()
+    )
     assert outcome.exit_code == 0
     assert any("backend serial: planned work" in r.getMessage() for r in caplog.records)
 
@@ -110,9 +114,24 @@ def test_a_grid_starts_its_own_local_ray_while_the_store_opens(tmp_path):
     import subprocess
     import sys
 
-    run = subprocess.run([sys.executable, "-m", "olb.grid", "backend=ray", "backend.num_cpus=2", "seeds=2",
-                          "algorithms=[adaolmr]", "num_learners=2", "plots=false",
-                          f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", f"hydra.run.dir={tmp_path / 'out'}"],
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "olb.grid",
+            "backend=ray",
+            "backend.num_cpus=2",
+            "seeds=2",
+            "algorithms=[adaolmr]",
+            "num_learners=2",
+            "plots=false",
+            f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}",
+            f"hydra.run.dir={tmp_path / 'out'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "backend ray: as configured" in run.stdout and "2 cells: 2 run, 0 resumed, 0 failed" in run.stdout

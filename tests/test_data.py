@@ -43,8 +43,14 @@ MULTICLASS = {
         1080,
         77,
         {
-            "c-CS-m": 150, "c-SC-m": 150, "c-CS-s": 135, "c-SC-s": 135,
-            "t-CS-m": 135, "t-SC-m": 135, "t-SC-s": 135, "t-CS-s": 105,
+            "c-CS-m": 150,
+            "c-SC-m": 150,
+            "c-CS-s": 135,
+            "c-SC-s": 135,
+            "t-CS-m": 135,
+            "t-SC-m": 135,
+            "t-SC-s": 135,
+            "t-CS-s": 105,
         },
     ),
     "movement": (
@@ -234,7 +240,11 @@ def test_synthetic_mediamill_entry():
     ds = load_dataset("synthetic-mediamill")
     assert time.perf_counter() - start < 5.0
     assert (ds.name, ds.n_train, ds.n_examples, ds.n_features, ds.n_labels) == (
-        "synthetic-mediamill", 30993, 43907, 120, 101,
+        "synthetic-mediamill",
+        30993,
+        43907,
+        120,
+        101,
     )
     assert ds.cardinality == pytest.approx(4.38, abs=0.05)
 

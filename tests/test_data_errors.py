@@ -154,7 +154,12 @@ def test_meka_labels_first_and_relation_comment(registry):
     entry = {"task": "multilabel", "format": "meka_arff", "shape": shape}
     data = registry("meka", {"data": ("meka.arff", meka)}, target={"first": 2}, **entry)
     ds = load_dataset("meka", data)
-    assert ds.label_names == ("L1", "L2") and ds.Y.tolist() == [[1, 0], [0, 0]] and ds.is_sparse and ds.rows(slice(None)).tolist() == [[0.5], [0]]
+    assert (
+        ds.label_names == ("L1", "L2")
+        and ds.Y.tolist() == [[1, 0], [0, 0]]
+        and ds.is_sparse
+        and ds.rows(slice(None)).tolist() == [[0.5], [0]]
+    )
     registry("meka", {"data": ("meka.arff", meka)}, target={"first": 1}, **entry)
     with pytest.raises(DataFormatError, match=r"meka\.arff: the relation declares -C 2 but .*meka\.yaml says first: 1"):
         load_dataset("meka", data)
@@ -275,9 +280,13 @@ def test_a_cached_file_with_another_checksum_is_reported_as_such(registry, monke
     from olb.data import DownloadError
     from olb.data.cache import cache_dir
 
-    entry = {"task": "multilabel", "format": "meka_arff", "target": {"first": 1},
-             "shape": {"n_examples": 1, "n_train": None, "n_features": 1, "n_labels": 1},
-             "files": {"data": {"path": "far/far.arff", "sha256": "0" * 64, "url": "http://127.0.0.1:9/far.arff"}}}
+    entry = {
+        "task": "multilabel",
+        "format": "meka_arff",
+        "target": {"first": 1},
+        "shape": {"n_examples": 1, "n_train": None, "n_features": 1, "n_labels": 1},
+        "files": {"data": {"path": "far/far.arff", "sha256": "0" * 64, "url": "http://127.0.0.1:9/far.arff"}},
+    }
     registry("far", {"data": ("far/far.arff", None)}, **entry)
     cached = cache_dir() / "far" / "far.arff"
     cached.parent.mkdir(parents=True)

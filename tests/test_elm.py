@@ -1,6 +1,5 @@
 """OSML-ELM and ELM-OMLL*: the recursive least squares equals batch least squares; seeds fix the network."""
 
-
 import numpy as np
 import pytest
 

@@ -40,8 +40,10 @@ def test_table3_settings_and_per_dataset_gamma_grids():
     p = plan("+experiment=table3", "datasets=[emotions,m-reduced]")
     assert {c.seed for c in p.cells} == set(range(10))
     assert all(c.params["num_learners"] == 100 and c.params["num_covariates"] == 20 for c in p.cells)
-    gammas = {ds: sorted({c.params["gamma"] for c in p.cells if c.algorithm == "onlinebmr" and c.dataset == ds})
-              for ds in ("emotions", "m-reduced")}
+    gammas = {
+        ds: sorted({c.params["gamma"] for c in p.cells if c.algorithm == "onlinebmr" and c.dataset == ds})
+        for ds in ("emotions", "m-reduced")
+    }
     assert gammas == {"emotions": [0.001, 0.01, 0.1, 0.2], "m-reduced": [0.001, 0.005, 0.01, 0.05]}
     assert len(p.cells) == 2 * 10 + 2 * 4 * 10
     assert p.entries["onlinebmr"]["best_of"] == ("gamma",)
@@ -49,8 +51,11 @@ def test_table3_settings_and_per_dataset_gamma_grids():
 
 
 TABLE5 = {  # paper 004, Table 5: (N, rho, loops) of TopOpt / TopAda
-    "emotions": ((50, 0.02, 20), (50, 0.02, 10)), "scene": ((50, 0.02, 10), (50, 0.04, 10)),
-    "yeast": ((30, 0.03, 10), (60, 0.04, 10)), "m-reduced": ((20, 0.04, 20), (60, 0.06, 20))}
+    "emotions": ((50, 0.02, 20), (50, 0.02, 10)),
+    "scene": ((50, 0.02, 10), (50, 0.04, 10)),
+    "yeast": ((30, 0.03, 10), (60, 0.04, 10)),
+    "m-reduced": ((20, 0.04, 20), (60, 0.06, 20)),
+}
 
 
 def test_topk_experiments_follow_table5_and_share_cells():
@@ -75,15 +80,23 @@ def test_learner_report_figures_are_table_metrics():
     p = plan("+experiment=multiclass_table1", "datasets=[balance]", "algorithms=[best_vfdt,adaolm]")
     assert p.table_metrics == ["accuracy", "best_tree_accuracy", "runtime_s"]
     assert p.lower_is_better["best_tree_accuracy"] is False  # declared by BestVFDT.report_metrics
-    assert {c.algorithm: c.measured for c in p.cells} == {"best_vfdt": ("accuracy", "best_tree_accuracy"),
-                                                          "adaolm": ("accuracy",)}
+    assert {c.algorithm: c.measured for c in p.cells} == {
+        "best_vfdt": ("accuracy", "best_tree_accuracy"),
+        "adaolm": ("accuracy",),
+    }
     with pytest.raises(GridConfigError, match="best_tree_accuracy"):  # no learner of this grid reports it
         plan("+experiment=multiclass_table1", "datasets=[balance]", "algorithms=[adaolm]")
 
 
 def test_command_line_restrictions_and_hyperparameter_shorthand():
-    p = plan("+experiment=table3", "datasets=[emotions,m-reduced]", "algorithms=[onlinebmr]", "seeds=3",
-             "num_learners=7", "gamma=[0.3]")
+    p = plan(
+        "+experiment=table3",
+        "datasets=[emotions,m-reduced]",
+        "algorithms=[onlinebmr]",
+        "seeds=3",
+        "num_learners=7",
+        "gamma=[0.3]",
+    )
     assert {c.algorithm for c in p.cells} == {"onlinebmr"}
     assert {c.seed for c in p.cells} == {0, 1, 2}
     assert {c.params["num_learners"] for c in p.cells} == {7}
@@ -98,47 +111,72 @@ def test_command_line_restrictions_and_hyperparameter_shorthand():
 
 
 def test_cell_ids_are_stable_and_depend_only_on_the_result_determining_fields():
-    base = dict(algorithm="onlinebmr", dataset="emotions", seed=1, params={"gamma": 0.1, "num_learners": 5},
-                protocol="train_test", loops=1, metrics=("rank_loss",), curve_every=50)
+    base = dict(
+        algorithm="onlinebmr",
+        dataset="emotions",
+        seed=1,
+        params={"gamma": 0.1, "num_learners": 5},
+        protocol="train_test",
+        loops=1,
+        metrics=("rank_loss",),
+        curve_every=50,
+    )
     a = cell_id(**base)
     assert a == cell_id(**{**base, "params": {"num_learners": 5, "gamma": 0.1}})  # key order
     assert len(a) == 16 and int(a, 16) >= 0
-    for change in ({"seed": 2}, {"params": {"gamma": 0.2, "num_learners": 5}}, {"loops": 2},
-                   {"metrics": ("rank_loss", "hamming_loss")}, {"curve_every": 10}, {"dataset": "yeast"}):
+    for change in (
+        {"seed": 2},
+        {"params": {"gamma": 0.2, "num_learners": 5}},
+        {"loops": 2},
+        {"metrics": ("rank_loss", "hamming_loss")},
+        {"curve_every": 10},
+        {"dataset": "yeast"},
+    ):
         assert cell_id(**{**base, **change}) != a
     # labels, entry names and data_dir do not enter the id; the same config gives the same id everywhere
     p1 = plan("algorithms=[adaolmr]", "algorithm.adaolmr.label=Other", "data_dir=/somewhere")
     p2 = plan("algorithms=[adaolmr]")
     assert [c.cell_id for c in p1.cells] == [c.cell_id for c in p2.cells]
-    out = subprocess.run([sys.executable, "-c", "from olb.grid import compose, plan_grid;"
-                          "print(' '.join(c.cell_id for c in plan_grid(compose(['algorithms=[adaolmr]'])).cells))"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from olb.grid import compose, plan_grid;"
+            "print(' '.join(c.cell_id for c in plan_grid(compose(['algorithms=[adaolmr]'])).cells))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.split() == [c.cell_id for c in p2.cells]
 
 
-@pytest.mark.parametrize("overrides, expected", [
-    (["algorithms=[nope]"], ["unknown algorithm 'nope'", "adaolmr", "onlinebmr"]),
-    (["datasets=[nope]"], ["unknown data set 'nope'", "emotions", "yeast"]),
-    (["gamma=1.5"], ["gamma=1.5", "out of range", "0.0 < value < 1.0"]),
-    (["gamma=[0.1,0]"], ["gamma=0", "0.0 < value < 1.0"]),
-    (["num_learners=-1"], ["num_learners=-1", "1 <= value"]),
-    (["num_learners=2.5"], ["num_learners=2.5", "not an integer"]),
-    (["weak_learner=oak"], ["weak_learner='oak'", "one of"]),
-    (["seeds=0"], ["seeds=0", "positive integer"]),
-    (["seeds=[1,1]"], ["repeated seed"]),
-    (["loops=0"], ["loops=0", "integer >= 1"]),
-    (["metrics=[nope]"], ["unknown metric 'nope'", "rank_loss"]),
-    (["protocol=nope"], ["protocol='nope'", "train_test"]),
-    (["table.rows=[foo]"], ["table.rows", "'foo'", "dataset, algorithm, metric"]),
-    (["table.metrics=[accuracy]"], ["table.metrics", "'accuracy'", "rank_loss"]),
-    (["algorithm.adaolmr.best_of=[gamma]"], ["best_of", "'gamma'", "num_learners"]),
-    (["+algorithm.adaolmr.typo=1"], ["algorithm.adaolmr", "typo", "allowed keys", "best_of"]),
-    (["+algorithm.onlinebmr.params.gama=[0.1]"], ["unknown hyperparameter 'gama'", "gamma"]),
-    (["+algorithm.adaolmr.per_dataset.nope={num_learners:2}"], ["per_dataset", "unknown data set 'nope'"]),
-    (["+foo=1"], ["foo: unknown key", "datasets"]),
-    (["+backend.foo=1"], ["backend.foo: unknown key", "max_retries"]),
-    (["datasets=[balance]"], ["solves multilabel", "'balance' is multiclass"]),
-])
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        (["algorithms=[nope]"], ["unknown algorithm 'nope'", "adaolmr", "onlinebmr"]),
+        (["datasets=[nope]"], ["unknown data set 'nope'", "emotions", "yeast"]),
+        (["gamma=1.5"], ["gamma=1.5", "out of range", "0.0 < value < 1.0"]),
+        (["gamma=[0.1,0]"], ["gamma=0", "0.0 < value < 1.0"]),
+        (["num_learners=-1"], ["num_learners=-1", "1 <= value"]),
+        (["num_learners=2.5"], ["num_learners=2.5", "not an integer"]),
+        (["weak_learner=oak"], ["weak_learner='oak'", "one of"]),
+        (["seeds=0"], ["seeds=0", "positive integer"]),
+        (["seeds=[1,1]"], ["repeated seed"]),
+        (["loops=0"], ["loops=0", "integer >= 1"]),
+        (["metrics=[nope]"], ["unknown metric 'nope'", "rank_loss"]),
+        (["protocol=nope"], ["protocol='nope'", "train_test"]),
+        (["table.rows=[foo]"], ["table.rows", "'foo'", "dataset, algorithm, metric"]),
+        (["table.metrics=[accuracy]"], ["table.metrics", "'accuracy'", "rank_loss"]),
+        (["algorithm.adaolmr.best_of=[gamma]"], ["best_of", "'gamma'", "num_learners"]),
+        (["+algorithm.adaolmr.typo=1"], ["algorithm.adaolmr", "typo", "allowed keys", "best_of"]),
+        (["+algorithm.onlinebmr.params.gama=[0.1]"], ["unknown hyperparameter 'gama'", "gamma"]),
+        (["+algorithm.adaolmr.per_dataset.nope={num_learners:2}"], ["per_dataset", "unknown data set 'nope'"]),
+        (["+foo=1"], ["foo: unknown key", "datasets"]),
+        (["+backend.foo=1"], ["backend.foo: unknown key", "max_retries"]),
+        (["datasets=[balance]"], ["solves multilabel", "'balance' is multiclass"]),
+    ],
+)
 def test_invalid_configs_fail_before_any_work_naming_key_and_allowed_values(overrides, expected):
     with pytest.raises(GridConfigError) as err:
         plan(*overrides)
@@ -155,9 +193,23 @@ def test_hydra_rejects_unknown_keys_and_wrong_types(overrides):
 def test_unavailable_data_set_is_reported_with_where_to_put_files(tmp_path):
     env = {**os.environ, "OLB_CACHE_DIR": str(tmp_path / "cache")}
     # full mediamill is not available offline: the driver says so before any work and exits 2
-    proc = subprocess.run([sys.executable, "-m", "olb.grid", "datasets=[emotions,mediamill]", "algorithms=[adaolmr]",
-                           "tracking=off", "backend=serial", f"hydra.run.dir={tmp_path / 'out'}"],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "olb.grid",
+            "datasets=[emotions,mediamill]",
+            "algorithms=[adaolmr]",
+            "tracking=off",
+            "backend=serial",
+            f"hydra.run.dir={tmp_path / 'out'}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "mediamill" in proc.stderr and "allow_unavailable=true" in proc.stderr
     assert "mediamill/mediamill-train.arff" in proc.stderr  # which files, and where they go
@@ -173,12 +225,22 @@ def test_availability_check_finds_embedded_and_synthetic_data(monkeypatch, tmp_p
 
 
 def test_cli_config_error_exit_code(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "olb.grid", "gamma=2", "tracking=off",
-                           f"hydra.run.dir={tmp_path / 'out'}"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "olb.grid", "gamma=2", "tracking=off", f"hydra.run.dir={tmp_path / 'out'}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert proc.returncode == 2
     assert "gamma=2" in proc.stderr and "0.0 < value < 1.0" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "olb.grid", "curve_every=abc", f"hydra.run.dir={tmp_path / 'out'}"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "olb.grid", "curve_every=abc", f"hydra.run.dir={tmp_path / 'out'}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert proc.returncode == 2  # Hydra's composition errors too (1 means: some cell failed)
     assert "curve_every" in proc.stderr and "Integer" in proc.stderr
 
@@ -202,9 +264,23 @@ def test_unreachable_tracking_server_fails_fast_before_any_work(tmp_path):
 def test_unknown_command_line_keys_get_did_you_mean_before_hydra():
     from olb.grid.app import unknown_override_keys
 
-    assert unknown_override_keys(["hydra.run.dir=/x", "backend=serial", "+experiment=table3", "seeds=2",
-                                  "+algorithm.mine.params.gamma=[0.1]", "algorithm.adaolmr.label=A",
-                                  "num_learners=3", "data_dir=[/a,/b]", "verify_checksums=false", "--cfg"]) == []
+    assert (
+        unknown_override_keys(
+            [
+                "hydra.run.dir=/x",
+                "backend=serial",
+                "+experiment=table3",
+                "seeds=2",
+                "+algorithm.mine.params.gamma=[0.1]",
+                "algorithm.adaolmr.label=A",
+                "num_learners=3",
+                "data_dir=[/a,/b]",
+                "verify_checksums=false",
+                "--cfg",
+            ]
+        )
+        == []
+    )
     problems = unknown_override_keys(["num_lerners=3", "backend.max_retry=2", "+tracking.urii=x"])
     assert len(problems) == 3
     assert "did you mean 'num_learners'?" in problems[0] and "did you mean 'max_retries'?" in problems[1]

@@ -51,17 +51,39 @@ def test_failures_are_isolated_and_a_crashed_worker_is_retried(ray_cluster, tmp_
     token = random.randrange(1, 2**31)
     marker = stub.crash_marker(token)
     marker.unlink(missing_ok=True)
-    cfg = compose(["backend=ray", "seeds=3", "name=crashy", "tracking=off",
-                   "imports=[olb.grid.testing]", "algorithms=[_grid_stub]", "plots=false",
-                   "+algorithm._grid_stub.params.fail_at=[-1,7]", f"+algorithm._grid_stub.params.crash_token={token}"])
+    cfg = compose(
+        [
+            "backend=ray",
+            "seeds=3",
+            "name=crashy",
+            "tracking=off",
+            "imports=[olb.grid.testing]",
+            "algorithms=[_grid_stub]",
+            "plots=false",
+            "+algorithm._grid_stub.params.fail_at=[-1,7]",
+            f"+algorithm._grid_stub.params.crash_token={token}",
+        ]
+    )
     try:
         o = run_grid(cfg, tmp_path / "out")
         crashed = marker.exists()
         # same numbers as the serial backend for the cells that finished (the marker exists now: no crash)
         marker.touch()
-        serial = run_grid(compose(["backend=serial", "seeds=3", "tracking=off", "plots=false", "imports=[olb.grid.testing]",
-                                   "algorithms=[_grid_stub]", "+algorithm._grid_stub.params.fail_at=[-1]",
-                                   f"+algorithm._grid_stub.params.crash_token={token}"]), tmp_path / "serial")
+        serial = run_grid(
+            compose(
+                [
+                    "backend=serial",
+                    "seeds=3",
+                    "tracking=off",
+                    "plots=false",
+                    "imports=[olb.grid.testing]",
+                    "algorithms=[_grid_stub]",
+                    "+algorithm._grid_stub.params.fail_at=[-1]",
+                    f"+algorithm._grid_stub.params.crash_token={token}",
+                ]
+            ),
+            tmp_path / "serial",
+        )
     finally:
         marker.unlink(missing_ok=True)
     assert crashed  # some worker process died (os._exit) ...

@@ -17,8 +17,14 @@ import olb.grid.testing  # noqa: F401 - registers _grid_stub in this process
 from olb.grid import compose, run_grid
 from support import finished_cells, session_processes
 
-COMMON = ["imports=[olb.grid.testing]", "algorithms=[_grid_stub]", "+algorithm._grid_stub.params.delay_s=1.0",
-          "seeds=6", "name=killed", "plots=false"]
+COMMON = [
+    "imports=[olb.grid.testing]",
+    "algorithms=[_grid_stub]",
+    "+algorithm._grid_stub.params.delay_s=1.0",
+    "seeds=6",
+    "name=killed",
+    "plots=false",
+]
 
 
 def test_killed_driver_loses_nothing_and_the_rerun_completes_the_grid(tmp_path):
@@ -26,9 +32,22 @@ def test_killed_driver_loses_nothing_and_the_rerun_completes_the_grid(tmp_path):
     uri = f"sqlite:///{db}"
     temp = tempfile.mkdtemp(prefix="olbk", dir="/tmp")
     log = open(tmp_path / "driver.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "olb.grid", *COMMON, f"tracking.uri={uri}", f"backend.temp_dir={temp}",
-                             "backend.num_cpus=2", f"hydra.run.dir={tmp_path / 'run1'}"],
-                            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "olb.grid",
+            *COMMON,
+            f"tracking.uri={uri}",
+            f"backend.temp_dir={temp}",
+            "backend.num_cpus=2",
+            f"hydra.run.dir={tmp_path / 'run1'}",
+        ],
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.time() + 240
         while len(finished_cells(db)) < 2:

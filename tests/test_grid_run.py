@@ -69,8 +69,13 @@ def test_mlflow_records(first_run):
     curve = client.get_metric_history(run.info.run_id, "curve/rank_loss")
     assert len(curve) > 5 and curve[-1].value == pytest.approx(run.data.metrics["rank_loss"], abs=0.2)
     assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"curve.csv", "curve.png"}
-    assert {a.path for a in client.list_artifacts(o.parent_run_id)} >= {"cells.csv", "table.csv", "table.md",
-                                                                         "config.yaml", "plots"}
+    assert {a.path for a in client.list_artifacts(o.parent_run_id)} >= {
+        "cells.csv",
+        "table.csv",
+        "table.md",
+        "config.yaml",
+        "plots",
+    }
     assert run.data.tags["olb.code_version"].startswith("0.")
     # artifacts beside the SQLite file, not in whatever directory the grid was started from
     assert exp.artifact_location == (tmp / "mlruns" / "olb" / "tiny").as_uri()
@@ -104,9 +109,18 @@ def test_partial_resume_and_forced_fresh_run(first_run):
 
 def test_failure_isolation(first_run, tmp_path):
     store = first_run[0] / "mlflow.db"  # the module's store (a new SQLite store costs seconds of migrations)
-    cfg = compose(["backend=serial", "seeds=2", "name=failing", f"tracking.uri=sqlite:///{store}",
-                   "imports=[olb.grid.testing]", "algorithms=[_grid_stub,adaolmr]", "num_learners=2",
-                   "+algorithm._grid_stub.params.fail_at=[-1,5]"])
+    cfg = compose(
+        [
+            "backend=serial",
+            "seeds=2",
+            "name=failing",
+            f"tracking.uri=sqlite:///{store}",
+            "imports=[olb.grid.testing]",
+            "algorithms=[_grid_stub,adaolmr]",
+            "num_learners=2",
+            "+algorithm._grid_stub.params.fail_at=[-1,5]",
+        ]
+    )
     o = run_grid(cfg, tmp_path / "out")
     assert o.exit_code == 1 and o.n_failed == 2 and o.n_run == 6
     cells = pd.read_csv(o.files["cells"])
@@ -132,8 +146,17 @@ def test_failure_isolation(first_run, tmp_path):
 
 def test_allow_unavailable_marks_cells(tmp_path, monkeypatch):
     monkeypatch.setenv("OLB_CACHE_DIR", str(tmp_path / "cache"))
-    cfg = compose(["backend=serial", "seeds=1", "num_learners=2", "algorithms=[adaolmr]", "tracking=off",
-                   "datasets=[emotions,mediamill]", "allow_unavailable=true"])
+    cfg = compose(
+        [
+            "backend=serial",
+            "seeds=1",
+            "num_learners=2",
+            "algorithms=[adaolmr]",
+            "tracking=off",
+            "datasets=[emotions,mediamill]",
+            "allow_unavailable=true",
+        ]
+    )
     o = run_grid(cfg, tmp_path / "out")
     assert o.exit_code == 0 and o.n_unavailable == 1 and o.n_run == 1
     assert dict(zip(o.cells["dataset"], o.cells["status"])) == {"emotions": "FINISHED", "mediamill": "UNAVAILABLE"}
@@ -148,11 +171,28 @@ def test_concurrent_grids_share_a_fresh_sqlite_store(tmp_path):
     import sys
 
     uri = f"sqlite:///{tmp_path / 'shared.db'}"
-    procs = [subprocess.Popen([sys.executable, "-m", "olb.grid", "backend=serial", "imports=[olb.grid.testing]",
-                               "algorithms=[_grid_stub]", f"seeds={n}", "name=shared", f"tracking.uri={uri}",
-                               "plots=false", f"hydra.run.dir={tmp_path / f'out{i}'}"],
-                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for i, n in enumerate((6, 8))]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "olb.grid",
+                "backend=serial",
+                "imports=[olb.grid.testing]",
+                "algorithms=[_grid_stub]",
+                f"seeds={n}",
+                "name=shared",
+                f"tracking.uri={uri}",
+                "plots=false",
+                f"hydra.run.dir={tmp_path / f'out{i}'}",
+            ],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for i, n in enumerate((6, 8))
+    ]
     outs = [p.communicate(timeout=300)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     from mlflow.tracking import MlflowClient

@@ -17,15 +17,25 @@ from olb.grid.selection import cv_task_result, select
 from olb.metrics import METRICS
 
 METRICS_ = ["f1", "hamming_loss", "ranking_loss"]
-GRID = ["backend=serial", "name=cv", "algorithms=[falt_kernel]", "datasets=[emotions]", "seeds=2",
-        "protocol=train_frozen", f"metrics=[{','.join(METRICS_)}]",
-        "+algorithm.falt_kernel.params.eta=[0.05,1.0]", "+algorithm.falt_kernel.params.repeats=2",
-        "+algorithm.falt_kernel.select={folds: 3, rule: majority}", f"table.metrics=[{','.join(METRICS_)}]"]
+GRID = [
+    "backend=serial",
+    "name=cv",
+    "algorithms=[falt_kernel]",
+    "datasets=[emotions]",
+    "seeds=2",
+    "protocol=train_frozen",
+    f"metrics=[{','.join(METRICS_)}]",
+    "+algorithm.falt_kernel.params.eta=[0.05,1.0]",
+    "+algorithm.falt_kernel.params.repeats=2",
+    "+algorithm.falt_kernel.select={folds: 3, rule: majority}",
+    f"table.metrics=[{','.join(METRICS_)}]",
+]
 
 
 def grid(tmp_path, *extra):
-    return compose([*GRID, f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}",
-                    f"selection_store={tmp_path / 'cv.jsonl'}", *extra])
+    return compose(
+        [*GRID, f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", f"selection_store={tmp_path / 'cv.jsonl'}", *extra]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -77,28 +87,41 @@ def test_a_rerun_resumes_and_a_killed_stage_recomputes_only_the_missing_tasks(fi
 
 
 def test_bad_selection_settings_are_refused_before_work(tmp_path):
-    cfg = compose([*GRID[:-2], "+algorithm.falt_kernel.select={folds: 1, rule: vote, extra: 2}", "tracking=off",
-                   GRID[-1]])
+    cfg = compose(
+        [*GRID[:-2], "+algorithm.falt_kernel.select={folds: 1, rule: vote, extra: 2}", "tracking=off", GRID[-1]]
+    )
     with pytest.raises(GridConfigError, match="select: expected a mapping with keys folds, rule, seed, metrics"):
         plan_grid(cfg)
-    cfg = compose([*GRID[:-2], "+algorithm.falt_kernel.select={folds: 1, rule: 'best:auc'}", "tracking=off",
-                   GRID[-1]])
+    cfg = compose([*GRID[:-2], "+algorithm.falt_kernel.select={folds: 1, rule: 'best:auc'}", "tracking=off", GRID[-1]])
     with pytest.raises(GridConfigError, match=r"(?s)select.folds=1; allowed: an integer >= 2.*select.rule='best:auc'"):
         plan_grid(cfg)
 
 
 def test_a_data_set_without_data_stays_in_the_table_as_unavailable(tmp_path):
-    outcome = run_grid(grid(tmp_path, "datasets=[emotions,mediamill]", "allow_unavailable=true", "seeds=1"),
-                       tmp_path / "out")
+    outcome = run_grid(
+        grid(tmp_path, "datasets=[emotions,mediamill]", "allow_unavailable=true", "seeds=1"), tmp_path / "out"
+    )
     table = pd.read_csv(outcome.files["table_csv"])
     assert outcome.n_unavailable == 1 and "mediamill" in set(table["dataset"])
 
 
 def test_a_row_whose_every_candidate_failed_is_reported_failed_not_dropped(tmp_path):
-    cfg = compose(["backend=serial", "name=cv_failing", "imports=[olb.grid.testing]", "algorithms=[_grid_stub]",
-                   "datasets=[emotions]", "seeds=1", "protocol=train_frozen", "metrics=[rank_loss]",
-                   "+algorithm._grid_stub.params.fail_at=[3,5]", "+algorithm._grid_stub.select={folds: 2}",
-                   f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", f"selection_store={tmp_path / 'cv.jsonl'}"])
+    cfg = compose(
+        [
+            "backend=serial",
+            "name=cv_failing",
+            "imports=[olb.grid.testing]",
+            "algorithms=[_grid_stub]",
+            "datasets=[emotions]",
+            "seeds=1",
+            "protocol=train_frozen",
+            "metrics=[rank_loss]",
+            "+algorithm._grid_stub.params.fail_at=[3,5]",
+            "+algorithm._grid_stub.select={folds: 2}",
+            f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}",
+            f"selection_store={tmp_path / 'cv.jsonl'}",
+        ]
+    )
     outcome = run_grid(cfg, tmp_path / "out")
     assert outcome.exit_code == 1 and outcome.n_failed == 1 and outcome.n_run == 0
     table = pd.read_csv(outcome.files["table_csv"], keep_default_na=False)

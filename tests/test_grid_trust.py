@@ -47,8 +47,19 @@ def flip_last_label(train: Path) -> None:
 
 
 def grid(tmp_path: Path, *extra: str):
-    return compose(["backend=serial", "algorithms=[adaolmr]", "datasets=[emotions]", "seeds=1", "num_learners=2",
-                    "plots=false", "name=trust", f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", *extra])
+    return compose(
+        [
+            "backend=serial",
+            "algorithms=[adaolmr]",
+            "datasets=[emotions]",
+            "seeds=1",
+            "num_learners=2",
+            "plots=false",
+            "name=trust",
+            f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}",
+            *extra,
+        ]
+    )
 
 
 def cell_runs(tmp_path: Path) -> list:
@@ -134,36 +145,57 @@ def own_registry(tmp_path, monkeypatch):
     shutil.copytree(ROOT / "conf", tmp_path / "conf")
     conf = tmp_path / "conf" / "dataset"
     data = emotions_copy(tmp_path / "data")
-    entry = {"name": "nosplit", "task": "multilabel", "format": "mulan_arff",
-             "files": {"data": {"path": "emotions/emotions-train.arff"}, "labels": {"path": "emotions/emotions.xml"}},
-             "shape": {"n_examples": 391, "n_train": None, "n_features": 72, "n_labels": 6}}
+    entry = {
+        "name": "nosplit",
+        "task": "multilabel",
+        "format": "mulan_arff",
+        "files": {"data": {"path": "emotions/emotions-train.arff"}, "labels": {"path": "emotions/emotions.xml"}},
+        "shape": {"n_examples": 391, "n_train": None, "n_features": 72, "n_labels": 6},
+    }
     (conf / "nosplit.yaml").write_text(yaml.safe_dump(entry))
     broken = data / "broken" / "broken.arff"
     broken.parent.mkdir()
     text = (data / "emotions" / "emotions-train.arff").read_text().splitlines()
     broken.write_text("\n".join(text[:-3] + ["0.1,0.2,oops"] + text[-2:]) + "\n")
-    entry = {**entry, "name": "broken", "files": {"data": {"path": "broken/broken.arff"},
-                                                   "labels": {"path": "emotions/emotions.xml"}}}
+    entry = {
+        **entry,
+        "name": "broken",
+        "files": {"data": {"path": "broken/broken.arff"}, "labels": {"path": "emotions/emotions.xml"}},
+    }
     (conf / "broken.yaml").write_text(yaml.safe_dump(entry))
     monkeypatch.setenv("OLB_CONF_DIR", str(tmp_path / "conf"))
     return data
 
 
 def test_every_decidable_mistake_is_refused_together_before_any_work(tmp_path, ruled_stub, own_registry):
-    cfg = compose(["backend=serial", f"algorithms=[adaolmr,{ruled_stub}]", "datasets=[nosplit,broken,emotions]",
-                   "protocol=train_test", "metrics=[hamming_loss]", "k=[2,6]", "rho=0.3",
-                   f"data_dir={own_registry}", f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}"])
+    cfg = compose(
+        [
+            "backend=serial",
+            f"algorithms=[adaolmr,{ruled_stub}]",
+            "datasets=[nosplit,broken,emotions]",
+            "protocol=train_test",
+            "metrics=[hamming_loss]",
+            "k=[2,6]",
+            "rho=0.3",
+            f"data_dir={own_registry}",
+            f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}",
+        ]
+    )
     start = time.monotonic()
     with pytest.raises(GridConfigError) as refused:
         run_grid(cfg, tmp_path / "out")
     assert time.monotonic() - start < 30
     message = str(refused.value)
-    for culprit in ["protocol 'train_test' needs a train/test split, and data set 'nosplit' has none",
-                    "declare one in nosplit.yaml", "protocol=prequential_last20",
-                    "metric 'hamming_loss' needs the learner's 'labels' output, and adaolmr gives only 'scores'",
-                    "k=6 must be smaller than the number of labels (6)",
-                    "rho=0.3 with k=2: allowed rho <= 0.2",
-                    "data set 'broken'", "broken.arff"]:
+    for culprit in [
+        "protocol 'train_test' needs a train/test split, and data set 'nosplit' has none",
+        "declare one in nosplit.yaml",
+        "protocol=prequential_last20",
+        "metric 'hamming_loss' needs the learner's 'labels' output, and adaolmr gives only 'scores'",
+        "k=6 must be smaller than the number of labels (6)",
+        "rho=0.3 with k=2: allowed rho <= 0.2",
+        "data set 'broken'",
+        "broken.arff",
+    ]:
         assert culprit in message, culprit
     assert message.startswith(f"{message.count(chr(10) + '  - ')} problems, nothing was run")
     assert not (tmp_path / "out").exists() and not (tmp_path / "mlflow.db").exists()
@@ -172,8 +204,14 @@ def test_every_decidable_mistake_is_refused_together_before_any_work(tmp_path, r
 def test_a_refused_command_line_run_leaves_no_folder(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OLB_CACHE_DIR": str(tmp_path / "cache")}
     for args in (["metrics=[hamming_loss]"], ["num_lerners=2"]):
-        proc = subprocess.run([sys.executable, "-m", "olb.grid", "tracking=sqlite", "backend=serial", *args],
-                              capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-m", "olb.grid", "tracking=sqlite", "backend=serial", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=300,
+        )
         assert proc.returncode == 2, proc.stderr
         assert "hamming_loss" in proc.stderr or "did you mean 'num_learners'" in proc.stderr
         assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"], proc.stderr

@@ -40,8 +40,14 @@ def test_too_small_a_board_is_refused():
 
 
 def test_board_from_cells_and_runtime_plot(tmp_path):
-    cells = pd.DataFrame({"status": ["FINISHED"] * 4 + ["FAILED"], "dataset": ["a", "a", "b", "b", "b"],
-                          "label": ["x", "x", "x", "y", "y"], "f1": [0.5, 0.7, 0.4, 0.2, 0.9]})
+    cells = pd.DataFrame(
+        {
+            "status": ["FINISHED"] * 4 + ["FAILED"],
+            "dataset": ["a", "a", "b", "b", "b"],
+            "label": ["x", "x", "x", "y", "y"],
+            "f1": [0.5, 0.7, 0.4, 0.2, 0.9],
+        }
+    )
     f1 = board(cells, "f1")
     assert f1.loc["a", "x"] == pytest.approx(0.6) and f1.loc["b", "y"] == 0.2 and np.isnan(f1.loc["a", "y"])
     quality = _board()
@@ -52,15 +58,31 @@ def test_board_from_cells_and_runtime_plot(tmp_path):
 def test_a_grid_writes_the_leaderboard_next_to_its_table(tmp_path):
     from olb.grid import compose, run_grid
 
-    cfg = compose(["backend=serial", "tracking=off", "plots=false", "leaderboard=true", "seeds=1",
-                   "algorithms=[falt,pa1_br,pa2_br]", "datasets=[emotions,scene]", "protocol=train_frozen",
-                   "metrics=[f1,hamming_loss]", "table.metrics=[f1,hamming_loss,cpu_s]", "name=board"])
+    cfg = compose(
+        [
+            "backend=serial",
+            "tracking=off",
+            "plots=false",
+            "leaderboard=true",
+            "seeds=1",
+            "algorithms=[falt,pa1_br,pa2_br]",
+            "datasets=[emotions,scene]",
+            "protocol=train_frozen",
+            "metrics=[f1,hamming_loss]",
+            "table.metrics=[f1,hamming_loss,cpu_s]",
+            "name=board",
+        ]
+    )
     outcome = run_grid(cfg, tmp_path / "out")
     assert outcome.exit_code == 0
     md = outcome.files["table_md"].read_text()
     assert "## Leaderboard: mean ranks across data sets" in md and "### f1 (higher is better)" in md
     assert {p.name for p in (tmp_path / "out" / "leaderboard").iterdir()} == {
-        "cd_f1.png", "cd_hamming_loss.png", "runtime_vs_f1.png", "runtime_vs_hamming_loss.png"}
+        "cd_f1.png",
+        "cd_hamming_loss.png",
+        "runtime_vs_f1.png",
+        "runtime_vs_hamming_loss.png",
+    }
     table = pd.read_csv(outcome.files["table_csv"])
     f1 = table[table["metric"] == "f1"].pivot_table(index="dataset", columns="algorithm", values="mean")
     best = ranks(f1, lower_is_better=False).mean().idxmin()

@@ -25,22 +25,28 @@ from olb.registry import FAMILIES
 LEARNERS = [cls for family in FAMILIES for cls in importlib.import_module(family).LEARNERS]
 IDS = [cls.name for cls in LEARNERS]
 OUTPUT_CHECKS = {
-    "scores": lambda v, m: isinstance(v, np.ndarray) and v.shape == (m,) and v.dtype.kind == "f" and not np.isnan(v).any(),
+    "scores": lambda v, m: isinstance(v, np.ndarray)
+    and v.shape == (m,)
+    and v.dtype.kind == "f"
+    and not np.isnan(v).any(),
     "labels": lambda v, m: isinstance(v, np.ndarray) and v.shape == (m,) and set(np.unique(v)) <= {0, 1},
     "class": lambda v, m: isinstance(v, (int, np.integer)) and 0 <= v < m,
 }
 
 
 def _small(data: Dataset, n_train: int, n_test: int) -> Dataset:
-    rows = np.r_[:n_train, data.n_train: data.n_train + n_test] if data.n_train else np.arange(n_train + n_test)
-    return Dataset(f"{data.name}-small", data.X[rows], data.Y[rows], data.task, data.feature_names,
-                   data.label_names, n_train)
+    rows = np.r_[:n_train, data.n_train : data.n_train + n_test] if data.n_train else np.arange(n_train + n_test)
+    return Dataset(
+        f"{data.name}-small", data.X[rows], data.Y[rows], data.task, data.feature_names, data.label_names, n_train
+    )
 
 
 @pytest.fixture(scope="module")
 def streams(data_dir):
-    return {"multilabel": _small(load_dataset("emotions", data_dir), 60, 20),
-            "multiclass": _small(load_dataset("balance", data_dir), 60, 20)}
+    return {
+        "multilabel": _small(load_dataset("emotions", data_dir), 60, 20),
+        "multiclass": _small(load_dataset("balance", data_dir), 60, 20),
+    }
 
 
 def _make(cls, data: Dataset, seed=0):
@@ -150,8 +156,9 @@ def test_initial_block_and_sparse_rows(cls, streams):
     assert dense.metrics == again.metrics
     if not cls.accepts_sparse:
         return
-    sparse = Dataset(data.name, sp.csr_array(data.X), data.Y, data.task, data.feature_names, data.label_names,
-                     data.n_train)
+    sparse = Dataset(
+        data.name, sp.csr_array(data.X), data.Y, data.task, data.feature_names, data.label_names, data.n_train
+    )
     result = run_stream(_make(cls, data, seed=2), sparse, phases, metrics=_metrics(cls))
     assert result.metrics == pytest.approx(dense.metrics, abs=1e-9)
 
@@ -164,8 +171,13 @@ def _metrics(cls) -> tuple[str, ...]:
 
 def _cell_task(cls, data_dir) -> dict:
     """The grid's task for one cell of ``cls`` (what a Ray worker runs, ``olb.grid.worker.execute_cell``)."""
-    spec = {"algorithm": cls.name, "dataset": "emotions" if cls.task == "multilabel" else "balance", "seed": 4,
-            "params": dict(cls.test_params), "data_dir": str(data_dir)}
+    spec = {
+        "algorithm": cls.name,
+        "dataset": "emotions" if cls.task == "multilabel" else "balance",
+        "seed": 4,
+        "params": dict(cls.test_params),
+        "data_dir": str(data_dir),
+    }
     return {"cell_id": cls.name, "spec": spec}
 
 

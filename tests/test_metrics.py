@@ -226,16 +226,36 @@ def predictions(seed=11, n=120, k=6):
 
 
 def test_registry_entries():
-    expected = {"rank_loss", "weighted_rank_loss", "unweighted_rank_loss", "ranking_loss", "accuracy",
-                "hamming_loss", "precision", "recall", "f1", "example_f1", "macro_f1", "micro_f1",
-                "precision_empty1", "recall_empty1", "f1_empty1", "example_f1_empty0", "macro_f1_absent1",
-                "precision_unlabelled1", "recall_unlabelled1", "f1_unlabelled1", "ranking_loss_unlabelled0"}
+    expected = {
+        "rank_loss",
+        "weighted_rank_loss",
+        "unweighted_rank_loss",
+        "ranking_loss",
+        "accuracy",
+        "hamming_loss",
+        "precision",
+        "recall",
+        "f1",
+        "example_f1",
+        "macro_f1",
+        "micro_f1",
+        "precision_empty1",
+        "recall_empty1",
+        "f1_empty1",
+        "example_f1_empty0",
+        "macro_f1_absent1",
+        "precision_unlabelled1",
+        "recall_unlabelled1",
+        "f1_unlabelled1",
+        "ranking_loss_unlabelled0",
+    }
     assert set(M.METRICS) == expected
     for name, m in M.METRICS.items():
         assert m.name == name and m.needs in ("scores", "labels", "class") and m.source
         assert m.lower_is_better == ("loss" in name)
-        assert m.per_example == (name not in ("f1", "macro_f1", "micro_f1", "f1_empty1", "macro_f1_absent1",
-                                              "f1_unlabelled1"))
+        assert m.per_example == (
+            name not in ("f1", "macro_f1", "micro_f1", "f1_empty1", "macro_f1_absent1", "f1_unlabelled1")
+        )
         assert (m.needs == "scores") == ("rank" in name)
 
 

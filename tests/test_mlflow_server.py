@@ -35,10 +35,27 @@ def server(tmp_path_factory):
     mlflow_bin = Path(sys.executable).with_name("mlflow")
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no background job runner processes
     log = open(tmp / "server.log", "w")
-    proc = subprocess.Popen([str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-                             "--backend-store-uri", f"sqlite:///{tmp / 'server.db'}",
-                             "--artifacts-destination", str(tmp / "artifacts")],
-                            cwd=tmp, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            str(mlflow_bin),
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--backend-store-uri",
+            f"sqlite:///{tmp / 'server.db'}",
+            "--artifacts-destination",
+            str(tmp / "artifacts"),
+        ],
+        cwd=tmp,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 180
@@ -72,8 +89,17 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="module")
 def grid(server):
     url, tmp = server
-    cfg = compose(["backend=serial", "seeds=2", "num_learners=2", "algorithm.onlinebmr.params.gamma=[0.1,0.01]",
-                   "name=served", f"tracking.uri={url}", "plots=false"])
+    cfg = compose(
+        [
+            "backend=serial",
+            "seeds=2",
+            "num_learners=2",
+            "algorithm.onlinebmr.params.gamma=[0.1,0.01]",
+            "name=served",
+            f"tracking.uri={url}",
+            "plots=false",
+        ]
+    )
     outcome = run_grid(cfg, tmp / "out")
     assert outcome.exit_code == 0
     return url, outcome
@@ -120,16 +146,33 @@ def page_text(url: str, tmp: Path) -> str:
     """The text of ``url`` as headless Chromium renders it (the MLflow UI is a React app)."""
     chromium = shutil.which("chromium")
     profile = tmp / f"chromium-{time.time_ns()}"
-    proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                           f"--user-data-dir={profile}", "--virtual-time-budget=30000", "--dump-dom", url],
-                          capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=30000",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     dom = re.sub(r"<(script|style)\b.*?</\1>", " ", proc.stdout, flags=re.S)
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", dom)))
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None,
-                    reason="headless Chromium is not installed (Debian package 'chromium'; .ci/system_packages.sh)")
+@pytest.mark.skipif(
+    shutil.which("chromium") is None,
+    reason="headless Chromium is not installed (Debian package 'chromium'; .ci/system_packages.sh)",
+)
 def test_mlflow_ui_in_headless_chromium(grid, tmp_path):
     url, o = grid
     exp = api(url, "GET", "experiments/get-by-name", params={"experiment_name": EXPERIMENT})["experiment"]

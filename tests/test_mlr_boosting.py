@@ -41,7 +41,10 @@ def test_adaolmr_alpha_slope_is_the_derivative_of_the_logistic_loss_along_h():
     H, states = model._experts(x)
     G = logistic_rank_gradient(states, relevant)
     for i in range(3):
-        f = lambda a: logistic_loss(states[i] + a * H[i], relevant)
+
+        def f(a, i=i):
+            return logistic_loss(states[i] + a * H[i], relevant)
+
         assert G[i + 1] @ H[i] == pytest.approx((f(model.alpha[i] + 1e-6) - f(model.alpha[i] - 1e-6)) / 2e-6, abs=1e-6)
 
 
@@ -76,17 +79,18 @@ def test_examples_without_pairs_change_nothing():
     assert (model.alpha == 0).all() and model.weak.n_nodes == 4
 
 
-@pytest.mark.parametrize("cls,params,match", [
-    (OnlineBMR, {"gamma": 1.5}, r"onlinebmr: gamma=1.5 is out of range; allowed: float with 0.0 < value < 1.0"),
-    (OnlineBMR, {"gamma": 0.0}, r"gamma=0.0 is out of range"),
-    (AdaOLMR, {"num_learners": -1}, r"adaolmr: num_learners=-1 is out of range; allowed: int with 1 <= value"),
-    (AdaOLMR, {"num_learners": 2.5}, r"num_learners=2.5 is not an integer"),
-    (AdaOLMR, {"gamma": 0.1}, r"adaolmr: unknown hyperparameter\(s\) \['gamma'\]"),
-    (AdaOLMR, {"weak_learner": "svm"}, r"weak_learner='svm' is not allowed; allowed: one of 'vfdt'"),
-    (OnlineBMR, {"invalid_baseline": "ignore"}, r"invalid_baseline='ignore' is not allowed"),
-])
+@pytest.mark.parametrize(
+    "cls,params,match",
+    [
+        (OnlineBMR, {"gamma": 1.5}, r"onlinebmr: gamma=1.5 is out of range; allowed: float with 0.0 < value < 1.0"),
+        (OnlineBMR, {"gamma": 0.0}, r"gamma=0.0 is out of range"),
+        (AdaOLMR, {"num_learners": -1}, r"adaolmr: num_learners=-1 is out of range; allowed: int with 1 <= value"),
+        (AdaOLMR, {"num_learners": 2.5}, r"num_learners=2.5 is not an integer"),
+        (AdaOLMR, {"gamma": 0.1}, r"adaolmr: unknown hyperparameter\(s\) \['gamma'\]"),
+        (AdaOLMR, {"weak_learner": "svm"}, r"weak_learner='svm' is not allowed; allowed: one of 'vfdt'"),
+        (OnlineBMR, {"invalid_baseline": "ignore"}, r"invalid_baseline='ignore' is not allowed"),
+    ],
+)
 def test_bad_hyperparameters_are_rejected_by_name(cls, params, match):
     with pytest.raises(ValueError, match=match):
         cls(n_features=3, n_labels=3, seed=0, **params)
-
-

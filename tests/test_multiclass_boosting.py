@@ -35,9 +35,15 @@ def brute_force_cost_matrix(s, n, gamma, samples, rng):
 
 
 # ------------------------------------------------------------------ potentials (OnlineMBBM's costs)
-@pytest.mark.parametrize("s, n, gamma", [
-    ((0, 0, 0), 6, 0.1), ((2, 1, 0), 5, 0.2), ((3, 0, 1, 1), 7, 0.1), ((1, 1, 0, 4), 3, 0.3),
-])
+@pytest.mark.parametrize(
+    "s, n, gamma",
+    [
+        ((0, 0, 0), 6, 0.1),
+        ((2, 1, 0), 5, 0.2),
+        ((3, 0, 1, 1), 7, 0.1),
+        ((1, 1, 0, 4), 3, 0.3),
+    ],
+)
 def test_mbbm_costs_match_brute_force_monte_carlo(s, n, gamma):
     """The memoized exact cost matrix agrees with 20,000-sample Monte Carlo within 5 standard errors."""
     s = np.array(s, np.int64)
@@ -99,7 +105,10 @@ def test_alpha_gradient_is_the_derivative_of_the_logistic_loss(y):
     alpha = rng.uniform(-2, 2, N)
     got = alpha_gradient(S, labels, alpha, y)
     for i in range(N):
-        f = lambda a, i=i: logistic_loss(S[i] + a * np.eye(k)[labels[i]], y)
+
+        def f(a, i=i):
+            return logistic_loss(S[i] + a * np.eye(k)[labels[i]], y)
+
         assert got[i] == pytest.approx(numerical_derivative(f, alpha[i]), abs=1e-7)
     authors = alpha_gradient(S, labels, alpha, y, authors=True)
     right = labels == y
@@ -167,8 +176,7 @@ def test_mushroom_nominal_codes_and_missing_values(load, cls):
 
 
 def test_run_cell_uses_the_prequential_protocol(data_dir):
-    spec = CellSpec("onlinembbm", "balance", seed=1, params={"num_learners": 5, "gamma": 0.2},
-                    data_dir=str(data_dir))
+    spec = CellSpec("onlinembbm", "balance", seed=1, params={"num_learners": 5, "gamma": 0.2}, data_dir=str(data_dir))
     result = run_cell(spec)
     assert spec.resolved_protocol() == "prequential_last20"
     assert result.stream.phases["last20"]["n_examples"] == 125
@@ -239,6 +247,6 @@ def test_mbbm_state_memo_cleared_when_full_changes_no_prediction():
             largest = max(largest, len(model._memo.states))
         return out, largest
 
-    (full, largest), (cleared, _) = predictions(10 ** 9), predictions(30)
+    (full, largest), (cleared, _) = predictions(10**9), predictions(30)
     assert largest > 60  # the small memo was cleared several times
     assert np.array_equal(full, cleared)

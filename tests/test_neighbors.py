@@ -58,7 +58,9 @@ def test_knn_predicts_nothing_before_learning_and_survives_pickling():
     clone = pickle.loads(pickle.dumps(learner))
     clone.learn_one(np.zeros(3), np.array([0.0, 1.0]))
     learner.learn_one(np.zeros(3), np.array([0.0, 1.0]))
-    np.testing.assert_array_equal(clone.predict_one(np.full(3, 0.6))["scores"], learner.predict_one(np.full(3, 0.6))["scores"])
+    np.testing.assert_array_equal(
+        clone.predict_one(np.full(3, 0.6))["scores"], learner.predict_one(np.full(3, 0.6))["scores"]
+    )
 
 
 def test_knn_rejects_a_bad_vote_threshold_by_name():

@@ -23,8 +23,10 @@ def test_gradient_matches_finite_differences_of_the_smoothed_rank_loss(seed):
     scores, y = rng.normal(size=6), np.array([1, 0, 1, 0, 0, 1])
     grad = smoothed_rank_gradient(scores, y, 0.5)
     eps = 1e-6
-    numeric = [(smoothed_rank_loss(scores + eps * e, y, 0.5) - smoothed_rank_loss(scores - eps * e, y, 0.5))
-               / (2 * eps) for e in np.eye(6)]
+    numeric = [
+        (smoothed_rank_loss(scores + eps * e, y, 0.5) - smoothed_rank_loss(scores - eps * e, y, 0.5)) / (2 * eps)
+        for e in np.eye(6)
+    ]
     np.testing.assert_allclose(grad, numeric, atol=1e-6)
 
 
@@ -52,7 +54,9 @@ def test_sparse_and_dense_rows_give_the_same_model_and_the_shrinkage_is_exact():
     step = 0.1 / np.sqrt(61)
     grad = smoothed_rank_gradient(np.append(x, 1.0) @ W, y, 0.1)
     dense.learn_one(x, y)
-    np.testing.assert_allclose(dense.scale * dense.weights, (1 - step * 0.05) * W - step * np.outer(np.append(x, 1), grad))
+    np.testing.assert_allclose(
+        dense.scale * dense.weights, (1 - step * 0.05) * W - step * np.outer(np.append(x, 1), grad)
+    )
 
 
 def test_bad_smoothing_is_refused_by_name():

@@ -69,8 +69,9 @@ def test_exact_dual_step_maximises_the_exact_dual_found_by_brute_force(seed):
     def dual(lam):  # the Lagrangian at its exact minimiser V' = (I - 2 lam A)^{-1} V, explicit matrices
         return lagrangian(np.linalg.solve(np.eye(len(A)) - 2 * lam * A, V), V, A, lam, delta)
 
-    best = minimize_scalar(lambda lam: -dual(lam), bounds=(0.0, top * (1 - 1e-9)), method="bounded",
-                           options={"xatol": 1e-12})
+    best = minimize_scalar(
+        lambda lam: -dual(lam), bounds=(0.0, top * (1 - 1e-9)), method="bounded", options={"xatol": 1e-12}
+    )
     lam = exact_dual_step(mu, r, delta, 0.0, 1e5)
     assert exact_dual(lam, mu, r, delta) == pytest.approx(dual(lam), rel=1e-9)
     assert lam == pytest.approx(best.x, rel=1e-4, abs=1e-9)

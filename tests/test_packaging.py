@@ -20,17 +20,46 @@ def installed(tmp_path_factory):
     """A fresh virtual environment holding only the olb wheel; its dependencies come from this environment."""
     tmp = tmp_path_factory.mktemp("wheel")
     source = tmp / "source"  # a copy: building writes build/ next to the sources
-    shutil.copytree(ROOT, source, symlinks=True, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "build", "outputs", "*.egg-info", "__pycache__", "mlflow.db", "mlruns"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(tmp / "dist"), str(source)], check=True, capture_output=True, timeout=300)
+    shutil.copytree(
+        ROOT,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "build", "outputs", "*.egg-info", "__pycache__", "mlflow.db", "mlruns"
+        ),
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp / "dist"),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     wheel = next((tmp / "dist").glob("olb-*.whl"))
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp / "venv")], check=True, timeout=120)
     python = tmp / "venv" / "bin" / "python"
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)],
-                   check=True, capture_output=True, timeout=300)
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     Path(purelib, "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     cwd = tmp / "elsewhere"
     cwd.mkdir()
@@ -40,18 +69,44 @@ def installed(tmp_path_factory):
 
 def test_the_installed_package_is_not_the_checkout(installed):
     bin_dir, cwd, env = installed
-    where = subprocess.run([str(bin_dir / "python"), "-c", "import olb; print(olb.__file__, olb.conf_dir())"],
-                           cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
+    where = subprocess.run(
+        [str(bin_dir / "python"), "-c", "import olb; print(olb.__file__, olb.conf_dir())"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert str(ROOT) not in where and "site-packages/olb" in where
 
 
 def test_a_one_cell_grid_runs_from_outside_the_repository(installed):
     bin_dir, cwd, env = installed
-    grid = subprocess.run([str(bin_dir / "olb-grid"), "algorithms=[adaolmr]", "datasets=[emotions]", "seeds=1",
-                           "num_learners=2", "backend=serial", "tracking=off", "plots=false"],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    grid = subprocess.run(
+        [
+            str(bin_dir / "olb-grid"),
+            "algorithms=[adaolmr]",
+            "datasets=[emotions]",
+            "seeds=1",
+            "num_learners=2",
+            "backend=serial",
+            "tracking=off",
+            "plots=false",
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert grid.returncode == 0, grid.stderr[-2000:]
     assert "1 cells: 1 run" in grid.stdout and list(cwd.glob("outputs/default/*/table.md"))
-    one = subprocess.run([str(bin_dir / "olb-run"), "algorithm=adaolmr", "dataset=emotions", "num_learners=2"],
-                         cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    one = subprocess.run(
+        [str(bin_dir / "olb-run"), "algorithm=adaolmr", "dataset=emotions", "num_learners=2"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert one.returncode == 0 and "rank_loss:" in one.stdout, one.stderr[-2000:]

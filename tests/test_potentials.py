@@ -119,20 +119,30 @@ def test_bmr_value_equals_exact_enumeration(k, n_rel, gamma, n, margin):
         assert abs(pot.value(s, y, n) - exact) < 1e-12
 
 
-@pytest.mark.parametrize("k, n_rel, gamma, n, margin", [
-    (6, 2, 0.1, 20, 1.0),
-    (6, 1, 0.2, 99, 0.0),
-    (14, 5, 0.05, 40, 1.0),
-    (101, 4, 0.01, 60, 0.0),
-])
+@pytest.mark.parametrize(
+    "k, n_rel, gamma, n, margin",
+    [
+        (6, 2, 0.1, 20, 1.0),
+        (6, 1, 0.2, 99, 0.0),
+        (14, 5, 0.05, 40, 1.0),
+        (101, 4, 0.01, 60, 0.0),
+    ],
+)
 def test_bmr_value_matches_large_monte_carlo(k, n_rel, gamma, n, margin):
     rng = np.random.default_rng(n)
     pot = PairwisePotential(100, k, gamma, margin=margin)
     y = _relevance(k, n_rel, rng)
     s = rng.dirichlet(np.ones(k), size=30).sum(0)  # 30 weak learners' distributions, as with VFDT
     u = baseline(k, np.flatnonzero(y), gamma)
-    _assert_mc(pot.value(s, y, n), lambda S: pairwise_hinge_loss(S, y, margin), s, u, n, rng,
-               n_samples=100_000 if k > 100 else N_MC)
+    _assert_mc(
+        pot.value(s, y, n),
+        lambda S: pairwise_hinge_loss(S, y, margin),
+        s,
+        u,
+        n,
+        rng,
+        n_samples=100_000 if k > 100 else N_MC,
+    )
 
 
 @pytest.mark.parametrize("margin", [1.0, 0.0])
@@ -215,8 +225,15 @@ def test_topk_pair_values_match_large_monte_carlo(m, gamma, n):
     a, b = 3, 1
     s = rng.dirichlet(np.ones(m), size=10).sum(0)
     s[b] += 2.0  # a pair currently ranked wrong: Lambda is far from 0
-    _assert_mc(pot.pair_values(s[b] - s[a], n), lambda S: pair_hinge_loss(S, [a], [b]), s,
-               baseline(m, [a], gamma), n, rng, n_samples=100_000 if m > 100 else N_MC)
+    _assert_mc(
+        pot.pair_values(s[b] - s[a], n),
+        lambda S: pair_hinge_loss(S, [a], [b]),
+        s,
+        baseline(m, [a], gamma),
+        n,
+        rng,
+        n_samples=100_000 if m > 100 else N_MC,
+    )
 
 
 def test_topk_cost_vector_equals_direct_values():
@@ -252,8 +269,7 @@ def test_topk_lambda_depends_on_the_difference_only_and_is_proper():
 # ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("k, gamma, n", [(2, 0.1, 7), (3, 0.1, 6), (4, 0.2, 6), (5, 0.0, 5), (3, 0.3, 0),
-                                         (4, 0.5, 1)])
+@pytest.mark.parametrize("k, gamma, n", [(2, 0.1, 7), (3, 0.1, 6), (4, 0.2, 6), (5, 0.0, 5), (3, 0.3, 0), (4, 0.5, 1)])
 def test_zero_one_potential_equals_exact_enumeration(k, gamma, n):
     rng = np.random.default_rng(k * 100 + n)
     for _ in range(4):
@@ -268,9 +284,12 @@ def test_zero_one_potential_at_n99_equals_rational_arithmetic():
     p, q = (1 - g) / k + g, (1 - g) / k
     for r in range(k):
         l1, l2 = (l for l in range(k) if l != r)
-        err = sum(Fraction(factorial(n), factorial(j) * factorial(x) * factorial(n - j - x)) * p**j * q ** (n - j)
-                  for j in range(n + 1) for x in range(n - j + 1)
-                  if max(s[l1] + x, s[l2] + n - j - x) >= s[r] + j)
+        err = sum(
+            Fraction(factorial(n), factorial(j) * factorial(x) * factorial(n - j - x)) * p**j * q ** (n - j)
+            for j in range(n + 1)
+            for x in range(n - j + 1)
+            if max(s[l1] + x, s[l2] + n - j - x) >= s[r] + j
+        )
         assert abs(zero_one_potential(np.array(s, float), r, n, 0.1) - float(err)) < 5e-14
 
 
@@ -283,20 +302,26 @@ def test_zero_one_potential_accepts_real_scores():
     assert zero_one_potential(rng.normal(size=3), 0, 0, 0.1) in (0.0, 1.0)
 
 
-@pytest.mark.parametrize("k, gamma, n, votes", [(26, 0.1, 99, 0), (26, 0.05, 50, 49), (8, 0.2, 70, 29),
-                                                (5, 0.1, 10, 89)])
+@pytest.mark.parametrize(
+    "k, gamma, n, votes", [(26, 0.1, 99, 0), (26, 0.05, 50, 49), (8, 0.2, 70, 29), (5, 0.1, 10, 89)]
+)
 def test_zero_one_potential_matches_large_monte_carlo(k, gamma, n, votes):
     rng = np.random.default_rng(votes)
     s = np.bincount(rng.integers(0, k, votes), minlength=k).astype(float)  # s^{i-1}, sum i - 1 = N - 1 - n
     r = int(np.argsort(s)[k // 2])
-    _assert_mc(zero_one_potential(s, r, n, gamma), lambda S: zero_one_loss(S, r), s, baseline(k, [r], gamma),
-               n, rng)
+    _assert_mc(zero_one_potential(s, r, n, gamma), lambda S: zero_one_loss(S, r), s, baseline(k, [r], gamma), n, rng)
 
 
 def test_mbbm_cost_matrix_equals_direct_potentials():
     rng = np.random.default_rng(6)
-    for k, gamma, n, votes in [(3, 0.1, 99, 0), (5, 0.2, 40, 59), (8, 0.1, 12, 87), (26, 0.05, 30, 69),
-                               (4, 0.1, 0, 6), (26, 0.1, 3, 96)]:
+    for k, gamma, n, votes in [
+        (3, 0.1, 99, 0),
+        (5, 0.2, 40, 59),
+        (8, 0.1, 12, 87),
+        (26, 0.05, 30, 69),
+        (4, 0.1, 0, 6),
+        (26, 0.1, 3, 96),
+    ]:
         s = np.bincount(rng.integers(0, min(k, 6), votes), minlength=k).astype(float)
         C = mbbm_cost_matrix(s, n, gamma)
         direct = [[zero_one_potential(s + np.eye(k)[l], r, n, gamma) for l in range(k)] for r in range(k)]

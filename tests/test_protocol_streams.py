@@ -26,8 +26,11 @@ class Journal(OnlineLearner):
     name = "journal"
     outputs = ("scores", "labels")
     predict_before_learn = False
-    params = {"init_fraction": INIT_FRACTION, "feature_scaling": FEATURE_SCALING,
-              "sparse": Param(bool, False, doc="accept CSR rows")}
+    params = {
+        "init_fraction": INIT_FRACTION,
+        "feature_scaling": FEATURE_SCALING,
+        "sparse": Param(bool, False, doc="accept CSR rows"),
+    }
 
     def __init__(self, n_features, n_labels, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
@@ -117,5 +120,7 @@ def test_a_metric_needs_an_output_the_learner_declares():
         name = "ranker"
         outputs = ("scores",)
 
-    with pytest.raises(ValueError, match="metric 'hamming_loss' needs the learner's 'labels' output, and ranker gives only 'scores'"):
+    with pytest.raises(
+        ValueError, match="metric 'hamming_loss' needs the learner's 'labels' output, and ranker gives only 'scores'"
+    ):
         run_stream(Ranker(4, 3), data, make_phases(data, "train_frozen"), metrics=("rank_loss", "hamming_loss"))

@@ -72,9 +72,23 @@ class TwoNodes:
     def _node(self, name: str, *args: str) -> None:
         log = open(self.root / f"{name}.log", "wb")
         self.procs[name] = subprocess.Popen(
-            ["bash", str(RAY_NODE), *args, "--num-cpus", "1", "--temp-dir", str(self.root / name),
-             "--pid-file", str(self.root / f"{name}.pid")],
-            env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            [
+                "bash",
+                str(RAY_NODE),
+                *args,
+                "--num-cpus",
+                "1",
+                "--temp-dir",
+                str(self.root / name),
+                "--pid-file",
+                str(self.root / f"{name}.pid"),
+            ],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         log.close()
 
     def start(self) -> None:
@@ -84,14 +98,30 @@ class TwoNodes:
             assert self.procs["head"].poll() is None, self.logs()
             assert time.monotonic() < deadline, "the head did not open its port\n" + self.logs()
             time.sleep(0.5)
-        self._node("worker", "worker", "--port-base", str(self.worker_base), "--node-ip", WORKER_IP,
-                   "--head", self.address)
+        self._node(
+            "worker", "worker", "--port-base", str(self.worker_base), "--node-ip", WORKER_IP, "--head", self.address
+        )
 
     def wait(self, nodes: int, timeout: float) -> subprocess.CompletedProcess:
         watch = [f"--watch={p.pid}={name}" for name, p in self.procs.items()]
-        return subprocess.run([sys.executable, str(TOOLS), "wait", "--address", self.address, "--nodes", str(nodes),
-                               "--timeout", str(timeout), *watch], env=self.env, capture_output=True, text=True,
-                              timeout=timeout + 60)
+        return subprocess.run(
+            [
+                sys.executable,
+                str(TOOLS),
+                "wait",
+                "--address",
+                self.address,
+                "--nodes",
+                str(nodes),
+                "--timeout",
+                str(timeout),
+                *watch,
+            ],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout + 60,
+        )
 
     def sessions(self) -> list[int]:
         return [int(p.read_text()) for p in self.root.glob("*.pid")]
@@ -144,9 +174,18 @@ def test_a_node_that_never_joins_times_out_with_a_message(cluster):
 
 def test_grid_runs_across_both_nodes(cluster, tmp_path):
     # no backend.address: the grid takes the cluster from RAY_ADDRESS, as under `ray job submit`
-    cmd = [sys.executable, "-m", "olb.grid", "num_learners=2", "seeds=2", "plots=false",
-           "tracking.cell_artifacts=false", f"tracking.uri=sqlite:///{tmp_path}/mlflow.db",
-           "imports=[olb_node_probe]", f"hydra.run.dir={tmp_path}/out"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "olb.grid",
+        "num_learners=2",
+        "seeds=2",
+        "plots=false",
+        "tracking.cell_artifacts=false",
+        f"tracking.uri=sqlite:///{tmp_path}/mlflow.db",
+        "imports=[olb_node_probe]",
+        f"hydra.run.dir={tmp_path}/out",
+    ]
     env = {**cluster.env, "RAY_ADDRESS": cluster.address}
     r = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=400)
     out = r.stdout + r.stderr

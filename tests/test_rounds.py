@@ -31,8 +31,12 @@ def _scores(m, k, rng):
 
 
 def test_compiled_expit_is_scipys_bit_for_bit():
-    assert_same_as_ufunc(rounds.expit, expit, (0.3, 1.0, 3.0, 12.0, 100.0, 800.0),
-                         [0.0, -0.0, np.inf, -np.inf, 36.7, -36.7, 709.0, -745.0])
+    assert_same_as_ufunc(
+        rounds.expit,
+        expit,
+        (0.3, 1.0, 3.0, 12.0, 100.0, 800.0),
+        [0.0, -0.0, np.inf, -np.inf, 36.7, -36.7, 709.0, -745.0],
+    )
 
 
 def _numpy_logistic_rank_gradient(S, relevant):
@@ -51,7 +55,9 @@ def test_logistic_rank_gradient_is_numpys(k):
     for relevant in _relevant_sets(k, rng):
         for m in (2, 3, 101):  # the boosters' N + 1 states, N >= 1
             S = _scores(m, k, rng)
-            assert np.array_equal(rounds.logistic_rank_gradient(S, relevant), _numpy_logistic_rank_gradient(S, relevant))
+            assert np.array_equal(
+                rounds.logistic_rank_gradient(S, relevant), _numpy_logistic_rank_gradient(S, relevant)
+            )
 
 
 @pytest.mark.parametrize("k", list(range(1, 40)) + [101, 174])
@@ -133,8 +139,9 @@ def test_logistic_cost_rows_and_alpha_gradient_are_numpys(k):
     alpha, labels = rng.uniform(-2, 2, 100), rng.integers(0, k, 100)
     for y in range(k):
         for authors in (False, True):
-            assert np.array_equal(rounds.alpha_gradient(S, labels, alpha, y, authors),
-                                  _numpy_alpha_gradient(S, labels, alpha, y, authors))
+            assert np.array_equal(
+                rounds.alpha_gradient(S, labels, alpha, y, authors), _numpy_alpha_gradient(S, labels, alpha, y, authors)
+            )
 
 
 def _numpy_adaolm_chain(H, tie, alpha):
@@ -233,8 +240,10 @@ def test_pairwise_cost_vectors_and_onlinebmr_round_are_numpys(k):
             assert np.array_equal(rounds.onlinebmr_round(states, relevant, *tables, margin), weights)
             for m in (1, 7):  # scores far outside the table's range too (clipped rows)
                 S, horizons = _scores(m, k, rng), rng.integers(0, N + 1, m)
-                assert np.array_equal(rounds.pairwise_cost_vectors(S, relevant, horizons, *tables, margin),
-                                      _numpy_pairwise_cost_vectors(S, relevant, horizons, law, margin))
+                assert np.array_equal(
+                    rounds.pairwise_cost_vectors(S, relevant, horizons, *tables, margin),
+                    _numpy_pairwise_cost_vectors(S, relevant, horizons, law, margin),
+                )
 
 
 def _numpy_pair_cost_vector(s, a_idx, b_idx, w, n, law, margin):
@@ -268,14 +277,18 @@ def test_pair_cost_vectors_are_numpys(k):
                 w = 1.0 / rng.uniform(0.05, 1.0, n_pairs)
                 states = rounds.expert_states(np.ones(N), rng.dirichlet(np.ones(k) * rng.uniform(0.05, 2.0), size=N))
                 horizons = np.arange(N - 1, -1, -1)
-                expected = np.stack([_numpy_pair_cost_vector(states[i], a, b, w, N - 1 - i, law, margin)
-                                     for i in range(N)])
-                assert np.array_equal(rounds.pair_cost_vectors(states[:-1], a, b, w, horizons, *tables, margin),
-                                      expected)
+                expected = np.stack(
+                    [_numpy_pair_cost_vector(states[i], a, b, w, N - 1 - i, law, margin) for i in range(N)]
+                )
+                assert np.array_equal(
+                    rounds.pair_cost_vectors(states[:-1], a, b, w, horizons, *tables, margin), expected
+                )
                 assert np.array_equal(potential.cost_vectors(states[:-1], a, b, horizons, w), expected)
                 S, n = _scores(1, k, rng), int(rng.integers(0, N + 1))  # far outside the table's range too
-                assert np.array_equal(potential.cost_vector(S[0], a, b, n),
-                                      _numpy_pair_cost_vector(S[0], a, b, np.ones(n_pairs), n, law, margin))
+                assert np.array_equal(
+                    potential.cost_vector(S[0], a, b, n),
+                    _numpy_pair_cost_vector(S[0], a, b, np.ones(n_pairs), n, law, margin),
+                )
 
 
 @pytest.mark.parametrize("k", LABEL_COUNTS)

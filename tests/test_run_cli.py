@@ -15,21 +15,28 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def olb_run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OLB_CACHE_DIR": str(tmp_path / "cache")}
-    return subprocess.run([sys.executable, "-m", "olb.run", *args], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "olb.run", *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+    )
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["algorithm=adaolmr", "dataset=emotins"], "unknown data set 'emotins' (did you mean 'emotions'?)"),
-    (["algorithm=adaolmrr", "dataset=emotions"], "unknown algorithm 'adaolmrr' (did you mean 'adaolmr'?)"),
-    (["algorithm=adaolmr", "dataset=emotions", "num_lerners=2"], "unknown key 'num_lerners' (did you mean 'num_learners'?)"),
-    (["algorithm=adaolmr", "dataset=emotions", "protocol=train_tst"], "(did you mean 'train_test'?)"),
-    (["algorithm=adaolmr", "dataset=emotions", "metrics=[hamming_loss]"], "needs the learner's 'labels' output"),
-    (["algorithm=adaolmr", "dataset=image"], "data set 'image' is not available"),
-    (["algorithm=adaolmr"], "missing dataset"),
-    (["adaolmr"], "expected key=value, got 'adaolmr'"),
-    (["algorithm=adaolmr", "dataset=emotions", "seed=[1"], "seed: cannot read the value"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["algorithm=adaolmr", "dataset=emotins"], "unknown data set 'emotins' (did you mean 'emotions'?)"),
+        (["algorithm=adaolmrr", "dataset=emotions"], "unknown algorithm 'adaolmrr' (did you mean 'adaolmr'?)"),
+        (
+            ["algorithm=adaolmr", "dataset=emotions", "num_lerners=2"],
+            "unknown key 'num_lerners' (did you mean 'num_learners'?)",
+        ),
+        (["algorithm=adaolmr", "dataset=emotions", "protocol=train_tst"], "(did you mean 'train_test'?)"),
+        (["algorithm=adaolmr", "dataset=emotions", "metrics=[hamming_loss]"], "needs the learner's 'labels' output"),
+        (["algorithm=adaolmr", "dataset=image"], "data set 'image' is not available"),
+        (["algorithm=adaolmr"], "missing dataset"),
+        (["adaolmr"], "expected key=value, got 'adaolmr'"),
+        (["algorithm=adaolmr", "dataset=emotions", "seed=[1"], "seed: cannot read the value"),
+    ],
+)
 def test_bad_arguments_get_one_line_and_exit_2(tmp_path, args, expected):
     proc = olb_run(*args, tmp_path=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
@@ -47,10 +54,17 @@ def test_help_and_a_cell(tmp_path):
 
 
 def test_help_imports_no_heavy_module(tmp_path):
-    code = ("import sys, runpy; sys.argv = ['olb.run', '--help']\n"
-            "try: runpy.run_module('olb.run', run_name='__main__')\nexcept SystemExit: pass\n"
-            "print(sorted(m for m in ('pandas', 'pooch', 'mlflow', 'ray', 'matplotlib', 'scipy', 'olb.registry') "
-            "if m in sys.modules))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    code = (
+        "import sys, runpy; sys.argv = ['olb.run', '--help']\n"
+        "try: runpy.run_module('olb.run', run_name='__main__')\nexcept SystemExit: pass\n"
+        "print(sorted(m for m in ('pandas', 'pooch', 'mlflow', 'ray', 'matplotlib', 'scipy', 'olb.registry') "
+        "if m in sys.modules))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stderr

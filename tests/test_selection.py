@@ -19,7 +19,7 @@ def _dataset(n_train=23, n_test=5):
 def test_folds_partition_the_training_rows_only():
     data = _dataset()
     folds = fold_datasets(data, 5, seed=3)
-    held_out = np.vstack([f.X[f.n_train:] for f in folds])
+    held_out = np.vstack([f.X[f.n_train :] for f in folds])
     assert sorted(map(tuple, held_out)) == sorted(map(tuple, data.X[:23]))  # every training row held out once
     assert {f.n_examples - f.n_train for f in folds} == {4, 5} and all(f.n_examples == 23 for f in folds)
     assert not any((f.X[:, None] == data.X[23:][None]).all(-1).any() for f in folds)  # test rows never used

@@ -50,8 +50,9 @@ def test_cpus_per_node_come_from_slurms_list():
 
 
 def test_outside_slurm_is_a_clear_error():
-    r = subprocess.run(["bash", str(SBATCH), "+experiment=default"], env=_clean_env(), capture_output=True,
-                       text=True, timeout=30)
+    r = subprocess.run(
+        ["bash", str(SBATCH), "+experiment=default"], env=_clean_env(), capture_output=True, text=True, timeout=30
+    )
     assert r.returncode == 2
     assert "not inside a Slurm job" in r.stderr and "sbatch" in r.stderr
 
@@ -72,8 +73,16 @@ def slurm():
 
 def submit(cluster, workdir: Path, args: list[str], sbatch_opts: list[str] = (), **env) -> str:
     env = cluster.env(_clean_env(**{"OLB_PYTHON": sys.executable, **env}))
-    r = cluster.run("sbatch", "--parsable", f"--chdir={workdir}", f"--output={workdir}/slurm-%j.out",
-                    *sbatch_opts, str(SBATCH), *args, env=env)
+    r = cluster.run(
+        "sbatch",
+        "--parsable",
+        f"--chdir={workdir}",
+        f"--output={workdir}/slurm-%j.out",
+        *sbatch_opts,
+        str(SBATCH),
+        *args,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr
     return r.stdout.strip().split(";")[0]
 
@@ -84,8 +93,9 @@ def job_log(workdir: Path, job: str) -> str:
 
 
 def test_bad_submissions_fail_with_clear_errors(slurm, tmp_path):
-    no_python = submit(slurm, tmp_path, ["+experiment=default"], ["--cpus-per-task=1"],
-                       OLB_PYTHON="/nonexistent/venv/bin/python")
+    no_python = submit(
+        slurm, tmp_path, ["+experiment=default"], ["--cpus-per-task=1"], OLB_PYTHON="/nonexistent/venv/bin/python"
+    )
     no_experiment = submit(slurm, tmp_path, ["+experiment=no_such_table"], ["--cpus-per-task=1"])
     assert slurm.wait_job(no_python, 60) == "FAILED", job_log(tmp_path, no_python)
     assert slurm.wait_job(no_experiment, 90) == "FAILED", job_log(tmp_path, no_experiment)

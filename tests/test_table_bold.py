@@ -9,8 +9,14 @@ from olb.grid.results import _mark_best
 
 
 def _row(algorithm, values, metric="f1"):
-    return {"dataset": "d", "metric": metric, "algorithm": algorithm, "n_seeds": len(values),
-            "mean": sum(values) / len(values), "per_seed": dict(enumerate(values))}
+    return {
+        "dataset": "d",
+        "metric": metric,
+        "algorithm": algorithm,
+        "n_seeds": len(values),
+        "mean": sum(values) / len(values),
+        "per_seed": dict(enumerate(values)),
+    }
 
 
 def test_best_and_not_significantly_worse_are_bold():

@@ -27,8 +27,14 @@ Wrapped = thresholded(FixedScores)
 def test_the_wrapped_scorer_ranks_exactly_as_without_the_threshold(data_dir):
     spec = dict(dataset="emotions", seed=2, protocol="train_frozen", data_dir=str(data_dir))
     plain = run_cell(CellSpec("adaolmr", params={"num_learners": 4}, metrics=("rank_loss",), **spec))
-    wrapped = run_cell(CellSpec("adaolmr+threshold", params={"num_learners": 4, "feature_scaling": "none"},
-                                metrics=("rank_loss", "f1"), **spec))
+    wrapped = run_cell(
+        CellSpec(
+            "adaolmr+threshold",
+            params={"num_learners": 4, "feature_scaling": "none"},
+            metrics=("rank_loss", "f1"),
+            **spec,
+        )
+    )
     assert wrapped.metrics["rank_loss"] == plain.metrics["rank_loss"]
     assert get_algorithm("onlinebmr+threshold").params["gamma"] is get_algorithm("onlinebmr").params["gamma"]
 

@@ -55,12 +55,22 @@ def _state(N, m, seed):
     return H, states, relevant
 
 
-@pytest.mark.parametrize("exploration,m,k", [("uniform", 6, 3), ("uniform", 7, 2), ("single_swap", 6, 3),
-                                             ("single_swap", 7, 4)])
+@pytest.mark.parametrize(
+    "exploration,m,k", [("uniform", 6, 3), ("uniform", 7, 2), ("single_swap", 6, 3), ("single_swap", 7, 4)]
+)
 def test_topopt_costs_are_unbiased_estimates_of_the_full_surrogate_costs(exploration, m, k):
     N = 4
-    model = TopOpt(n_features=2, n_labels=m, seed=0, num_learners=N, gamma=0.2, k=k, rho=0.2,
-                   exploration=exploration, clip_probabilities=False)
+    model = TopOpt(
+        n_features=2,
+        n_labels=m,
+        seed=0,
+        num_learners=N,
+        gamma=0.2,
+        k=k,
+        rho=0.2,
+        exploration=exploration,
+        clip_probabilities=False,
+    )
     _, states, relevant = _state(N, m, seed=m + k)
     expected = _expected(model, states, relevant, lambda a, b, w: model._cost_vectors(states, a, b, w))
     A, B = np.flatnonzero(relevant), np.flatnonzero(~relevant)
@@ -72,8 +82,16 @@ def test_topopt_costs_are_unbiased_estimates_of_the_full_surrogate_costs(explora
 @pytest.mark.parametrize("exploration,m,k", [("uniform", 6, 3), ("single_swap", 6, 3), ("single_swap", 8, 3)])
 def test_topada_costs_and_rank_losses_are_unbiased(exploration, m, k):
     N = 5
-    model = TopAda(n_features=2, n_labels=m, seed=0, num_learners=N, k=k, rho=0.2, exploration=exploration,
-                   clip_probabilities=False)
+    model = TopAda(
+        n_features=2,
+        n_labels=m,
+        seed=0,
+        num_learners=N,
+        k=k,
+        rho=0.2,
+        exploration=exploration,
+        clip_probabilities=False,
+    )
     _, states, relevant = _state(N, m, seed=m)
     states[3, :2] = states[3, 2]  # ties count as mis-ordered in the Hedge loss
     costs = _expected(model, states, relevant, lambda a, b, w: pair_logistic_gradients(states, a, b, w)[:-1])
@@ -113,17 +131,20 @@ def test_registry_and_hyperparameters():
     assert "loops" not in TopOpt.params  # a protocol setting (CellSpec.loops), not a hyperparameter
 
 
-@pytest.mark.parametrize("cls,params,match", [
-    (TopOpt, {"k": 6}, r"topopt: k=6 must be smaller than the number of labels \(6\)"),
-    (TopAda, {"k": 9}, r"topada: k=9 must be smaller than the number of labels \(6\)"),
-    (TopAda, {"rho": 0.0}, r"rho=0.0 is out of range"),
-    (TopAda, {"rho": 1.0}, r"rho=1.0 is out of range"),
-    (TopOpt, {"exploration": "single_swap", "k": 2}, r"single_swap' needs k >= 3 and rho < 0.25"),
-    (TopAda, {"exploration": "single_swap", "rho": 0.3}, r"single_swap' needs k >= 3 and rho < 0.25"),
-    (TopAda, {"exploration": "d_swap"}, r"exploration='d_swap' is not allowed"),
-    (TopOpt, {"gamma": 1.0}, r"gamma=1.0 is out of range"),
-    (TopAda, {"gamma": 0.1}, r"unknown hyperparameter\(s\) \['gamma'\]"),
-])
+@pytest.mark.parametrize(
+    "cls,params,match",
+    [
+        (TopOpt, {"k": 6}, r"topopt: k=6 must be smaller than the number of labels \(6\)"),
+        (TopAda, {"k": 9}, r"topada: k=9 must be smaller than the number of labels \(6\)"),
+        (TopAda, {"rho": 0.0}, r"rho=0.0 is out of range"),
+        (TopAda, {"rho": 1.0}, r"rho=1.0 is out of range"),
+        (TopOpt, {"exploration": "single_swap", "k": 2}, r"single_swap' needs k >= 3 and rho < 0.25"),
+        (TopAda, {"exploration": "single_swap", "rho": 0.3}, r"single_swap' needs k >= 3 and rho < 0.25"),
+        (TopAda, {"exploration": "d_swap"}, r"exploration='d_swap' is not allowed"),
+        (TopOpt, {"gamma": 1.0}, r"gamma=1.0 is out of range"),
+        (TopAda, {"gamma": 0.1}, r"unknown hyperparameter\(s\) \['gamma'\]"),
+    ],
+)
 def test_bad_settings_fail_before_any_tree_is_built(monkeypatch, cls, params, match):
     monkeypatch.setattr(mlr_boosting, "build_weak_learners", lambda *a, **kw: pytest.fail("trees were built"))
     with pytest.raises(ValueError, match=match):

@@ -9,8 +9,12 @@ import pytest
 
 from olb.data.dataset import Dataset
 from olb.feedback import TopKFeedback, observed_pairs, ranking, ranking_scores
-from olb.learners.boosting.exploration import (SingleSwapExploration, UniformExploration, importance_weights,
-                                               make_exploration)
+from olb.learners.boosting.exploration import (
+    SingleSwapExploration,
+    UniformExploration,
+    importance_weights,
+    make_exploration,
+)
 from olb.protocol import make_phases, run_stream
 
 SCHEMES = [UniformExploration, SingleSwapExploration]
@@ -62,8 +66,9 @@ def test_feedback_does_not_depend_on_labels_outside_the_top_k():
     a = TopKFeedback.from_prediction(scores, np.array([1, 0, 1, 0, 0]), k=3)
     b = TopKFeedback.from_prediction(scores, np.array([1, 0, 1, 1, 1]), k=3)
     assert repr(a) == repr(b)
-    assert [x.tobytes() for x in gc.get_referents(a) if isinstance(x, np.ndarray)] == \
-           [x.tobytes() for x in gc.get_referents(b) if isinstance(x, np.ndarray)]
+    assert [x.tobytes() for x in gc.get_referents(a) if isinstance(x, np.ndarray)] == [
+        x.tobytes() for x in gc.get_referents(b) if isinstance(x, np.ndarray)
+    ]
 
 
 @pytest.mark.parametrize("k", [0, 6, 7, 2.5])
@@ -168,8 +173,15 @@ def _empirical_pairs(scheme, order, rng, size):
     return T
 
 
-@pytest.mark.parametrize("cls,m,k,rho", [(UniformExploration, 6, 3, 0.3), (UniformExploration, 14, 3, 0.1),
-                                         (SingleSwapExploration, 6, 3, 0.2), (SingleSwapExploration, 14, 4, 0.2)])
+@pytest.mark.parametrize(
+    "cls,m,k,rho",
+    [
+        (UniformExploration, 6, 3, 0.3),
+        (UniformExploration, 14, 3, 0.1),
+        (SingleSwapExploration, 6, 3, 0.2),
+        (SingleSwapExploration, 14, 4, 0.2),
+    ],
+)
 def test_pair_probabilities_match_simulation(cls, m, k, rho):
     """2e5 explored rankings of a tied score vector: the scheme acts on the ranking, ties change nothing."""
     scheme = cls(m, k, rho)
@@ -209,8 +221,15 @@ def test_single_swap_moves_at_most_two_labels_across_the_cut():
 # ------------------------------------------------------------------------------------------ unbiasedness
 
 
-@pytest.mark.parametrize("cls,m,k,rho", [(UniformExploration, 6, 3, 0.3), (UniformExploration, 8, 4, 0.2),
-                                         (SingleSwapExploration, 6, 3, 0.2), (SingleSwapExploration, 9, 3, 0.24)])
+@pytest.mark.parametrize(
+    "cls,m,k,rho",
+    [
+        (UniformExploration, 6, 3, 0.3),
+        (UniformExploration, 8, 4, 0.2),
+        (SingleSwapExploration, 6, 3, 0.2),
+        (SingleSwapExploration, 9, 3, 0.24),
+    ],
+)
 def test_importance_weighted_estimate_is_unbiased(cls, m, k, rho):
     """Eq. 1 with the exact P: mean of L-hat over 2e5 explorations = the full unweighted hinge rank loss."""
     rng = np.random.default_rng(m + k)
@@ -235,13 +254,16 @@ def test_observed_pairs_and_clipped_weights():
     assert importance_weights(np.array([1e-4]), clip=False)[0] == pytest.approx(1e4)
 
 
-@pytest.mark.parametrize("name,k,rho,match", [
-    ("single_swap", 2, 0.1, "needs k >= 3"),
-    ("single_swap", 3, 0.25, "needs rho < 0.25"),
-    ("uniform", 6, 0.1, "k=6 with 6 labels"),
-    ("uniform", 3, 1.0, "rho=1.0 must lie in"),
-    ("bandit", 3, 0.1, "unknown exploration 'bandit'"),
-])
+@pytest.mark.parametrize(
+    "name,k,rho,match",
+    [
+        ("single_swap", 2, 0.1, "needs k >= 3"),
+        ("single_swap", 3, 0.25, "needs rho < 0.25"),
+        ("uniform", 6, 0.1, "k=6 with 6 labels"),
+        ("uniform", 3, 1.0, "rho=1.0 must lie in"),
+        ("bandit", 3, 0.1, "unknown exploration 'bandit'"),
+    ],
+)
 def test_scheme_conditions_are_enforced(name, k, rho, match):
     with pytest.raises(ValueError, match=match):
         make_exploration(name, 6, k, rho)

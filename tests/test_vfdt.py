@@ -50,9 +50,23 @@ def _decide(class_0, class_1):
     g_weight, g_mean, g_m2 = mass[:, None, :].copy(), np.full((1, 1, 2), 0.5), np.full((1, 1, 2), 0.01)
     g_min, g_max = np.array([[[0.0, 0.95]]]), np.array([[[0.05, 1.0]]])
     splits, _, _, usable, per_feature, *_ = vfdt_core.evaluate_splits(
-        np.array([0]), np.array([0]), np.array([0]), mass, mass > 0, g_weight, g_mean, g_m2, g_min, g_max,
-        np.arange(1, 11) / 11, 1e-12, 0.01, np.array([0.0, 0.0, 1.0]),
-        np.array([np.log(2.0)]), np.array([0.05]))
+        np.array([0]),
+        np.array([0]),
+        np.array([0]),
+        mass,
+        mass > 0,
+        g_weight,
+        g_mean,
+        g_m2,
+        g_min,
+        g_max,
+        np.arange(1, 11) / 11,
+        1e-12,
+        0.01,
+        np.array([0.0, 0.0, 1.0]),
+        np.array([np.log(2.0)]),
+        np.array([0.05]),
+    )
     assert usable[0, 0]
     return per_feature[0, 0], bool(splits[0])
 
@@ -109,7 +123,7 @@ def test_storage_grows_beyond_initial_capacity():
     rng = np.random.default_rng(4)
     forest = VFDTForest(1, 3, 2, seed=4, tau_range=(0.5, 0.9), grace_range=(1, 2))
     X, y = _stream(2000, rng)
-    y = ((X[:, 0] * 10).astype(int) % 2)  # many alternating bands need many leaves
+    y = (X[:, 0] * 10).astype(int) % 2  # many alternating bands need many leaves
     _train(forest, X, y)
     assert forest.n_nodes > 4
     assert len(forest.split_feature) >= forest.n_nodes

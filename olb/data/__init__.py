@@ -58,8 +58,9 @@ def load_dataset(name: str, data_dir: DataDirs = None, verify_checksums: bool = 
     return load_with_provenance(name, data_dir, verify_checksums)[0]
 
 
-def load_with_provenance(name: str, data_dir: DataDirs = None,
-                         verify_checksums: bool = True) -> tuple[Dataset, Provenance]:
+def load_with_provenance(
+    name: str, data_dir: DataDirs = None, verify_checksums: bool = True
+) -> tuple[Dataset, Provenance]:
     """`load_dataset` and the `Provenance` (files, hashes, fingerprint) of what it read."""
     spec = dataset_spec(name)
     if spec.format == "synthetic":

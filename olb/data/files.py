@@ -31,7 +31,9 @@ def data_dirs(data_dir: DataDirs = None) -> list[Path]:
     if not data_dir:
         return []
     items = [data_dir] if isinstance(data_dir, (str, os.PathLike)) else list(data_dir)
-    parts = [part for item in items for part in (os.fspath(item).split(os.pathsep) if isinstance(item, str) else [item])]
+    parts = [
+        part for item in items for part in (os.fspath(item).split(os.pathsep) if isinstance(item, str) else [item])
+    ]
     return [Path(part).expanduser() for part in parts if os.fspath(part)]
 
 
@@ -77,8 +79,9 @@ def _download(spec: DatasetSpec, file: FileSpec, roots: list[Path]) -> Path:
     try:
         pooch.retrieve(file.url, known_hash, fname=target.name, path=target.parent, progressbar=False)
     except (OSError, ValueError) as exc:  # requests' errors are OSErrors; pooch's checksum mismatch a ValueError
-        raise DownloadError(f"{stale}could not download {file.url} to {target}: {exc}. "
-                            f"{_where_to_put(spec, roots)}") from exc
+        raise DownloadError(
+            f"{stale}could not download {file.url} to {target}: {exc}. {_where_to_put(spec, roots)}"
+        ) from exc
     return target
 
 

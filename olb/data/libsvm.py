@@ -42,9 +42,10 @@ def read_libsvm(path: Path, n_features: int) -> tuple[sparse.csr_array, list[lis
             columns += index
             values += cells
             label_lists.append(labels)
-    X = sparse.csr_array((np.array(values, dtype=np.float64), (np.array(rows, dtype=np.int64),
-                                                               np.array(columns, dtype=np.int64) - 1)),
-                         shape=(len(label_lists), n_features))
+    X = sparse.csr_array(
+        (np.array(values, dtype=np.float64), (np.array(rows, dtype=np.int64), np.array(columns, dtype=np.int64) - 1)),
+        shape=(len(label_lists), n_features),
+    )
     X.sum_duplicates()
     return X, label_lists
 

@@ -51,26 +51,43 @@ def read_parsed(name: str, fingerprint: str) -> Dataset | None:
             else:
                 from scipy import sparse
 
-                X = sparse.csr_array((arrays["X_data"], arrays["X_indices"], arrays["X_indptr"]),
-                                     shape=tuple(arrays["X_shape"]))
+                X = sparse.csr_array(
+                    (arrays["X_data"], arrays["X_indices"], arrays["X_indptr"]), shape=tuple(arrays["X_shape"])
+                )
             Y = arrays["Y"]
     except (OSError, ValueError, KeyError):
         return None
-    return Dataset(name=meta["name"], X=X, Y=Y, task=meta["task"], feature_names=tuple(meta["feature_names"]),
-                   label_names=tuple(meta["label_names"]), n_train=meta["n_train"],
-                   nominal=tuple(tuple(c) if c is not None else None for c in meta["nominal"]))
+    return Dataset(
+        name=meta["name"],
+        X=X,
+        Y=Y,
+        task=meta["task"],
+        feature_names=tuple(meta["feature_names"]),
+        label_names=tuple(meta["label_names"]),
+        n_train=meta["n_train"],
+        nominal=tuple(tuple(c) if c is not None else None for c in meta["nominal"]),
+    )
 
 
 def write_parsed(dataset: Dataset, fingerprint: str) -> None:
     """Store ``dataset`` under its fingerprint; a cache that cannot be written is skipped silently."""
     target = parsed_path(dataset.name, fingerprint)
-    meta = {"name": dataset.name, "task": dataset.task, "feature_names": list(dataset.feature_names),
-            "label_names": list(dataset.label_names), "n_train": dataset.n_train,
-            "nominal": [list(c) if c is not None else None for c in dataset.nominal]}
+    meta = {
+        "name": dataset.name,
+        "task": dataset.task,
+        "feature_names": list(dataset.feature_names),
+        "label_names": list(dataset.label_names),
+        "n_train": dataset.n_train,
+        "nominal": [list(c) if c is not None else None for c in dataset.nominal],
+    }
     arrays = {"Y": dataset.Y, "meta": np.array(json.dumps(meta))}
     if dataset.is_sparse:
-        arrays.update(X_data=dataset.X.data, X_indices=dataset.X.indices, X_indptr=dataset.X.indptr,
-                      X_shape=np.array(dataset.X.shape))
+        arrays.update(
+            X_data=dataset.X.data,
+            X_indices=dataset.X.indices,
+            X_indptr=dataset.X.indptr,
+            X_shape=np.array(dataset.X.shape),
+        )
     else:
         arrays["X"] = dataset.X
     try:

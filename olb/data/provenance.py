@@ -77,12 +77,21 @@ def provenance(spec: DatasetSpec, paths: dict[str, Path], verify_checksums: bool
                 )
     # How the bytes are read is part of the data: the format and its options (label columns, nominal
     # categories, generator parameters) and the declared split.
-    identity = {"files": hashes, "format": spec.format, "options": spec.options,
-                "split": spec.split.as_dict() if spec.split else None}
+    identity = {
+        "files": hashes,
+        "format": spec.format,
+        "options": spec.options,
+        "split": spec.split.as_dict() if spec.split else None,
+    }
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
     verified = verify_checksums and all(spec.files[role].sha256 for role in paths)
-    return Provenance(spec.name, hashlib.sha256(text.encode()).hexdigest()[:16],
-                      {role: str(path) for role, path in paths.items()}, hashes, verified)
+    return Provenance(
+        spec.name,
+        hashlib.sha256(text.encode()).hexdigest()[:16],
+        {role: str(path) for role, path in paths.items()},
+        hashes,
+        verified,
+    )
 
 
 def _hash_cache_path() -> Path:

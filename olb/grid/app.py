@@ -32,8 +32,15 @@ from olb.grid.config import register_configs
 from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, check_data, matches_data, provenance_tags
 from olb.grid.fanout import fan_out
 from olb.grid.plan import Cell, GridConfigError, Plan, Problems, collect_plan, describe
-from olb.grid.results import (build_table, cells_frame, comparable_entries, grid_title, outcome_from_payload,
-                              outcome_from_run, table_markdown)
+from olb.grid.results import (
+    build_table,
+    cells_frame,
+    comparable_entries,
+    grid_title,
+    outcome_from_payload,
+    outcome_from_run,
+    table_markdown,
+)
 from olb.registry import get_algorithm
 
 log = logging.getLogger("olb.grid")
@@ -72,11 +79,16 @@ def code_version() -> str:
     repo = Path(olb.__file__).resolve().parents[1]
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True,
-                             timeout=5, env=env)
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=5, env=env
+        )
         if sha.returncode == 0 and sha.stdout.strip():
-            dirty = subprocess.run(["git", "diff-index", "--quiet", "HEAD", "--"], cwd=repo, capture_output=True,
-                                   timeout=5, env=env).returncode != 0
+            dirty = (
+                subprocess.run(
+                    ["git", "diff-index", "--quiet", "HEAD", "--"], cwd=repo, capture_output=True, timeout=5, env=env
+                ).returncode
+                != 0
+            )
             return f"{version}+g{sha.stdout.strip()}{'.dirty' if dirty else ''}"
     except (OSError, subprocess.SubprocessError):
         pass
@@ -103,8 +115,13 @@ def with_default_experiment(overrides: list[str]) -> list[str]:
 
 
 def _cell_task(cell, cfg: DictConfig, data_dir, plot: bool) -> dict:
-    return {"cell_id": cell.cell_id, "spec": cell.spec_dict(data_dir, cfg.verify_checksums),
-            "imports": list(cfg.imports), "plot": plot, "title": f"{cell.run_name} ({cell.cell_id})"}
+    return {
+        "cell_id": cell.cell_id,
+        "spec": cell.spec_dict(data_dir, cfg.verify_checksums),
+        "imports": list(cfg.imports),
+        "plot": plot,
+        "title": f"{cell.run_name} ({cell.cell_id})",
+    }
 
 
 def grid_data_dir(cfg: DictConfig):
@@ -120,14 +137,17 @@ def prepare(cfg: DictConfig) -> tuple[Plan, DataCheck]:
     """Plan the grid and check its data; every problem of both, or GridConfigError (nothing started yet)."""
     problems = Problems()
     plan = collect_plan(cfg, problems)
-    datasets = plan.datasets if plan is not None else [d for d in (_plain_value(cfg.datasets) or [])
-                                                       if d in dataset_names()]
+    datasets = (
+        plan.datasets if plan is not None else [d for d in (_plain_value(cfg.datasets) or []) if d in dataset_names()]
+    )
     data = check_data(list(dict.fromkeys(datasets)), grid_data_dir(cfg), cfg.verify_checksums, problems)
     if data.unavailable and not cfg.allow_unavailable:
         lines = "; ".join(f"{name}: {msg}" for name, msg in data.unavailable.items())
-        problems.add(f"{len(data.unavailable)} data set(s) unavailable: {lines} Put the files there, or rerun "
-                     "with allow_unavailable=true to run the rest of the grid (their cells are marked unavailable), "
-                     "or drop them with datasets=[...].")
+        problems.add(
+            f"{len(data.unavailable)} data set(s) unavailable: {lines} Put the files there, or rerun "
+            "with allow_unavailable=true to run the rest of the grid (their cells are marked unavailable), "
+            "or drop them with datasets=[...]."
+        )
     problems.raise_if_any()
     return plan, data
 
@@ -142,9 +162,11 @@ def open_tracker(cfg: DictConfig, version: str):
         tracker = Tracker(cfg.tracking, cfg.tracking.experiment or f"olb/{cfg.name}", version)
         tracker.mark_stale_parents()
     except Exception as err:  # noqa: BLE001 - unreachable server, unwritable file, bad URI
-        raise GridConfigError(f"tracking.uri={cfg.tracking.uri or 'default'}: cannot open the MLflow tracking "
-                              f"store: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''} "
-                              "(tracking=off runs without MLflow)") from None
+        raise GridConfigError(
+            f"tracking.uri={cfg.tracking.uri or 'default'}: cannot open the MLflow tracking "
+            f"store: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''} "
+            "(tracking=off runs without MLflow)"
+        ) from None
     return tracker
 
 
@@ -158,7 +180,8 @@ def planned_stream(algorithm: str, params: dict, dataset: str, loops: int = 1) -
     spec = dataset_spec(dataset)
     n_train = spec.n_train or spec.shape.n_examples
     cost = get_algorithm(algorithm).cost_per_example_s(
-        params, StreamShape(spec.shape.n_features, spec.shape.n_labels, n_train))
+        params, StreamShape(spec.shape.n_features, spec.shape.n_labels, n_train)
+    )
     return cost, n_train, loops * n_train + spec.shape.n_examples - n_train
 
 
@@ -174,8 +197,10 @@ def planned_work(plan: Plan, unavailable=()) -> tuple[float, int]:
             settings.setdefault((cell.entry, cell.dataset), {}).setdefault(key, []).append(cell)
     seconds, tasks = 0.0, 0
     for (entry, dataset), candidates in settings.items():
-        streams = [(planned_stream(cells[0].algorithm, cells[0].params, dataset, cells[0].loops), len(cells))
-                   for cells in candidates.values()]
+        streams = [
+            (planned_stream(cells[0].algorithm, cells[0].params, dataset, cells[0].loops), len(cells))
+            for cells in candidates.values()
+        ]
         cells_s = sum(cost * rows * n for (cost, _, rows), n in streams)
         n_cells = sum(n for _, n in streams)
         select = plan.entries[entry].get("select")
@@ -226,13 +251,34 @@ def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backen
         return plan, [], {}, {}
     from olb.grid.crossval import run_selection
 
-    plan, choices, stats, unselected = run_selection(plan, selected, data, backend, tracker, Path(cfg.selection_store),
-                                         grid_data_dir(cfg), list(cfg.imports), cfg.verify_checksums, fan_out)
-    log.info("olb.grid: cross-validation: %d task(s), %d run, %d resumed, %d failed, %.1f s wall",
-             stats["cv_tasks"], stats["cv_run"], stats["cv_resumed"], stats["cv_failed"], stats["cv_wall_s"])
+    plan, choices, stats, unselected = run_selection(
+        plan,
+        selected,
+        data,
+        backend,
+        tracker,
+        Path(cfg.selection_store),
+        grid_data_dir(cfg),
+        list(cfg.imports),
+        cfg.verify_checksums,
+        fan_out,
+    )
+    log.info(
+        "olb.grid: cross-validation: %d task(s), %d run, %d resumed, %d failed, %.1f s wall",
+        stats["cv_tasks"],
+        stats["cv_run"],
+        stats["cv_resumed"],
+        stats["cv_failed"],
+        stats["cv_wall_s"],
+    )
     for choice in choices:
-        log.info("olb.grid: %s on %s: %s (%s)", choice.entry, choice.dataset,
-                 ", ".join(f"{k}={v}" for k, v in choice.params.items()), choice.reason)
+        log.info(
+            "olb.grid: %s on %s: %s (%s)",
+            choice.entry,
+            choice.dataset,
+            ", ".join(f"{k}={v}" for k, v in choice.params.items()),
+            choice.reason,
+        )
     return plan, choices, stats, unselected
 
 
@@ -263,9 +309,13 @@ class _Recorder:
         cell = self.by_id[payload["cell_id"]]
         tags = provenance_tags(self.data.sources[cell.dataset])
         if payload.get("data_fingerprint", tags[FINGERPRINT_TAG]) != tags[FINGERPRINT_TAG]:
-            log.warning("olb.grid: cell %s read other data than planned (files changed during the grid): "
-                        "fingerprint %s, planned %s; its run records what it read", cell.cell_id,
-                        payload["data_fingerprint"], tags[FINGERPRINT_TAG])
+            log.warning(
+                "olb.grid: cell %s read other data than planned (files changed during the grid): "
+                "fingerprint %s, planned %s; its run records what it read",
+                cell.cell_id,
+                payload["data_fingerprint"],
+                tags[FINGERPRINT_TAG],
+            )
             tags = {FINGERPRINT_TAG: payload["data_fingerprint"], FILES_TAG: payload["data_files"]}
         run_id = None
         if self.tracker is not None:
@@ -273,8 +323,12 @@ class _Recorder:
                 run_id = self.tracker.log_cell(cell, payload, tags)
             except Exception as err:  # noqa: BLE001 - keep the grid going; the result stays in cells.csv
                 self.untracked.append(cell.cell_id)
-                log.error("olb.grid: could not record cell %s in MLflow (%s: %s); a rerun will run it again",
-                          cell.cell_id, type(err).__name__, err)
+                log.error(
+                    "olb.grid: could not record cell %s in MLflow (%s: %s); a rerun will run it again",
+                    cell.cell_id,
+                    type(err).__name__,
+                    err,
+                )
         self.outcomes[cell.cell_id] = outcome_from_payload(payload, run_id)
         if payload["status"] != "FINISHED":
             self.failures.append((cell.run_name, payload.get("traceback") or payload.get("error", "")))
@@ -284,8 +338,9 @@ class _Recorder:
             self.last_write = time.perf_counter()
 
 
-def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str] | None = None,
-             stream=None) -> GridOutcome:
+def run_grid(
+    cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str] | None = None, stream=None
+) -> GridOutcome:
     """Run every cell of ``cfg`` not finished yet, record them, and write cells.csv, table.csv/.md, plots.
 
     Raises GridConfigError before any work (no output folder, no MLflow run) when the config or the data is
@@ -297,23 +352,43 @@ def run_grid(cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str
     for warning in plan.warnings:
         log.warning("warning: %s", warning)
     for name, msg in data.unavailable.items():
-        log.warning("olb.grid: data set %r is unavailable; its cells are marked unavailable "
-                    "(allow_unavailable=true): %s", name, msg)
+        log.warning(
+            "olb.grid: data set %r is unavailable; its cells are marked unavailable (allow_unavailable=true): %s",
+            name,
+            msg,
+        )
     backend, backend_reason = choose(cfg, plan, data.unavailable)
     tracker = start_tracker_and_backend(cfg, backend)
     try:  # every stage runs on the one backend, stopped once at the end
-        return _run_stages(cfg, plan, data, backend, backend_reason, tracker, Path(output_dir), overrides,
-                           stream or sys.stdout, t_start)
+        return _run_stages(
+            cfg,
+            plan,
+            data,
+            backend,
+            backend_reason,
+            tracker,
+            Path(output_dir),
+            overrides,
+            stream or sys.stdout,
+            t_start,
+        )
     finally:
         backend.stop()
 
 
-def _run_stages(cfg, plan, data, backend, backend_reason, tracker, out: Path, overrides, stream,
-                t_start) -> GridOutcome:
+def _run_stages(
+    cfg, plan, data, backend, backend_reason, tracker, out: Path, overrides, stream, t_start
+) -> GridOutcome:
     """Cross-validation, resume, fan-out and the report, on a started backend."""
     out.mkdir(parents=True, exist_ok=True)
-    log.info("olb.grid: experiment %r, %d cells (%d unique) on %d data set(s)\n%s", cfg.name, len(plan.cells),
-             len(plan.unique_cells), len(plan.datasets), describe(plan))
+    log.info(
+        "olb.grid: experiment %r, %d cells (%d unique) on %d data set(s)\n%s",
+        cfg.name,
+        len(plan.cells),
+        len(plan.unique_cells),
+        len(plan.datasets),
+        describe(plan),
+    )
 
     plan, choices, cv_stats, unselected = cross_validate(cfg, plan, data, tracker, backend)
     unique = plan.unique_cells
@@ -321,38 +396,95 @@ def _run_stages(cfg, plan, data, backend, backend_reason, tracker, out: Path, ov
     n_resumed = len(outcomes)
     for c in unique:
         if c.dataset in data.unavailable and c.cell_id not in outcomes:
-            outcomes[c.cell_id] = {"status": "UNAVAILABLE", "error": data.unavailable[c.dataset], "metrics": {},
-                                   "source": ""}
+            outcomes[c.cell_id] = {
+                "status": "UNAVAILABLE",
+                "error": data.unavailable[c.dataset],
+                "metrics": {},
+                "source": "",
+            }
         elif (c.entry, c.dataset) in unselected:
-            outcomes[c.cell_id] = {"status": "FAILED", "error": unselected[(c.entry, c.dataset)], "metrics": {},
-                                   "source": ""}
+            outcomes[c.cell_id] = {
+                "status": "FAILED",
+                "error": unselected[(c.entry, c.dataset)],
+                "metrics": {},
+                "source": "",
+            }
     n_unavailable = sum(1 for o in outcomes.values() if o["status"] == "UNAVAILABLE")
     todo = [c for c in unique if c.cell_id not in outcomes]
     data_dir = grid_data_dir(cfg)
     tasks = [_cell_task(c, cfg, data_dir, bool(tracker is not None and cfg.tracking.cell_artifacts)) for c in todo]
-    log.info("olb.grid: %d to run, %d already finished (resume=%s), %d unavailable; output: %s",
-             len(todo), n_resumed, cfg.resume, n_unavailable, out)
+    log.info(
+        "olb.grid: %d to run, %d already finished (resume=%s), %d unavailable; output: %s",
+        len(todo),
+        n_resumed,
+        cfg.resume,
+        n_unavailable,
+        out,
+    )
 
     parent_id = None
     if tracker is not None:
-        params = {"experiment": cfg.name, "n_cells": len(plan.cells), "n_unique_cells": len(unique),
-                  "n_to_run": len(todo), "n_resumed": n_resumed, "algorithms": ",".join(cfg.algorithms),
-                  "datasets": ",".join(plan.datasets), "seeds": str(_plain_value(cfg.seeds)),
-                  "backend": backend.name, "resume": cfg.resume, "verify_checksums": cfg.verify_checksums}
-        tags = {"olb.backend_reason": backend_reason, "olb.output_dir": str(out.resolve()),
-                "olb.overrides": " ".join(overrides or []),
-                "olb.data_fingerprints": " ".join(f"{n}={s.fingerprint}" for n, s in data.sources.items())}
-        parent_id = tracker.start_parent(f"{cfg.name} {datetime.now():%Y-%m-%d %H:%M:%S}", params, tags,
-                                         OmegaConf.to_yaml(cfg))
+        params = {
+            "experiment": cfg.name,
+            "n_cells": len(plan.cells),
+            "n_unique_cells": len(unique),
+            "n_to_run": len(todo),
+            "n_resumed": n_resumed,
+            "algorithms": ",".join(cfg.algorithms),
+            "datasets": ",".join(plan.datasets),
+            "seeds": str(_plain_value(cfg.seeds)),
+            "backend": backend.name,
+            "resume": cfg.resume,
+            "verify_checksums": cfg.verify_checksums,
+        }
+        tags = {
+            "olb.backend_reason": backend_reason,
+            "olb.output_dir": str(out.resolve()),
+            "olb.overrides": " ".join(overrides or []),
+            "olb.data_fingerprints": " ".join(f"{n}={s.fingerprint}" for n, s in data.sources.items()),
+        }
+        parent_id = tracker.start_parent(
+            f"{cfg.name} {datetime.now():%Y-%m-%d %H:%M:%S}", params, tags, OmegaConf.to_yaml(cfg)
+        )
 
     recorder = _Recorder(plan, data, tracker, outcomes, out)
     fan = fan_out(backend, tasks, recorder, cfg.name, skipped=n_resumed)
-    return _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, recorder,
-                   n_resumed, n_unavailable, parent_id, t_start, (choices, cv_stats))
+    return _finish(
+        cfg,
+        plan,
+        data,
+        outcomes,
+        tracker,
+        out,
+        overrides,
+        stream,
+        fan,
+        recorder,
+        n_resumed,
+        n_unavailable,
+        parent_id,
+        t_start,
+        (choices, cv_stats),
+    )
 
 
-def _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, recorder, n_resumed, n_unavailable,
-            parent_id, t_start, selection=((), {})) -> GridOutcome:
+def _finish(
+    cfg,
+    plan,
+    data,
+    outcomes,
+    tracker,
+    out,
+    overrides,
+    stream,
+    fan,
+    recorder,
+    n_resumed,
+    n_unavailable,
+    parent_id,
+    t_start,
+    selection=((), {}),
+) -> GridOutcome:
     """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report."""
     cells = cells_frame(plan, outcomes, data)
     comparable = comparable_entries(plan, overrides or [], cfg.verify_checksums)
@@ -361,9 +493,15 @@ def _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, rec
     cells.to_csv(files["cells"], index=False)
     table.to_csv(files["table_csv"], index=False)
     reference = " ".join(str(x) for x in (cfg.reference.paper, cfg.reference.table) if x)
-    markdown = table_markdown(table, grid_title(cfg, plan, overrides or [], comparable), list(cfg.table.rows),
-                              list(cfg.table.columns), cfg.table.decimals, f"paper {reference}" if reference else "",
-                              cfg.table.bold_best)
+    markdown = table_markdown(
+        table,
+        grid_title(cfg, plan, overrides or [], comparable),
+        list(cfg.table.rows),
+        list(cfg.table.columns),
+        cfg.table.decimals,
+        f"paper {reference}" if reference else "",
+        cfg.table.bold_best,
+    )
     choices, cv_stats = selection
     if choices:
         from olb.grid.crossval import selection_markdown
@@ -394,25 +532,54 @@ def _finish(cfg, plan, data, outcomes, tracker, out, overrides, stream, fan, rec
         code = EXIT_NOTHING_COMPUTED if n_finished == 0 else EXIT_OK
     if tracker is not None:
         status = "KILLED" if fan.interrupted else ("FAILED" if n_failed or n_finished == 0 else "FINISHED")
-        metrics = {"n_run": fan.n_done, "n_resumed": n_resumed, "n_failed": n_failed, "n_unavailable": n_unavailable,
-                   "wall_s": wall_s, "startup_s": fan.startup_s,
-                   **{k: float(v) for k, v in cv_stats.items() if k != "interrupted"}}
+        metrics = {
+            "n_run": fan.n_done,
+            "n_resumed": n_resumed,
+            "n_failed": n_failed,
+            "n_unavailable": n_unavailable,
+            "wall_s": wall_s,
+            "startup_s": fan.startup_s,
+            **{k: float(v) for k, v in cv_stats.items() if k != "interrupted"},
+        }
         if not math.isnan(efficiency):
             metrics["fanout_efficiency"] = efficiency
         try:
-            tracker.finish_parent(status, metrics, [files["cells"], files["table_csv"], files["table_md"],
-                                                    *([out / "plots"] if plot_paths else []),
-                                                    *([files["leaderboard"]] if "leaderboard" in files else [])])
+            tracker.finish_parent(
+                status,
+                metrics,
+                [
+                    files["cells"],
+                    files["table_csv"],
+                    files["table_md"],
+                    *([out / "plots"] if plot_paths else []),
+                    *([files["leaderboard"]] if "leaderboard" in files else []),
+                ],
+            )
         except Exception as err:  # noqa: BLE001 - the files are written; say so and go on
             log.error("olb.grid: could not record the grid's parent run in MLflow (%s: %s)", type(err).__name__, err)
             code = code or EXIT_FAILED_CELLS
 
-    outcome = GridOutcome(exit_code=code, output_dir=out, cells=cells, table=table, plan=plan, n_run=fan.n_done,
-                          n_resumed=n_resumed, n_failed=n_failed, n_unavailable=n_unavailable, wall_s=wall_s,
-                          startup_s=fan.startup_s, fanout_s=fan.seconds if fan.n_done else 0.0,
-                          efficiency=efficiency, cpus=fan.cpus, parent_run_id=parent_id,
-                          tracking_uri=tracker.uri if tracker else None, files=files, failures=recorder.failures,
-                          untracked=recorder.untracked)
+    outcome = GridOutcome(
+        exit_code=code,
+        output_dir=out,
+        cells=cells,
+        table=table,
+        plan=plan,
+        n_run=fan.n_done,
+        n_resumed=n_resumed,
+        n_failed=n_failed,
+        n_unavailable=n_unavailable,
+        wall_s=wall_s,
+        startup_s=fan.startup_s,
+        fanout_s=fan.seconds if fan.n_done else 0.0,
+        efficiency=efficiency,
+        cpus=fan.cpus,
+        parent_run_id=parent_id,
+        tracking_uri=tracker.uri if tracker else None,
+        files=files,
+        failures=recorder.failures,
+        untracked=recorder.untracked,
+    )
     _report(outcome, markdown, cfg, efficiency, stream)
     return outcome
 
@@ -465,21 +632,30 @@ def _report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: float, s
     pivot = markdown.split("## All values")[0].strip()
     print("\n" + pivot + "\n", file=stream)
     eff = "" if math.isnan(efficiency) else f", fan-out efficiency {efficiency:.0%}"
-    print(f"olb.grid: {len(o.plan.unique_cells)} cells: {o.n_run} run, {o.n_resumed} resumed, {o.n_failed} failed, "
-          f"{o.n_unavailable} unavailable; wall {o.wall_s:.1f} s (start-up {o.startup_s:.1f} s{eff})", file=stream)
+    print(
+        f"olb.grid: {len(o.plan.unique_cells)} cells: {o.n_run} run, {o.n_resumed} resumed, {o.n_failed} failed, "
+        f"{o.n_unavailable} unavailable; wall {o.wall_s:.1f} s (start-up {o.startup_s:.1f} s{eff})",
+        file=stream,
+    )
     for name, path in o.files.items():
         print(f"olb.grid: {name:<9} {path}", file=stream)
     if o.tracking_uri:
-        print(f"olb.grid: MLflow    {o.tracking_uri} (experiment {cfg.tracking.experiment or 'olb/' + cfg.name!r}, "
-              f"parent run {o.parent_run_id})", file=stream)
+        print(
+            f"olb.grid: MLflow    {o.tracking_uri} (experiment {cfg.tracking.experiment or 'olb/' + cfg.name!r}, "
+            f"parent run {o.parent_run_id})",
+            file=stream,
+        )
     failed = o.cells[o.cells["status"] == "FAILED"].drop_duplicates("cell_id")
     if len(failed):
         print(f"olb.grid: {len(failed)} FAILED cell(s) (tracebacks in their MLflow runs, traceback.txt):", file=stream)
         for _, r in failed.iterrows():
             print(f"  {r['cell_id']} {r['algorithm']} {r['dataset']} seed={r['seed']}: {r['error']}", file=stream)
     if o.untracked:
-        print(f"olb.grid: {len(o.untracked)} finished cell(s) could not be recorded in MLflow (in cells.csv only; "
-              "a rerun runs them again)", file=stream)
+        print(
+            f"olb.grid: {len(o.untracked)} finished cell(s) could not be recorded in MLflow (in cells.csv only; "
+            "a rerun runs them again)",
+            file=stream,
+        )
     if o.exit_code == EXIT_INTERRUPTED:
         print("olb.grid: interrupted; rerun the same command to complete the grid", file=stream)
     stream.flush()
@@ -558,8 +734,10 @@ def unknown_override_keys(args: list[str]) -> list[str]:
             if not where and (part == "hydra" or (part in groups and "." not in key)):  # Hydra's own, backend=serial
                 break
             if part not in fields:
-                problems.append(f"{where}{part}: unknown key{did_you_mean(part, fields)} (in {arg!r}); "
-                                f"allowed: {', '.join(sorted(fields))}")
+                problems.append(
+                    f"{where}{part}: unknown key{did_you_mean(part, fields)} (in {arg!r}); "
+                    f"allowed: {', '.join(sorted(fields))}"
+                )
                 break
             level, where = typing.get_type_hints(level).get(part), f"{where}{part}."
     return problems

@@ -31,8 +31,12 @@ from olb.grid.worker import execute_cell
 
 # No auth token warning, no usage statistics (nor their prompt), and no C++ failure signal handler: with it a
 # SIGTERM to the driver aborts the process with a stack dump instead of ending the grid through Python.
-QUIET_RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "RAY_USAGE_STATS_PROMPT_ENABLED": "0",
-                 "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1"}
+QUIET_RAY_ENV = {
+    "RAY_AUTH_MODE": "disabled",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_USAGE_STATS_PROMPT_ENABLED": "0",
+    "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1",
+}
 
 HEARTBEAT = None  # yielded when nothing finished within a second, so that the progress bar can refresh
 
@@ -149,20 +153,35 @@ class RayBackend:
 
 def _lost(task: dict, err: Exception) -> dict:
     now = time.time()
-    return {"cell_id": task["cell_id"], "status": "FAILED", "error": f"{type(err).__name__}: {err}".strip(),
-            "traceback": f"{type(err).__name__}: {err}", "start_time": now, "end_time": now, "wall_s": 0.0, "cpu_s": 0.0}
+    return {
+        "cell_id": task["cell_id"],
+        "status": "FAILED",
+        "error": f"{type(err).__name__}: {err}".strip(),
+        "traceback": f"{type(err).__name__}: {err}",
+        "start_time": now,
+        "end_time": now,
+        "wall_s": 0.0,
+        "cpu_s": 0.0,
+    }
 
 
 def ray_init_kwargs(cfg: BackendConfig) -> dict:
-    kwargs = {"include_dashboard": False, "log_to_driver": cfg.log_to_driver, "logging_level": logging.WARNING,
-              "configure_logging": True}
+    kwargs = {
+        "include_dashboard": False,
+        "log_to_driver": cfg.log_to_driver,
+        "logging_level": logging.WARNING,
+        "configure_logging": True,
+    }
     address = cfg.address or os.environ.get("RAY_ADDRESS")  # Ray's own variable, set by `ray job submit`
     if address:
         kwargs["address"] = address
         return kwargs
-    kwargs.update(address="local", num_cpus=cfg.num_cpus or os.cpu_count() or 1,
-                  _temp_dir=str(cfg.temp_dir).replace("{pid}", str(os.getpid())),
-                  object_store_memory=int(cfg.object_store_memory_mb) * 1024 * 1024)
+    kwargs.update(
+        address="local",
+        num_cpus=cfg.num_cpus or os.cpu_count() or 1,
+        _temp_dir=str(cfg.temp_dir).replace("{pid}", str(os.getpid())),
+        object_store_memory=int(cfg.object_store_memory_mb) * 1024 * 1024,
+    )
     return kwargs
 
 
@@ -177,10 +196,14 @@ def choose_backend(cfg: BackendConfig, work_s: float, n_tasks: int) -> tuple[str
     cpus = cfg.num_cpus or os.cpu_count() or 1
     on_ray = cfg.ray_startup_s + work_s / cpus
     if cpus < 2 or n_tasks < 2 or work_s <= on_ray:
-        return "serial", (f"planned work ~{work_s:.0f} CPU s in {n_tasks} task(s): serially ~{work_s:.0f} s, on a "
-                          f"local Ray with {cpus} CPU(s) ~{on_ray:.0f} s (start-up ~{cfg.ray_startup_s:.0f} s)")
-    return "ray", (f"planned work ~{work_s:.0f} CPU s in {n_tasks} tasks: on a local Ray with {cpus} CPUs "
-                   f"~{on_ray:.0f} s (start-up ~{cfg.ray_startup_s:.0f} s) against ~{work_s:.0f} s serially")
+        return "serial", (
+            f"planned work ~{work_s:.0f} CPU s in {n_tasks} task(s): serially ~{work_s:.0f} s, on a "
+            f"local Ray with {cpus} CPU(s) ~{on_ray:.0f} s (start-up ~{cfg.ray_startup_s:.0f} s)"
+        )
+    return "ray", (
+        f"planned work ~{work_s:.0f} CPU s in {n_tasks} tasks: on a local Ray with {cpus} CPUs "
+        f"~{on_ray:.0f} s (start-up ~{cfg.ray_startup_s:.0f} s) against ~{work_s:.0f} s serially"
+    )
 
 
 def make_backend(cfg: BackendConfig, name: str | None = None):

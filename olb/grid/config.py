@@ -56,7 +56,9 @@ class BackendConfig:
 
     name: str = "auto"  # auto: serial when the planned work is smaller than Ray's start-up cost, else ray
     ray_startup_s: float = 15.0  # what starting a local Ray costs here (backend=auto weighs it against the work)
-    address: Optional[str] = None  # Ray cluster address ("auto", "ray://host:10001", ...); None: $RAY_ADDRESS, else a local Ray
+    address: Optional[str] = (
+        None  # Ray cluster address ("auto", "ray://host:10001", ...); None: $RAY_ADDRESS, else a local Ray
+    )
     num_cpus: Optional[int] = None  # local Ray: CPUs to use (None: every core)
     # local Ray's session files, one folder per driver ({pid}: two grids on one machine never share a Ray's
     # files); keep it short: Unix sockets live there

@@ -34,6 +34,8 @@ from olb.grid.plan import Cell, Plan
 log = logging.getLogger("olb.grid")
 
 CV_VERSION = 1
+
+
 def task_id(task: dict) -> str:
     keys = ("algorithm", "params", "dataset", "fingerprint", "folds", "seed", "metrics")
     payload = {"v": CV_VERSION, **{k: task[k] for k in keys}}
@@ -59,11 +61,16 @@ def execute_cv(task: dict) -> dict:
         for module in task.get("imports", ()):
             importlib.import_module(module)
         dataset = _dataset(task["dataset"], json.dumps(task["data_dir"]), task.get("verify_checksums", True))
-        result = cv_task_result(task["algorithm"], task["params"], dataset, tuple(task["metrics"]), task["folds"],
-                                task["seed"])
+        result = cv_task_result(
+            task["algorithm"], task["params"], dataset, tuple(task["metrics"]), task["folds"], task["seed"]
+        )
     except Exception as err:  # noqa: BLE001 - recorded, never raised in a worker
-        return {**base, "status": "FAILED", "error": f"{type(err).__name__}: {err}",
-                "traceback": traceback.format_exc()}
+        return {
+            **base,
+            "status": "FAILED",
+            "error": f"{type(err).__name__}: {err}",
+            "traceback": traceback.format_exc(),
+        }
     return {**base, "status": "FINISHED", **result, "wall_s": time.perf_counter() - t0}
 
 
@@ -114,8 +121,18 @@ def _candidates(plan: Plan, selected: dict[str, dict]) -> dict[tuple[str, str], 
     return {k: list(v.values()) for k, v in out.items()}
 
 
-def run_selection(plan: Plan, selected: dict[str, dict], data, backend, tracker, store_path: Path, data_dir,
-                  imports: list[str], verify_checksums: bool, fan_out) -> tuple[Plan, list[Choice], dict, dict]:
+def run_selection(
+    plan: Plan,
+    selected: dict[str, dict],
+    data,
+    backend,
+    tracker,
+    store_path: Path,
+    data_dir,
+    imports: list[str],
+    verify_checksums: bool,
+    fan_out,
+) -> tuple[Plan, list[Choice], dict, dict]:
     """Cross-validate every candidate of the ``selected`` entries, choose, and return the plan restricted to
     the chosen settings (with the choices, statistics of the stage, and the (entry, data set) rows where every
     candidate failed, with why: their row keeps one setting's cells, to be reported failed, not dropped)."""
@@ -130,10 +147,19 @@ def run_selection(plan: Plan, selected: dict[str, dict], data, backend, tracker,
             continue
         settings = selected[entry]
         for cell in cells:
-            task = {"kind": "cv", "algorithm": cell.algorithm, "params": cell.params, "dataset": dataset,
-                    "fingerprint": data.sources[dataset].fingerprint, "folds": settings["folds"],
-                    "seed": settings["seed"], "metrics": list(settings["metrics"] or cell.metrics),
-                    "data_dir": data_dir, "imports": imports, "verify_checksums": verify_checksums}
+            task = {
+                "kind": "cv",
+                "algorithm": cell.algorithm,
+                "params": cell.params,
+                "dataset": dataset,
+                "fingerprint": data.sources[dataset].fingerprint,
+                "folds": settings["folds"],
+                "seed": settings["seed"],
+                "metrics": list(settings["metrics"] or cell.metrics),
+                "data_dir": data_dir,
+                "imports": imports,
+                "verify_checksums": verify_checksums,
+            }
             task["cell_id"] = task_id(task)
             task_ids.setdefault((entry, dataset), []).append(task["cell_id"])
             tasks.append(task)
@@ -148,13 +174,21 @@ def run_selection(plan: Plan, selected: dict[str, dict], data, backend, tracker,
             log.error("olb.grid: cross-validation task %s FAILED: %s", payload["cell_id"], payload.get("error"))
 
     t0 = time.perf_counter()
-    fan = fan_out(backend, todo, on_result, "cross-validation", skipped=len(tasks) - len(todo),
-                  unit="task") if todo else None
-    stats = {"cv_tasks": len(tasks), "cv_run": len(todo), "cv_resumed": len(tasks) - len(todo),
-             "cv_failed": len(failed), "cv_wall_s": time.perf_counter() - t0,
-             "cv_busy_s": sum(store.results[t["cell_id"]].get("wall_s", 0.0) for t in todo
-                              if t["cell_id"] in store.results),
-             "cv_cpus": fan.cpus if fan else 1, "interrupted": bool(fan and fan.interrupted)}
+    fan = (
+        fan_out(backend, todo, on_result, "cross-validation", skipped=len(tasks) - len(todo), unit="task")
+        if todo
+        else None
+    )
+    stats = {
+        "cv_tasks": len(tasks),
+        "cv_run": len(todo),
+        "cv_resumed": len(tasks) - len(todo),
+        "cv_failed": len(failed),
+        "cv_wall_s": time.perf_counter() - t0,
+        "cv_busy_s": sum(store.results[t["cell_id"]].get("wall_s", 0.0) for t in todo if t["cell_id"] in store.results),
+        "cv_cpus": fan.cpus if fan else 1,
+        "interrupted": bool(fan and fan.interrupted),
+    }
     if stats["interrupted"]:
         raise KeyboardInterrupt
 
@@ -173,17 +207,20 @@ def run_selection(plan: Plan, selected: dict[str, dict], data, backend, tracker,
             means[label] = {m: float(np.mean([v[m] for v in folds])) for m in folds[0]}
         if not means:  # every candidate failed (logged above)
             keep[(entry, dataset)] = (cells[0].params, cells[0].loops)
-            unselected[(entry, dataset)] = (f"cross-validation: all {len(cells)} candidate settings failed, "
-                                            "nothing to choose (see the log)")
+            unselected[(entry, dataset)] = (
+                f"cross-validation: all {len(cells)} candidate settings failed, nothing to choose (see the log)"
+            )
             continue
         metrics = next(iter(means.values())).keys()
         choice = select(means, {m: METRICS[m].lower_is_better for m in metrics}, str(selected[entry]["rule"]))
         cell = next(c for c in cells if _setting_label(c) == choice.chosen)
         partial = len(means) < len(cells)
-        reason = choice.reason + (f"; {len(cells) - len(means)} of {len(cells)} settings have no result (partial)"
-                                  if partial else "")
-        choices.append(Choice(entry, dataset, dict(cell.params), cell.loops, reason, choice.rule,
-                              pd.DataFrame(rows), partial))
+        reason = choice.reason + (
+            f"; {len(cells) - len(means)} of {len(cells)} settings have no result (partial)" if partial else ""
+        )
+        choices.append(
+            Choice(entry, dataset, dict(cell.params), cell.loops, reason, choice.rule, pd.DataFrame(rows), partial)
+        )
         keep[(entry, dataset)] = (cell.params, cell.loops)
     if tracker is not None:
         for choice in choices:
@@ -205,10 +242,19 @@ def _setting_label(cell: Cell) -> str:
 
 def _log_choice(tracker, choice: Choice, settings: dict) -> None:
     """One MLflow run per selection: the rule, the chosen setting, why, and the fold-by-setting table."""
-    params = {"rule": choice.rule, "folds": settings["folds"], "fold_seed": settings["seed"],
-              **{f"chosen.{k}": v for k, v in choice.params.items()}}
-    tags = {"olb.kind": "selection", "olb.entry": choice.entry, "olb.dataset": choice.dataset,
-            "olb.selection_reason": choice.reason[:5000], "olb.partial": str(choice.partial)}
+    params = {
+        "rule": choice.rule,
+        "folds": settings["folds"],
+        "fold_seed": settings["seed"],
+        **{f"chosen.{k}": v for k, v in choice.params.items()},
+    }
+    tags = {
+        "olb.kind": "selection",
+        "olb.entry": choice.entry,
+        "olb.dataset": choice.dataset,
+        "olb.selection_reason": choice.reason[:5000],
+        "olb.partial": str(choice.partial),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cv_folds.csv"
         choice.table.to_csv(path, index=False)

@@ -28,8 +28,9 @@ class FanoutStats:
     cpus: int = 1
 
 
-def fan_out(backend, tasks: list[dict], on_result: Callable[[dict], None], desc: str, skipped: int = 0,
-            unit: str = "cell") -> FanoutStats:
+def fan_out(
+    backend, tasks: list[dict], on_result: Callable[[dict], None], desc: str, skipped: int = 0, unit: str = "cell"
+) -> FanoutStats:
     """Run ``tasks`` (``execute_cell`` payloads) on ``backend``; ``on_result(payload)`` runs in the driver for
     each result. ``skipped`` (tasks done earlier) only shapes the progress bar, which counts in ``unit``s."""
     stats = FanoutStats()
@@ -51,8 +52,10 @@ def fan_out(backend, tasks: list[dict], on_result: Callable[[dict], None], desc:
     except KeyboardInterrupt:
         stats.interrupted = True
         backend.cancel()
-        log.warning("olb.grid: interrupted; %d cell(s) finished in this run are recorded, rerun to complete the grid",
-                    stats.n_done)
+        log.warning(
+            "olb.grid: interrupted; %d cell(s) finished in this run are recorded, rerun to complete the grid",
+            stats.n_done,
+        )
     finally:
         if progress is not None:
             progress.close()

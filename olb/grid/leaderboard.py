@@ -47,13 +47,19 @@ class Comparison:
     nemenyi_p: pd.DataFrame  # learner x learner
 
     def markdown(self, alpha: float = 0.05) -> str:
-        lines = [f"Mean rank over {self.n_datasets} data sets (1 = best); Friedman chi2 = "
-                 f"{self.friedman_statistic:.2f}, p = {self.friedman_p:.3g}.", "",
-                 "| rank | learner | mean rank | not significantly different (Nemenyi, p > "
-                 f"{alpha}) |", "|---|---|---|---|"]
+        lines = [
+            f"Mean rank over {self.n_datasets} data sets (1 = best); Friedman chi2 = "
+            f"{self.friedman_statistic:.2f}, p = {self.friedman_p:.3g}.",
+            "",
+            f"| rank | learner | mean rank | not significantly different (Nemenyi, p > {alpha}) |",
+            "|---|---|---|---|",
+        ]
         for i, (learner, r) in enumerate(self.mean_ranks.items(), start=1):
-            same = [other for other in self.mean_ranks.index if other != learner
-                    and self.nemenyi_p.loc[learner, other] > alpha]
+            same = [
+                other
+                for other in self.mean_ranks.index
+                if other != learner and self.nemenyi_p.loc[learner, other] > alpha
+            ]
             lines.append(f"| {i} | {learner} | {r:.2f} | {', '.join(same) or '-'} |")
         return "\n".join(lines)
 
@@ -65,8 +71,10 @@ def compare(board: pd.DataFrame, metric: str, lower_is_better: bool) -> Comparis
 
     full = complete(board)
     if full.shape[1] < 3 or full.shape[0] < 2:
-        raise ValueError(f"{metric}: a rank comparison needs at least 3 learners on at least 2 common data sets; "
-                         f"the board has {full.shape[1]} learner(s) on {full.shape[0]} common data set(s)")
+        raise ValueError(
+            f"{metric}: a rank comparison needs at least 3 learners on at least 2 common data sets; "
+            f"the board has {full.shape[1]} learner(s) on {full.shape[0]} common data set(s)"
+        )
     r = ranks(full, lower_is_better)
     statistic, p = friedmanchisquare(*[full[c].to_numpy() for c in full.columns])
     nemenyi = scikit_posthocs.posthoc_nemenyi_friedman(full.to_numpy())  # |mean rank differences|: direction-free
@@ -84,16 +92,20 @@ def cd_diagram(comparison: Comparison, path: Path, alpha: float = 0.05) -> Path:
 
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(comparison.mean_ranks) + 1.2))
     scikit_posthocs.critical_difference_diagram(comparison.mean_ranks, comparison.nemenyi_p, alpha=alpha, ax=ax)
-    ax.set_title(f"{comparison.metric}: mean rank over {comparison.n_datasets} data sets (lines join learners "
-                 f"not significantly different, Nemenyi p > {alpha})", fontsize=9)
+    ax.set_title(
+        f"{comparison.metric}: mean rank over {comparison.n_datasets} data sets (lines join learners "
+        f"not significantly different, Nemenyi p > {alpha})",
+        fontsize=9,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path
 
 
-def runtime_quality_plot(quality: pd.DataFrame, runtime: pd.DataFrame, metric: str, lower_is_better: bool,
-                         path: Path) -> Path:
+def runtime_quality_plot(
+    quality: pd.DataFrame, runtime: pd.DataFrame, metric: str, lower_is_better: bool, path: Path
+) -> Path:
     """Mean rank of ``metric`` (y) against median CPU seconds per example (x, log), one point per learner."""
     import matplotlib
 
@@ -105,8 +117,9 @@ def runtime_quality_plot(quality: pd.DataFrame, runtime: pd.DataFrame, metric: s
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     ax.scatter(speed, mean_rank)
     for learner in mean_rank.index:
-        ax.annotate(learner, (speed[learner], mean_rank[learner]), fontsize=8, xytext=(3, 3),
-                    textcoords="offset points")
+        ax.annotate(
+            learner, (speed[learner], mean_rank[learner]), fontsize=8, xytext=(3, 3), textcoords="offset points"
+        )
     ax.set_xscale("log")
     ax.invert_yaxis()
     ax.set_xlabel("CPU seconds per training example (median over data sets)")
@@ -123,8 +136,9 @@ def board(cells: pd.DataFrame, metric: str, learner: str = "label", aggfunc="mea
     return done.pivot_table(index="dataset", columns=learner, values=metric, aggfunc=aggfunc)
 
 
-def write_report(table: pd.DataFrame, cells: pd.DataFrame, lower_is_better: dict[str, bool],
-                 examples: dict[str, int], out_dir: Path) -> tuple[str, list[Path]]:
+def write_report(
+    table: pd.DataFrame, cells: pd.DataFrame, lower_is_better: dict[str, bool], examples: dict[str, int], out_dir: Path
+) -> tuple[str, list[Path]]:
     """The cross-learner report of a grid: per metric, the mean-rank table (markdown) and its critical-difference
     diagram; one runtime-vs-quality plot per metric. ``table`` is the grid's table.csv (one figure per data set
     and learner, settings already chosen), ``cells`` its cells.csv (CPU seconds), ``examples`` the rows each
@@ -141,11 +155,23 @@ def write_report(table: pd.DataFrame, cells: pd.DataFrame, lower_is_better: dict
             parts += [f"### {metric}", "", f"not ranked: {err}", ""]
             continue
         files.append(cd_diagram(comparison, out_dir / f"cd_{metric}.png"))
-        files.append(runtime_quality_plot(figures, runtime.reindex(columns=figures.columns), metric, lower,
-                                          out_dir / f"runtime_vs_{metric}.png"))
+        files.append(
+            runtime_quality_plot(
+                figures, runtime.reindex(columns=figures.columns), metric, lower, out_dir / f"runtime_vs_{metric}.png"
+            )
+        )
         left_out = sorted(set(figures.columns) - set(comparison.mean_ranks.index))
-        parts += [f"### {metric} ({'lower' if lower else 'higher'} is better)", "", comparison.markdown(), "",
-                  *([f"Not ranked (missing on half of the data sets or more): {', '.join(left_out)}.", ""]
-                    if left_out else []),
-                  f"![critical difference](leaderboard/cd_{metric}.png)", ""]
+        parts += [
+            f"### {metric} ({'lower' if lower else 'higher'} is better)",
+            "",
+            comparison.markdown(),
+            "",
+            *(
+                [f"Not ranked (missing on half of the data sets or more): {', '.join(left_out)}.", ""]
+                if left_out
+                else []
+            ),
+            f"![critical difference](leaderboard/cd_{metric}.png)",
+            "",
+        ]
     return "\n".join(parts), files

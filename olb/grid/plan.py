@@ -58,9 +58,18 @@ class Cell:
 
     def spec_dict(self, data_dir=None, verify_checksums: bool = True) -> dict:
         """Keyword arguments of :class:`olb.run.CellSpec`."""
-        return {"algorithm": self.algorithm, "dataset": self.dataset, "seed": self.seed, "params": dict(self.params),
-                "protocol": self.protocol, "loops": self.loops, "metrics": tuple(self.metrics),
-                "curve_every": self.curve_every, "data_dir": data_dir, "verify_checksums": verify_checksums}
+        return {
+            "algorithm": self.algorithm,
+            "dataset": self.dataset,
+            "seed": self.seed,
+            "params": dict(self.params),
+            "protocol": self.protocol,
+            "loops": self.loops,
+            "metrics": tuple(self.metrics),
+            "curve_every": self.curve_every,
+            "data_dir": data_dir,
+            "verify_checksums": verify_checksums,
+        }
 
     @property
     def config_label(self) -> str:
@@ -111,16 +120,32 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def cell_id(algorithm: str, dataset: str, seed: int, params: dict, protocol: str, loops: int,
-            metrics: tuple[str, ...], curve_every: int) -> str:
+def cell_id(
+    algorithm: str,
+    dataset: str,
+    seed: int,
+    params: dict,
+    protocol: str,
+    loops: int,
+    metrics: tuple[str, ...],
+    curve_every: int,
+) -> str:
     """Stable id of a cell: sha1 of the canonical JSON of everything that determines its result.
 
     ``data_dir`` (where the files are) and the entry's label are not part of it, nor is the data read: a
     cell's identity is (cell id, data fingerprint), see :mod:`olb.grid.datacheck`.
     """
-    payload = {"v": CELL_ID_VERSION, "algorithm": algorithm, "dataset": dataset, "seed": int(seed),
-               "params": {k: params[k] for k in sorted(params)}, "protocol": protocol, "loops": int(loops),
-               "metrics": list(metrics), "curve_every": int(curve_every)}
+    payload = {
+        "v": CELL_ID_VERSION,
+        "algorithm": algorithm,
+        "dataset": dataset,
+        "seed": int(seed),
+        "params": {k: params[k] for k in sorted(params)},
+        "protocol": protocol,
+        "loops": int(loops),
+        "metrics": list(metrics),
+        "curve_every": int(curve_every),
+    }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
@@ -182,7 +207,11 @@ def expand_seeds(seeds: Any) -> list[int]:
     seeds = _plain(seeds)
     if isinstance(seeds, int) and not isinstance(seeds, bool) and seeds >= 1:
         return list(range(seeds))
-    if isinstance(seeds, list) and seeds and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+    if (
+        isinstance(seeds, list)
+        and seeds
+        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+    ):
         if len(set(seeds)) != len(seeds):
             raise GridConfigError(f"seeds={seeds}: repeated seed; {_SEEDS_ALLOWED}")
         return list(seeds)
@@ -246,8 +275,10 @@ def collect_plan(cfg: DictConfig, problems: Problems) -> Plan | None:
     entries: dict[str, dict] = {}
     for key in selected:
         cells += _expand_entry(ctx, key, entries_cfg.get(key), entries_cfg, entries)
-    warnings = [f"{hp}={shorthand[hp]!r} applies to none of the selected algorithms ({', '.join(selected)})"
-                for hp in sorted(set(shorthand) - ctx.used_shorthand)]
+    warnings = [
+        f"{hp}={shorthand[hp]!r} applies to none of the selected algorithms ({', '.join(selected)})"
+        for hp in sorted(set(shorthand) - ctx.used_shorthand)
+    ]
     if not cells and not problems.items:
         problems.add("the grid is empty: no (algorithm, data set) pair to run")
     table = _table_settings(cfg, cells, problems) if cells else None
@@ -328,8 +359,10 @@ def _check_settings(cfg: DictConfig, problems: Problems) -> None:
 
     METRICS = _metric_info()
     if cfg.protocol is not None and cfg.protocol not in PROTOCOLS:
-        problems.add(f"protocol={cfg.protocol!r} is not allowed{did_you_mean(cfg.protocol, PROTOCOLS)}; "
-                     f"allowed: {', '.join(PROTOCOLS)}")
+        problems.add(
+            f"protocol={cfg.protocol!r} is not allowed{did_you_mean(cfg.protocol, PROTOCOLS)}; "
+            f"allowed: {', '.join(PROTOCOLS)}"
+        )
     for m in cfg.metrics or ():
         if m not in METRICS:
             problems.add(f"metrics: {_unknown('metric', m, METRICS)}")
@@ -356,9 +389,13 @@ def _expand_entry(ctx: _Context, key: str, entry, entries_cfg: dict, entries: di
     allowed_hp = sorted(set(cls.params) | set(SPEC_AXES))
     for hp in best_of:
         if hp not in allowed_hp:
-            problems.add(f"algorithm.{key}.best_of: {hp!r} is not a hyperparameter of {algo}"
-                         f"{did_you_mean(hp, allowed_hp)}; allowed: {allowed_hp}")
-    protocol = (entry.protocol if entry is not None and entry.protocol else None) or cfg.protocol or cls.default_protocol
+            problems.add(
+                f"algorithm.{key}.best_of: {hp!r} is not a hyperparameter of {algo}"
+                f"{did_you_mean(hp, allowed_hp)}; allowed: {allowed_hp}"
+            )
+    protocol = (
+        (entry.protocol if entry is not None and entry.protocol else None) or cfg.protocol or cls.default_protocol
+    )
     if protocol not in PROTOCOLS:
         problems.add(f"algorithm.{key}.protocol={protocol!r} is not allowed; allowed: {', '.join(PROTOCOLS)}")
         return []
@@ -376,8 +413,13 @@ def _expand_entry(ctx: _Context, key: str, entry, entries_cfg: dict, entries: di
     except ValueError as err:
         problems.add(str(err))
         select = None
-    entries[key] = {"label": label, "algorithm": algo, "paper_name": entry.paper_name if entry is not None else None,
-                    "best_of": best_of, "select": select}
+    entries[key] = {
+        "label": label,
+        "algorithm": algo,
+        "paper_name": entry.paper_name if entry is not None else None,
+        "best_of": best_of,
+        "select": select,
+    }
     metrics = tuple(_plain(cfg.metrics) or DEFAULT_METRICS[cls.task])
     for problem in missing_outputs(cls, metrics):
         problems.add(f"algorithm {key!r}: {problem}; choose metrics=[...] that use its output")
@@ -387,18 +429,27 @@ def _expand_entry(ctx: _Context, key: str, entry, entries_cfg: dict, entries: di
             continue
         spec = ctx.specs[ds]
         if spec.task != cls.task:
-            problems.add(f"algorithm {key!r} ({algo}) solves {cls.task} tasks, data set {ds!r} is {spec.task}; "
-                         f"restrict it with algorithm.{key}.datasets=[...]")
+            problems.add(
+                f"algorithm {key!r} ({algo}) solves {cls.task} tasks, data set {ds!r} is {spec.task}; "
+                f"restrict it with algorithm.{key}.datasets=[...]"
+            )
             continue
         if protocol != "prequential_last20" and spec.n_train is None:
-            problems.add(f"algorithm {key!r}: protocol {protocol!r} needs a train/test split, and data set {ds!r} "
-                         f"has none: declare one in {spec.conf_file.name} (split: {{kind: first_rows or "
-                         "seeded_permutation, n_train: ...}, see docs/data.md) or use a protocol that needs none, "
-                         "such as protocol=prequential_last20")
+            problems.add(
+                f"algorithm {key!r}: protocol {protocol!r} needs a train/test split, and data set {ds!r} "
+                f"has none: declare one in {spec.conf_file.name} (split: {{kind: first_rows or "
+                "seeded_permutation, n_train: ...}, see docs/data.md) or use a protocol that needs none, "
+                "such as protocol=prequential_last20"
+            )
             continue
         if select is not None:
-            for problem in check_selection(select, cls, tuple(_plain(cfg.metrics) or DEFAULT_METRICS[cls.task]),
-                                           spec.n_train, f"algorithm.{key} on {ds}"):
+            for problem in check_selection(
+                select,
+                cls,
+                tuple(_plain(cfg.metrics) or DEFAULT_METRICS[cls.task]),
+                spec.n_train,
+                f"algorithm.{key} on {ds}",
+            ):
                 problems.add(problem)
         grid = dict(base)
         grid.update(per_dataset.get(ds, {}))
@@ -408,8 +459,10 @@ def _expand_entry(ctx: _Context, key: str, entry, entries_cfg: dict, entries: di
                 ctx.used_shorthand.add(hp)
         unknown = [hp for hp in grid if hp not in allowed_hp]
         for hp in unknown:
-            problems.add(f"algorithm.{key}.params: {algo}: unknown hyperparameter {hp!r}"
-                         f"{did_you_mean(hp, allowed_hp)}; allowed: {allowed_hp}")
+            problems.add(
+                f"algorithm.{key}.params: {algo}: unknown hyperparameter {hp!r}"
+                f"{did_you_mean(hp, allowed_hp)}; allowed: {allowed_hp}"
+            )
         axes = {}
         for hp, v in grid.items():
             values = _collect(problems, _as_list, f"algorithm.{key}.params.{hp}", v)
@@ -421,8 +474,18 @@ def _expand_entry(ctx: _Context, key: str, entry, entries_cfg: dict, entries: di
     return cells
 
 
-def _expand_configs(ctx: _Context, key: str, cls, label: str, best_of: tuple, protocol: str, metrics: tuple,
-                    spec, axes: dict, info: dict) -> list[Cell]:
+def _expand_configs(
+    ctx: _Context,
+    key: str,
+    cls,
+    label: str,
+    best_of: tuple,
+    protocol: str,
+    metrics: tuple,
+    spec,
+    axes: dict,
+    info: dict,
+) -> list[Cell]:
     """One cell per (configuration in the Cartesian product of ``axes``, seed), each checked against the
     learner's rules (``validate``, ``check_params`` with the data set's declared shape)."""
     from olb.learners.base import StreamShape
@@ -443,26 +506,47 @@ def _expand_configs(ctx: _Context, key: str, cls, label: str, best_of: tuple, pr
             continue
         rules = cls.check_params(params, shape)
         if rules:
-            ctx.problems.add(f"algorithm.{key} on {spec.name} ({spec.shape.n_features} features, "
-                             f"{spec.shape.n_labels} labels): {'; '.join(rules)}")
+            ctx.problems.add(
+                f"algorithm.{key} on {spec.name} ({spec.shape.n_features} features, "
+                f"{spec.shape.n_labels} labels): {'; '.join(rules)}"
+            )
             continue
         varying = tuple((hp, loops if hp == "loops" else params[hp]) for hp in varying_keys)
         for seed in ctx.seeds:
             cid = cell_id(cls.name, spec.name, seed, params, protocol, loops, metrics, ctx.cfg.curve_every)
-            cells.append(Cell(cid, key, label, cls.name, spec.name, seed, params, protocol, loops, metrics,
-                              ctx.cfg.curve_every, varying, best_of, info["paper_name"]))
+            cells.append(
+                Cell(
+                    cid,
+                    key,
+                    label,
+                    cls.name,
+                    spec.name,
+                    seed,
+                    params,
+                    protocol,
+                    loops,
+                    metrics,
+                    ctx.cfg.curve_every,
+                    varying,
+                    best_of,
+                    info["paper_name"],
+                )
+            )
     return cells
 
 
 def _table_settings(cfg: DictConfig, cells: list[Cell], problems: Problems):
     METRICS = _metric_info()
-    cell_metrics = sorted({m for c in cells for m in c.measured}, key=lambda m: min(
-        c.measured.index(m) for c in cells if m in c.measured))
+    cell_metrics = sorted(
+        {m for c in cells for m in c.measured}, key=lambda m: min(c.measured.index(m) for c in cells if m in c.measured)
+    )
     table_metrics = list(_plain(cfg.table.metrics) or [*cell_metrics, "runtime_s"])
     for m in table_metrics:
         if m not in cell_metrics and m not in RUNTIME_COLUMNS:
-            problems.add(f"table.metrics: {m!r} is not measured by the cells; allowed: "
-                         f"{', '.join([*cell_metrics, *RUNTIME_COLUMNS])}")
+            problems.add(
+                f"table.metrics: {m!r} is not measured by the cells; allowed: "
+                f"{', '.join([*cell_metrics, *RUNTIME_COLUMNS])}"
+            )
     select_by = cfg.table.select_by or table_metrics[0]
     if select_by not in table_metrics:
         problems.add(f"table.select_by={select_by!r}; allowed: one of table.metrics {table_metrics}")
@@ -473,8 +557,9 @@ def _table_settings(cfg: DictConfig, cells: list[Cell], problems: Problems):
                 problems.add(f"table.{where}: {axis!r} is not allowed; allowed: {', '.join(axes_allowed)}")
     if set(cfg.table.rows) & set(cfg.table.columns):
         problems.add(f"table.rows {list(cfg.table.rows)} and table.columns {list(cfg.table.columns)} overlap")
-    reported = {m: lower for algo in {c.algorithm for c in cells}
-                for m, lower in get_algorithm(algo).report_metrics.items()}
+    reported = {
+        m: lower for algo in {c.algorithm for c in cells} for m, lower in get_algorithm(algo).report_metrics.items()
+    }
     lower = {m: METRICS[m].lower_is_better if m in METRICS else reported.get(m, True) for m in table_metrics}
     return table_metrics, select_by, lower
 
@@ -487,5 +572,7 @@ def describe(plan: Plan) -> str:
             cs = [c for c in plan.cells if c.entry == key and c.dataset == ds]
             if cs:
                 configs = {(tuple(sorted(c.params.items(), key=lambda kv: kv[0])), c.loops) for c in cs}
-                lines.append(f"  {info['label']:<22} {ds:<14} {len(configs)} config(s) x {len({c.seed for c in cs})} seed(s)")
+                lines.append(
+                    f"  {info['label']:<22} {ds:<14} {len(configs)} config(s) x {len({c.seed for c in cs})} seed(s)"
+                )
     return "\n".join(lines)

@@ -49,8 +49,13 @@ def learning_curves(plan: Plan, outcomes: dict[str, dict], table: pd.DataFrame, 
         for label in dict.fromkeys(table[table["dataset"] == ds]["algorithm"]):
             rows = table[(table["dataset"] == ds) & (table["algorithm"] == label)]
             selected = rows.iloc[0]["selected"] if len(rows) else ""
-            cells = [c for c in plan.cells if c.dataset == ds and c.config_label == label
-                     and ", ".join(f"{k}={v}" for k, v in c.varying if k in c.best_of) == selected]
+            cells = [
+                c
+                for c in plan.cells
+                if c.dataset == ds
+                and c.config_label == label
+                and ", ".join(f"{k}={v}" for k, v in c.varying if k in c.best_of) == selected
+            ]
             frames = []
             for c in cells:
                 out = outcomes.get(c.cell_id)
@@ -63,16 +68,30 @@ def learning_curves(plan: Plan, outcomes: dict[str, dict], table: pd.DataFrame, 
                 continue
             stats = pd.concat(frames).groupby("step")["value"].agg(["mean", "std", "count"]).reset_index()
             name = label + (f" ({selected})" if selected else "")
-            line, = ax.plot(stats["step"], stats["mean"], label=f"{name}, {len(frames)} seeds")
+            (line,) = ax.plot(stats["step"], stats["mean"], label=f"{name}, {len(frames)} seeds")
             if len(frames) > 1:
-                ax.fill_between(stats["step"], stats["mean"] - stats["std"].fillna(0), stats["mean"] + stats["std"].fillna(0),
-                                color=line.get_color(), alpha=0.15, linewidth=0)
+                ax.fill_between(
+                    stats["step"],
+                    stats["mean"] - stats["std"].fillna(0),
+                    stats["mean"] + stats["std"].fillna(0),
+                    color=line.get_color(),
+                    alpha=0.15,
+                    linewidth=0,
+                )
             drawn += 1
         if not drawn:
             continue
         metric = next((c.metrics[0] for c in plan.cells if c.dataset == ds), "loss")
-        paths.append(_save(fig, ax, "example (train passes, then test)", f"running mean {metric} (per phase)",
-                           f"Learning curves on {ds}", out_dir / f"curves_{_slug(ds)}.png"))
+        paths.append(
+            _save(
+                fig,
+                ax,
+                "example (train passes, then test)",
+                f"running mean {metric} (per phase)",
+                f"Learning curves on {ds}",
+                out_dir / f"curves_{_slug(ds)}.png",
+            )
+        )
     return paths
 
 
@@ -85,8 +104,11 @@ def sweeps(plan: Plan, cells: pd.DataFrame, out_dir: Path) -> list[Path]:
         return paths
     for key, info in plan.entries.items():
         ecells = [c for c in plan.cells if c.entry == key]
-        hps = list(dict.fromkeys(k for c in ecells for k, v in c.varying
-                                 if isinstance(v, (int, float)) and not isinstance(v, bool)))
+        hps = list(
+            dict.fromkeys(
+                k for c in ecells for k, v in c.varying if isinstance(v, (int, float)) and not isinstance(v, bool)
+            )
+        )
         for hp in hps:
             col = hp if hp in done.columns else None
             if col is None:
@@ -105,6 +127,14 @@ def sweeps(plan: Plan, cells: pd.DataFrame, out_dir: Path) -> list[Path]:
             positive = [x for x in xs_all if x > 0]
             if positive and len(positive) == len(xs_all) and max(positive) / min(positive) >= 10:
                 ax.set_xscale("log")
-            paths.append(_save(fig, ax, hp, f"{metric} (mean ± std over seeds)", f"{info['label']}: {metric} against {hp}",
-                               out_dir / f"{_slug(key)}_{_slug(metric)}_vs_{_slug(hp)}.png"))
+            paths.append(
+                _save(
+                    fig,
+                    ax,
+                    hp,
+                    f"{metric} (mean ± std over seeds)",
+                    f"{info['label']}: {metric} against {hp}",
+                    out_dir / f"{_slug(key)}_{_slug(metric)}_vs_{_slug(hp)}.png",
+                )
+            )
     return paths

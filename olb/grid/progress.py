@@ -20,8 +20,16 @@ def _hms(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, total: int, skipped: int = 0, desc: str = "cells", stream=None, every_s: float = 30.0,
-                 slots: int = 1, unit: str = "cell"):
+    def __init__(
+        self,
+        total: int,
+        skipped: int = 0,
+        desc: str = "cells",
+        stream=None,
+        every_s: float = 30.0,
+        slots: int = 1,
+        unit: str = "cell",
+    ):
         self.stream = stream or sys.stderr
         self.total, self.skipped = total, skipped
         self.done = self.failed = self.running = 0
@@ -31,8 +39,17 @@ class Progress:
         self.unit = unit
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         sized = shutil.get_terminal_size((0, 0)).columns > 0  # a pseudo-terminal without a size draws nothing
-        self.bar = tqdm(total=total, initial=skipped, desc=desc, unit=unit, file=self.stream, disable=not self.tty,
-                        dynamic_ncols=sized, ncols=None if sized else 110, smoothing=0.2)
+        self.bar = tqdm(
+            total=total,
+            initial=skipped,
+            desc=desc,
+            unit=unit,
+            file=self.stream,
+            disable=not self.tty,
+            dynamic_ncols=sized,
+            ncols=None if sized else 110,
+            smoothing=0.2,
+        )
         self._postfix()
 
     @property
@@ -46,8 +63,10 @@ class Progress:
         return (time.perf_counter() - self.t0) / finished * self.remaining
 
     def _postfix(self) -> None:
-        self.bar.set_postfix_str(f"done={self.skipped + self.done} failed={self.failed} running={self.running} "
-                                 f"eta={_hms(self.eta())}", refresh=False)
+        self.bar.set_postfix_str(
+            f"done={self.skipped + self.done} failed={self.failed} running={self.running} eta={_hms(self.eta())}",
+            refresh=False,
+        )
 
     def update(self, status: str, running: int) -> None:
         if status == "FINISHED":
@@ -72,9 +91,11 @@ class Progress:
             print(self.line(), file=self.stream, flush=True)
 
     def line(self) -> str:
-        return (f"[olb.grid] {self.skipped + self.done + self.failed}/{self.total} {self.unit}s: done={self.skipped + self.done} "
-                f"(resumed {self.skipped}) failed={self.failed} running={self.running} "
-                f"elapsed={_hms(time.perf_counter() - self.t0)} eta={_hms(self.eta())}")
+        return (
+            f"[olb.grid] {self.skipped + self.done + self.failed}/{self.total} {self.unit}s: done={self.skipped + self.done} "
+            f"(resumed {self.skipped}) failed={self.failed} running={self.running} "
+            f"elapsed={_hms(time.perf_counter() - self.t0)} eta={_hms(self.eta())}"
+        )
 
     def close(self) -> None:
         self.bar.close()

@@ -14,10 +14,17 @@ STATUS_ORDER = ("FINISHED", "FAILED", "UNAVAILABLE", "NOT_RUN")
 
 
 def outcome_from_payload(payload: dict, run_id: str | None) -> dict:
-    out = {"status": payload["status"], "run_id": run_id, "source": "run", "error": payload.get("error", ""),
-           "metrics": dict(payload.get("metrics", {})), "curve": payload.get("curve"),
-           "primary_metric": payload.get("primary_metric"), "host": payload.get("host", ""),
-           "node_ip": payload.get("node_ip", "")}
+    out = {
+        "status": payload["status"],
+        "run_id": run_id,
+        "source": "run",
+        "error": payload.get("error", ""),
+        "metrics": dict(payload.get("metrics", {})),
+        "curve": payload.get("curve"),
+        "primary_metric": payload.get("primary_metric"),
+        "host": payload.get("host", ""),
+        "node_ip": payload.get("node_ip", ""),
+    }
     for key in (*RUNTIME_COLUMNS, "wall_s"):
         out[key] = payload.get(key, math.nan)
     return out
@@ -25,10 +32,17 @@ def outcome_from_payload(payload: dict, run_id: str | None) -> dict:
 
 def outcome_from_run(run, cell: Cell) -> dict:
     """A cell finished by an earlier invocation, from its MLflow run."""
-    out = {"status": "FINISHED", "run_id": run.run_id, "source": "resumed", "error": "",
-           "metrics": {m: run.metrics.get(m, math.nan) for m in cell.measured}, "curve": None,
-           "primary_metric": cell.metrics[0], "host": run.tags.get("olb.host", ""),
-           "node_ip": run.tags.get("olb.node_ip", "")}
+    out = {
+        "status": "FINISHED",
+        "run_id": run.run_id,
+        "source": "resumed",
+        "error": "",
+        "metrics": {m: run.metrics.get(m, math.nan) for m in cell.measured},
+        "curve": None,
+        "primary_metric": cell.metrics[0],
+        "host": run.tags.get("olb.host", ""),
+        "node_ip": run.tags.get("olb.node_ip", ""),
+    }
     for key in (*RUNTIME_COLUMNS, "wall_s"):
         out[key] = run.metrics.get(key, math.nan)
     return out
@@ -56,8 +70,20 @@ def cells_frame(plan: Plan, outcomes: dict[str, dict], data=None) -> pd.DataFram
         rows.append(row)
     df = pd.DataFrame(rows)
     fixed = ["cell_id", "label", "algorithm", "dataset"]
-    tail = ["loops", "protocol", "seed", "status", *RUNTIME_COLUMNS, *metric_names, "data_fingerprint", "host",
-            "node_ip", "run_id", "source", "error"]
+    tail = [
+        "loops",
+        "protocol",
+        "seed",
+        "status",
+        *RUNTIME_COLUMNS,
+        *metric_names,
+        "data_fingerprint",
+        "host",
+        "node_ip",
+        "run_id",
+        "source",
+        "error",
+    ]
     hp = [c for c in df.columns if c not in fixed and c not in tail]
     return df[fixed + hp + tail]
 
@@ -74,7 +100,9 @@ def load_reference(ref_cfg) -> pd.DataFrame | None:
     return df
 
 
-def paper_value(ref: pd.DataFrame | None, ref_cfg, paper_name: str | None, dataset: str, metric: str) -> tuple[float, str]:
+def paper_value(
+    ref: pd.DataFrame | None, ref_cfg, paper_name: str | None, dataset: str, metric: str
+) -> tuple[float, str]:
     if ref is None or not paper_name:
         return math.nan, ""
     ds = ref_cfg.datasets.get(dataset, dataset) if ref_cfg.datasets else dataset
@@ -98,8 +126,9 @@ def _stats(values: list[float]) -> tuple[float, float, int]:
     return float(vals.mean()), float(vals.std(ddof=1)) if len(vals) > 1 else math.nan, int(len(vals))
 
 
-def build_table(plan: Plan, outcomes: dict[str, dict], ref_cfg, unavailable: dict[str, str],
-                comparable: set[str] | None = None) -> pd.DataFrame:
+def build_table(
+    plan: Plan, outcomes: dict[str, dict], ref_cfg, unavailable: dict[str, str], comparable: set[str] | None = None
+) -> pd.DataFrame:
     """Long table: one row per (data set, algorithm configuration, metric).
 
     Configurations of an entry that differ only in ``best_of`` hyperparameters are reduced to the one with
@@ -152,19 +181,50 @@ def build_table(plan: Plan, outcomes: dict[str, dict], ref_cfg, unavailable: dic
                     paper, pnote = paper_value(ref, ref_cfg, info["paper_name"], ds, metric)
                     if not shown and not math.isnan(paper):
                         paper, pnote = math.nan, "not comparable: settings differ from the paper's"
-                    rows.append({"dataset": ds, "algorithm": label, "metric": metric, "mean": mean, "std": std,
-                                 "n_seeds": n, "n_planned": len(chosen), "n_values": len(finite),
-                                 "n_values_planned": len(groups),
-                                 "partial": bool(n and (n < len(chosen) or len(finite) < len(groups))),
-                                 "paper": paper, "diff": mean - paper, "selected": selected,
-                                 "n_failed": n_failed, "note": "; ".join(x for x in (note, pnote) if x),
-                                 "per_seed": per_seed})
+                    rows.append(
+                        {
+                            "dataset": ds,
+                            "algorithm": label,
+                            "metric": metric,
+                            "mean": mean,
+                            "std": std,
+                            "n_seeds": n,
+                            "n_planned": len(chosen),
+                            "n_values": len(finite),
+                            "n_values_planned": len(groups),
+                            "partial": bool(n and (n < len(chosen) or len(finite) < len(groups))),
+                            "paper": paper,
+                            "diff": mean - paper,
+                            "selected": selected,
+                            "n_failed": n_failed,
+                            "note": "; ".join(x for x in (note, pnote) if x),
+                            "per_seed": per_seed,
+                        }
+                    )
     _mark_best(rows, plan.lower_is_better)
     for row in rows:
         del row["per_seed"]
-    return pd.DataFrame(rows, columns=["dataset", "algorithm", "metric", "mean", "std", "n_seeds", "paper", "diff",
-                                       "n_planned", "n_values", "n_values_planned", "partial", "selected",
-                                       "n_failed", "note", "best"])
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "dataset",
+            "algorithm",
+            "metric",
+            "mean",
+            "std",
+            "n_seeds",
+            "paper",
+            "diff",
+            "n_planned",
+            "n_values",
+            "n_values_planned",
+            "partial",
+            "selected",
+            "n_failed",
+            "note",
+            "best",
+        ],
+    )
 
 
 def _mark_best(rows: list[dict], lower_is_better: dict[str, bool], alpha: float = 0.05) -> None:
@@ -181,8 +241,11 @@ def _mark_best(rows: list[dict], lower_is_better: dict[str, bool], alpha: float 
         sign = 1.0 if lower_is_better.get(metric, True) else -1.0
         top = min(group, key=lambda r: sign * r["mean"])
         for row in group:
-            seeds = [s for s in top["per_seed"] if s in row["per_seed"]
-                     and not math.isnan(top["per_seed"][s]) and not math.isnan(row["per_seed"][s])]
+            seeds = [
+                s
+                for s in top["per_seed"]
+                if s in row["per_seed"] and not math.isnan(top["per_seed"][s]) and not math.isnan(row["per_seed"][s])
+            ]
             a = np.array([row["per_seed"][s] for s in seeds])
             b = np.array([top["per_seed"][s] for s in seeds])
             if row is top or (len(seeds) > 1 and np.array_equal(a, b)):
@@ -207,7 +270,7 @@ def partial_text(row) -> str:
 def _num(x: float, decimals: int) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return ""
-    if abs(x) >= 10 ** 4:
+    if abs(x) >= 10**4:
         return f"{x:.0f}"
     return f"{x:.{decimals}f}"
 
@@ -253,8 +316,10 @@ def pivot_markdown(table: pd.DataFrame, rows: list[str], columns: list[str], dec
             out.append("**" + ", ".join(f"{a}: {v}" for a, v in zip(sections_axes, key)) + "**\n")
         row_keys = list(dict.fromkeys(tuple(r[a] for a in rows) for _, r in part.iterrows()))
         col_keys = list(dict.fromkeys(tuple(r[a] for a in columns) for _, r in part.iterrows()))
-        lookup = {(tuple(r[a] for a in rows), tuple(r[a] for a in columns)): _cell_text(r, decimals, bold)
-                  for _, r in part.iterrows()}
+        lookup = {
+            (tuple(r[a] for a in rows), tuple(r[a] for a in columns)): _cell_text(r, decimals, bold)
+            for _, r in part.iterrows()
+        }
         header = [" / ".join(rows)] + [" / ".join(map(str, ck)) for ck in col_keys]
         body = [[" / ".join(map(str, rk))] + [lookup.get((rk, ck), "") for ck in col_keys] for rk in row_keys]
         out.append(_md_table(header, body))
@@ -262,25 +327,47 @@ def pivot_markdown(table: pd.DataFrame, rows: list[str], columns: list[str], dec
     return "\n".join(out).rstrip() + "\n"
 
 
-def table_markdown(table: pd.DataFrame, title: str, rows: list[str], columns: list[str], decimals: int,
-                   reference: str = "", bold: bool = False) -> str:
+def table_markdown(
+    table: pd.DataFrame,
+    title: str,
+    rows: list[str],
+    columns: list[str],
+    decimals: int,
+    reference: str = "",
+    bold: bool = False,
+) -> str:
     source = f" ({reference})" if reference else ""
-    legend = (f"Each entry: mean ± std over seeds [the paper's value{source}, only where the settings are the "
-              "paper's] (the selected hyperparameter) (partial: what a figure rests on when less than planned).")
+    legend = (
+        f"Each entry: mean ± std over seeds [the paper's value{source}, only where the settings are the "
+        "paper's] (the selected hyperparameter) (partial: what a figure rests on when less than planned)."
+    )
     long_body = []
     for _, r in table.iterrows():
         d = 2 if r["metric"] in RUNTIME_COLUMNS else decimals
         note = "; ".join(x for x in (partial_text(r), r["note"]) if x)
-        long_body.append([r["dataset"], r["algorithm"], r["metric"], _num(r["mean"], d), _num(r["std"], d),
-                          f"{r['n_seeds']}/{r['n_planned']}", _num(r["paper"], d), _num(r["diff"], d), r["selected"],
-                          note])
-    long = _md_table(["dataset", "algorithm", "metric", "mean", "std", "seeds", "paper", "diff", "selected", "note"],
-                     long_body)
+        long_body.append(
+            [
+                r["dataset"],
+                r["algorithm"],
+                r["metric"],
+                _num(r["mean"], d),
+                _num(r["std"], d),
+                f"{r['n_seeds']}/{r['n_planned']}",
+                _num(r["paper"], d),
+                _num(r["diff"], d),
+                r["selected"],
+                note,
+            ]
+        )
+    long = _md_table(
+        ["dataset", "algorithm", "metric", "mean", "std", "seeds", "paper", "diff", "selected", "note"], long_body
+    )
     if bold:
-        legend += (" Bold: the best mean of its data set and metric, and every mean not significantly different from "
-                   "it (paired t-test over the seeds, 95%).")
-    return (f"# {title}\n\n{legend}\n\n{pivot_markdown(table, rows, columns, decimals, bold)}\n"
-            f"## All values\n\n{long}\n")
+        legend += (
+            " Bold: the best mean of its data set and metric, and every mean not significantly different from "
+            "it (paired t-test over the seeds, 95%)."
+        )
+    return f"# {title}\n\n{legend}\n\n{pivot_markdown(table, rows, columns, decimals, bold)}\n## All values\n\n{long}\n"
 
 
 # -- what the table may claim ------------------------------------------------------------------------------
@@ -346,8 +433,11 @@ def settings_run(plan: Plan) -> str:
                     values.setdefault(name, [])
                     if v not in values[name]:
                         values[name].append(v)
-        settings = ", ".join(f"{k}={v[0] if len(v) == 1 else '{' + ', '.join(map(str, v)) + '}'}"
-                             for k, v in values.items())
+        settings = ", ".join(
+            f"{k}={v[0] if len(v) == 1 else '{' + ', '.join(map(str, v)) + '}'}" for k, v in values.items()
+        )
         protocols = sorted({c.protocol for c in cells})
-        parts.append(f"{info['label']} ({info['algorithm']}, {'/'.join(protocols)}{', ' + settings if settings else ''})")
+        parts.append(
+            f"{info['label']} ({info['algorithm']}, {'/'.join(protocols)}{', ' + settings if settings else ''})"
+        )
     return "; ".join(parts)

@@ -65,7 +65,9 @@ def check_selection(select: dict, cls, metrics: tuple[str, ...], n_train: int | 
         problems.append(f"{where}.select.metrics: unknown metric(s) {unknown}")
     problems += [f"{where}.select: {p}" for p in missing_outputs(cls, [m for m in cv_metrics if m in METRICS])]
     if rule != "majority" and not (rule.startswith("best:") and rule.split(":", 1)[1] in cv_metrics):
-        problems.append(f"{where}.select.rule={rule!r}; allowed: {', '.join(RULES)} with a metric of {list(cv_metrics)}")
+        problems.append(
+            f"{where}.select.rule={rule!r}; allowed: {', '.join(RULES)} with a metric of {list(cv_metrics)}"
+        )
     return problems
 
 
@@ -78,21 +80,34 @@ def fold_datasets(dataset: Dataset, n_folds: int, seed: int = 0) -> list[Dataset
     if dataset.n_train is None:
         raise ValueError(f"cross-validation needs a training split, and data set {dataset.name!r} has none")
     if not 2 <= n_folds <= dataset.n_train:
-        raise ValueError(f"n_folds={n_folds} is out of range; allowed: 2 <= n_folds <= {dataset.n_train} "
-                         f"(training rows of {dataset.name!r})")
+        raise ValueError(
+            f"n_folds={n_folds} is out of range; allowed: 2 <= n_folds <= {dataset.n_train} "
+            f"(training rows of {dataset.name!r})"
+        )
     order = np.random.default_rng(seed).permutation(dataset.n_train)
     folds = np.array_split(order, n_folds)
     out = []
     for f, held_out in enumerate(folds):
         train = np.sort(np.concatenate([folds[g] for g in range(n_folds) if g != f]))
         rows = np.concatenate([train, np.sort(held_out)])
-        out.append(Dataset(f"{dataset.name}[fold {f + 1}/{n_folds}]", dataset.X[rows], dataset.Y[rows], dataset.task,
-                           dataset.feature_names, dataset.label_names, len(train), dataset.nominal))
+        out.append(
+            Dataset(
+                f"{dataset.name}[fold {f + 1}/{n_folds}]",
+                dataset.X[rows],
+                dataset.Y[rows],
+                dataset.task,
+                dataset.feature_names,
+                dataset.label_names,
+                len(train),
+                dataset.nominal,
+            )
+        )
     return out
 
 
-def cv_task_result(algorithm: str, params: dict, dataset: Dataset, metrics: tuple[str, ...], n_folds: int,
-                   seed: int = 0) -> dict:
+def cv_task_result(
+    algorithm: str, params: dict, dataset: Dataset, metrics: tuple[str, ...], n_folds: int, seed: int = 0
+) -> dict:
     """One setting's cross-validation: ``{"folds": [{metric: value}, ...], "cpu_s": ...}`` (one entry per fold).
 
     Fold f's learner is built from the seed sequence (seed, f) and streams its training folds once in an order
@@ -150,9 +165,14 @@ def select(means: dict[str, dict[str, float]], lower_is_better: dict[str, bool],
         copeland[s] = int((better > worse).sum() - (better < worse).sum())
     chosen = max(settings, key=lambda s: (copeland[s], -ranks[settings.index(s)], -settings.index(s)))
     wins = copeland[chosen]
-    return Selection(chosen, rule, f"better on more of the {len(metrics)} metrics than the other settings "
-                                   f"(wins - losses = {wins} of {len(settings) - 1} pairs; mean rank "
-                                   f"{ranks[settings.index(chosen)]:.2f})", copeland)
+    return Selection(
+        chosen,
+        rule,
+        f"better on more of the {len(metrics)} metrics than the other settings "
+        f"(wins - losses = {wins} of {len(settings) - 1} pairs; mean rank "
+        f"{ranks[settings.index(chosen)]:.2f})",
+        copeland,
+    )
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:

@@ -35,8 +35,13 @@ class GridStub(OnlineLearner):
     params = {
         "delay_s": Param(float, 0.0, low=0.0, doc="sleep this long before the first update"),
         "fail_at": Param(int, -1, low=-1, doc="raise RuntimeError at this update (-1: never)"),
-        "crash_token": Param(int, 0, low=0, doc="non-zero: the process dies (os._exit) at the first update, once "
-                                                "per token (a marker file in the temp dir remembers it)"),
+        "crash_token": Param(
+            int,
+            0,
+            low=0,
+            doc="non-zero: the process dies (os._exit) at the first update, once "
+            "per token (a marker file in the temp dir remembers it)",
+        ),
     }
 
     def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):

@@ -70,7 +70,7 @@ def sqlite_artifact_location(uri: str, experiment_name: str) -> str | None:
     """
     if not uri.startswith("sqlite:///") or uri == "sqlite:///:memory:":
         return None
-    return (Path(uri[len("sqlite:///"):]).resolve().parent / "mlruns" / experiment_name).as_uri()
+    return (Path(uri[len("sqlite:///") :]).resolve().parent / "mlruns" / experiment_name).as_uri()
 
 
 class Tracker:
@@ -118,9 +118,11 @@ class Tracker:
         if exp is None:
             try:
                 # "model training" experiment: the UI's runs view, not the GenAI traces overview
-                return self.client.create_experiment(name, artifact_location=sqlite_artifact_location(self.uri, name),
-                                                     tags={"mlflow.experimentKind": "custom_model_development",
-                                                           "olb.kind": "experiment"})
+                return self.client.create_experiment(
+                    name,
+                    artifact_location=sqlite_artifact_location(self.uri, name),
+                    tags={"mlflow.experimentKind": "custom_model_development", "olb.kind": "experiment"},
+                )
             except MlflowException as err:  # created meanwhile by another driver
                 exp = self.client.get_experiment_by_name(name)
                 if exp is None:
@@ -135,9 +137,15 @@ class Tracker:
 
         runs, token = [], None
         while True:
-            page = self._retry(self.client.search_runs, [self.experiment_id], filter_string=filter_string,
-                               run_view_type=ViewType.ACTIVE_ONLY, max_results=5000, order_by=order_by,
-                               page_token=token)
+            page = self._retry(
+                self.client.search_runs,
+                [self.experiment_id],
+                filter_string=filter_string,
+                run_view_type=ViewType.ACTIVE_ONLY,
+                max_results=5000,
+                order_by=order_by,
+                page_token=token,
+            )
             runs.extend(page)
             token = page.token
             if not token:
@@ -146,15 +154,22 @@ class Tracker:
     def finished_cells(self, accept=None) -> dict[str, FinishedRun]:
         """cell id -> the newest successful child run of this experiment (any earlier invocation) for which
         ``accept(run)`` holds (every run without ``accept``)."""
-        runs = self._search("tags.`olb.status` = 'FINISHED' and attributes.status = 'FINISHED'",
-                            order_by=["attributes.start_time DESC"])
+        runs = self._search(
+            "tags.`olb.status` = 'FINISHED' and attributes.status = 'FINISHED'", order_by=["attributes.start_time DESC"]
+        )
         found: dict[str, FinishedRun] = {}
         for run in runs:
             cid = run.data.tags.get("olb.cell_id")
             if cid and cid not in found:
-                finished = FinishedRun(run.info.run_id, cid, dict(run.data.metrics), dict(run.data.params),
-                                       dict(run.data.tags), run.info.start_time / 1000.0,
-                                       (run.info.end_time or run.info.start_time) / 1000.0)
+                finished = FinishedRun(
+                    run.info.run_id,
+                    cid,
+                    dict(run.data.metrics),
+                    dict(run.data.params),
+                    dict(run.data.tags),
+                    run.info.start_time / 1000.0,
+                    (run.info.end_time or run.info.start_time) / 1000.0,
+                )
                 if accept is None or accept(finished):
                     found[cid] = finished
         return found
@@ -167,8 +182,9 @@ class Tracker:
     def mark_stale_parents(self) -> int:
         """Parent runs left RUNNING by a driver of this host that no longer exists become KILLED."""
         host, n = socket.gethostname(), 0
-        for run in self._search(f"tags.`olb.kind` = 'grid' and attributes.status = 'RUNNING' "
-                                f"and tags.`olb.driver_host` = '{host}'"):
+        for run in self._search(
+            f"tags.`olb.kind` = 'grid' and attributes.status = 'RUNNING' and tags.`olb.driver_host` = '{host}'"
+        ):
             try:
                 pid = int(run.data.tags.get("olb.driver_pid", "0"))
             except ValueError:
@@ -180,10 +196,20 @@ class Tracker:
 
     # -- writes -------------------------------------------------------------------------------------------
     def start_parent(self, run_name: str, params: dict, tags: dict, config_yaml: str) -> str:
-        all_tags = {"olb.kind": "grid", "olb.experiment": self.experiment_name, "olb.code_version": self.code_version,
-                    "olb.driver_host": socket.gethostname(), "olb.driver_pid": str(os.getpid()), **tags}
-        run = self._retry(self.client.create_run, self.experiment_id, run_name=run_name,
-                          tags={k: _clip(str(v), MAX_TAG) for k, v in all_tags.items()})
+        all_tags = {
+            "olb.kind": "grid",
+            "olb.experiment": self.experiment_name,
+            "olb.code_version": self.code_version,
+            "olb.driver_host": socket.gethostname(),
+            "olb.driver_pid": str(os.getpid()),
+            **tags,
+        }
+        run = self._retry(
+            self.client.create_run,
+            self.experiment_id,
+            run_name=run_name,
+            tags={k: _clip(str(v), MAX_TAG) for k, v in all_tags.items()},
+        )
         self.parent_run_id = run.info.run_id
         self._log_batch(run.info.run_id, params=params)
         self._retry(self.client.log_text, run.info.run_id, config_yaml, "config.yaml")
@@ -205,8 +231,12 @@ class Tracker:
         """A finished run (under this invocation's parent run, if any) with ``params``, ``tags`` and ``files``
         as artifacts; its id. The grid's stages other than cells (e.g. a cross-validated selection) use it."""
         parent = {"mlflow.parentRunId": self.parent_run_id} if self.parent_run_id else {}
-        run = self._retry(self.client.create_run, self.experiment_id, run_name=run_name,
-                          tags={"olb.code_version": self.code_version, **parent, **tags})
+        run = self._retry(
+            self.client.create_run,
+            self.experiment_id,
+            run_name=run_name,
+            tags={"olb.code_version": self.code_version, **parent, **tags},
+        )
         self._log_batch(run.info.run_id, params=params)
         for path in files:
             self._retry(self.client.log_artifact, run.info.run_id, str(path))
@@ -221,21 +251,43 @@ class Tracker:
         status = payload["status"]
         start_ms = int(payload.get("start_time", time.time()) * 1000)
         end_ms = int(payload.get("end_time", time.time()) * 1000)
-        tags = {"mlflow.runName": cell.run_name, "olb.kind": "cell", "olb.cell_id": cell.cell_id,
-                "olb.experiment": self.experiment_name, "olb.code_version": self.code_version,
-                "olb.entry": cell.entry, "olb.label": cell.label, "olb.host": str(payload.get("host", "")),
-                "olb.node_ip": str(payload.get("node_ip", "")), "olb.status": status, **(data_tags or {})}
+        tags = {
+            "mlflow.runName": cell.run_name,
+            "olb.kind": "cell",
+            "olb.cell_id": cell.cell_id,
+            "olb.experiment": self.experiment_name,
+            "olb.code_version": self.code_version,
+            "olb.entry": cell.entry,
+            "olb.label": cell.label,
+            "olb.host": str(payload.get("host", "")),
+            "olb.node_ip": str(payload.get("node_ip", "")),
+            "olb.status": status,
+            **(data_tags or {}),
+        }
         if self.parent_run_id:
             tags["mlflow.parentRunId"] = self.parent_run_id
         if status != "FINISHED":
             tags["olb.error"] = payload.get("error", "")
-        run = self._retry(self.client.create_run, self.experiment_id, start_time=start_ms, run_name=cell.run_name,
-                          tags={k: _clip(str(v), MAX_TAG) for k, v in tags.items() if k != "olb.status"})
+        run = self._retry(
+            self.client.create_run,
+            self.experiment_id,
+            start_time=start_ms,
+            run_name=cell.run_name,
+            tags={k: _clip(str(v), MAX_TAG) for k, v in tags.items() if k != "olb.status"},
+        )
         run_id = run.info.run_id
 
-        params = {"algorithm": cell.algorithm, "dataset": cell.dataset, "seed": cell.seed, "protocol": cell.protocol,
-                  "loops": cell.loops, "metrics": ",".join(cell.metrics), "curve_every": cell.curve_every,
-                  "label": cell.label, "cell_id": cell.cell_id}
+        params = {
+            "algorithm": cell.algorithm,
+            "dataset": cell.dataset,
+            "seed": cell.seed,
+            "protocol": cell.protocol,
+            "loops": cell.loops,
+            "metrics": ",".join(cell.metrics),
+            "curve_every": cell.curve_every,
+            "label": cell.label,
+            "cell_id": cell.cell_id,
+        }
         for key, value in cell.params.items():
             params[key if key not in params else f"param.{key}"] = value
         metrics: list[Metric] = []
@@ -287,7 +339,7 @@ def _sqlite_lock(uri: str):
     import fcntl
     import hashlib
 
-    path = uri[len("sqlite:///"):].split("?")[0] if uri.startswith("sqlite:///") else None
+    path = uri[len("sqlite:///") :].split("?")[0] if uri.startswith("sqlite:///") else None
     if not path or path.startswith(":memory:"):
         yield
         return
@@ -316,7 +368,7 @@ def _check_server(uri: str, attempts: int = 3) -> None:
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else "..." + text[-(limit - 3):]
+    return text if len(text) <= limit else "..." + text[-(limit - 3) :]
 
 
 def pid_alive(pid: int) -> bool:

@@ -25,8 +25,13 @@ def execute_cell(task: dict) -> dict:
         return execute_cv(task)
     started = time.time()
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    base = {"cell_id": task["cell_id"], "start_time": started, "host": socket.gethostname(), "node_ip": _node_ip(),
-            "pid": os.getpid()}
+    base = {
+        "cell_id": task["cell_id"],
+        "start_time": started,
+        "host": socket.gethostname(),
+        "node_ip": _node_ip(),
+        "pid": os.getpid(),
+    }
     try:
         for module in task.get("imports", ()):
             importlib.import_module(module)
@@ -36,9 +41,15 @@ def execute_cell(task: dict) -> dict:
         spec["metrics"] = tuple(spec["metrics"]) if spec.get("metrics") is not None else None
         result = run_cell(CellSpec(**spec))
     except Exception as err:  # noqa: BLE001 - everything a cell raises is recorded, nothing escapes
-        return {**base, "status": "FAILED", "error": f"{type(err).__name__}: {err}",
-                "traceback": traceback.format_exc(), "wall_s": time.perf_counter() - wall0,
-                "cpu_s": time.process_time() - cpu0, "end_time": time.time()}
+        return {
+            **base,
+            "status": "FAILED",
+            "error": f"{type(err).__name__}: {err}",
+            "traceback": traceback.format_exc(),
+            "wall_s": time.perf_counter() - wall0,
+            "cpu_s": time.process_time() - cpu0,
+            "end_time": time.time(),
+        }
     stream = result.stream
     curve = {key: [v.item() if hasattr(v, "item") else v for v in values] for key, values in stream.curve.items()}
     payload = {

@@ -20,8 +20,11 @@ class _OnlineELM(OnlineLearner):
     default_protocol = "train_frozen"
     outputs = ("scores", "labels")
     predict_before_learn = False
-    params = {"num_hidden": NUM_HIDDEN, "init_fraction": INIT_FRACTION,
-              "feature_scaling": with_default(FEATURE_SCALING, "minmax")}
+    params = {
+        "num_hidden": NUM_HIDDEN,
+        "init_fraction": INIT_FRACTION,
+        "feature_scaling": with_default(FEATURE_SCALING, "minmax"),
+    }
     test_params = {"num_hidden": 10}
 
     def __init__(self, n_features, n_labels, seed=None, **hyper):
@@ -57,8 +60,9 @@ class _OnlineELM(OnlineLearner):
         """The initial block by (ridge) least squares; after it, rows one by one."""
         if self.M is not None:
             return super().learn_many(X, Y)
-        self.M, self.beta = self._initial_fit(self.hidden(np.asarray(X, dtype=float)),
-                                              2.0 * np.asarray(Y, dtype=float) - 1.0)
+        self.M, self.beta = self._initial_fit(
+            self.hidden(np.asarray(X, dtype=float)), 2.0 * np.asarray(Y, dtype=float) - 1.0
+        )
 
     def learn_one(self, x, feedback) -> None:
         """One RLS step (chunk of one row): M -= M h h^T M / (1 + h^T M h); beta += M h (t - h^T beta)."""

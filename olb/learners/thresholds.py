@@ -44,10 +44,14 @@ from olb.learners.params import ETA, FEATURE_SCALING, REPEATS, with_default
 LEARNED_RULES = ("alt_scores", "alt_features")  # the rules whose threshold learns from the stream
 
 THRESHOLD_PARAMS = {
-    "threshold_rule": Param(str, "alt_scores", choices=(*LEARNED_RULES, "size", "fixed"),
-                            doc="how labels are decided from the scores: a threshold learned with the ALT loss on "
-                                "the standardized sorted scores or on the features, the running mean label-set "
-                                "size, or a fixed threshold"),
+    "threshold_rule": Param(
+        str,
+        "alt_scores",
+        choices=(*LEARNED_RULES, "size", "fixed"),
+        doc="how labels are decided from the scores: a threshold learned with the ALT loss on "
+        "the standardized sorted scores or on the features, the running mean label-set "
+        "size, or a fixed threshold",
+    ),
     "threshold": Param(float, 0.0, doc="the fixed threshold of threshold_rule='fixed'"),
     "eta": with_default(ETA, 0.01),
     "repeats": with_default(REPEATS, 5),
@@ -141,18 +145,22 @@ def thresholded(scorer_class: type[OnlineLearner]) -> type[Thresholded]:
     clash = set(THRESHOLD_PARAMS) & set(scorer_class.params)
     if clash:
         raise ValueError(f"{scorer_class.name}: hyperparameter(s) {sorted(clash)} clash with the threshold's")
-    return type(f"{scorer_class.__name__}Thresholded", (Thresholded,), {
-        "__doc__": f"{scorer_class.__name__} with a label threshold (olb.learners.thresholds).",
-        "name": f"{scorer_class.name}+threshold",
-        "scorer_class": scorer_class,
-        "task": scorer_class.task,
-        "feedback": "full",
-        "default_protocol": scorer_class.default_protocol,
-        "predict_before_learn": scorer_class.predict_before_learn,
-        "params": {**scorer_class.params, **THRESHOLD_PARAMS},
-        "test_params": dict(scorer_class.test_params),
-        "__module__": __name__,
-    })
+    return type(
+        f"{scorer_class.__name__}Thresholded",
+        (Thresholded,),
+        {
+            "__doc__": f"{scorer_class.__name__} with a label threshold (olb.learners.thresholds).",
+            "name": f"{scorer_class.name}+threshold",
+            "scorer_class": scorer_class,
+            "task": scorer_class.task,
+            "feedback": "full",
+            "default_protocol": scorer_class.default_protocol,
+            "predict_before_learn": scorer_class.predict_before_learn,
+            "params": {**scorer_class.params, **THRESHOLD_PARAMS},
+            "test_params": dict(scorer_class.test_params),
+            "__module__": __name__,
+        },
+    )
 
 
 def _needs_labels(cls: type[OnlineLearner]) -> bool:

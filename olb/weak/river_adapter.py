@@ -30,8 +30,15 @@ from olb.weak.base import DELTA_RANGE, GRACE_RANGE, TAU_RANGE, WeakLearners, log
 class RiverWeakLearners(WeakLearners):
     """N river classifiers built by ``factory(i, rng)``, each on ``num_covariates`` random features."""
 
-    def __init__(self, factory: Callable, n_learners: int, n_features: int, n_labels: int,
-                 num_covariates: int = 20, seed: int | np.random.Generator | None = None):
+    def __init__(
+        self,
+        factory: Callable,
+        n_learners: int,
+        n_features: int,
+        n_labels: int,
+        num_covariates: int = 20,
+        seed: int | np.random.Generator | None = None,
+    ):
         super().__init__(n_learners, n_features, n_labels)
         rng = np.random.default_rng(seed)
         self.models = [factory(i, rng) for i in range(n_learners)]
@@ -61,5 +68,8 @@ def river_hoeffding_tree(i: int, rng: np.random.Generator):
     from river import tree
 
     return tree.HoeffdingTreeClassifier(
-        grace_period=max(1, int(rng.uniform(*GRACE_RANGE))), delta=log_uniform(rng, *DELTA_RANGE),
-        tau=log_uniform(rng, *TAU_RANGE), leaf_prediction="mc")
+        grace_period=max(1, int(rng.uniform(*GRACE_RANGE))),
+        delta=log_uniform(rng, *DELTA_RANGE),
+        tau=log_uniform(rng, *TAU_RANGE),
+        leaf_prediction="mc",
+    )

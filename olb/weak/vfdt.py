@@ -94,10 +94,12 @@ class VFDTForest(WeakLearners):
         rng = np.random.default_rng(seed)
         super().__init__(n_learners, n_features, n_labels)
         N = n_learners
-        draws = np.array([
-            (log_uniform(rng, *delta_range), rng.uniform(*grace_range), log_uniform(rng, *tau_range))
-            for _ in range(N)
-        ]).reshape(N, 3)
+        draws = np.array(
+            [
+                (log_uniform(rng, *delta_range), rng.uniform(*grace_range), log_uniform(rng, *tau_range))
+                for _ in range(N)
+            ]
+        ).reshape(N, 3)
         self.delta, self.grace, self.tau = draws.T.copy()
         self.importance_scale = (
             rng.uniform(*importance_scale_range, size=N) if importance_scale_range is not None else None
@@ -113,15 +115,25 @@ class VFDTForest(WeakLearners):
         self._d = self.covariates.shape[1]
         self._init_storage(capacity=4 * N)
         self._round_leaves = None  # (x, leaves) of the round's prediction
-        self.root = np.array([self._new_leaf(np.zeros(n_labels), np.zeros(n_labels, bool), self._new_slot())
-                              for _ in range(N)])
+        self.root = np.array(
+            [self._new_leaf(np.zeros(n_labels), np.zeros(n_labels, bool), self._new_slot()) for _ in range(N)]
+        )
 
     # ------------------------------------------------------------------ storage
     # Nodes (internal and leaves) live in small per-node arrays. The Gaussian statistics, d' x k estimators
     # per leaf (80 KB for d' = 20, k = 101), live in a pool of slots indexed by ``slot[node]``: a splitting
     # leaf hands its slot, cleared, to its left child, so the pool holds one slot per leaf, not per node.
-    _NODE_ARRAYS = ("split_feature", "threshold", "left", "right", "nan_left", "slot", "class_mass", "seen",
-                    "weight_at_last_attempt")
+    _NODE_ARRAYS = (
+        "split_feature",
+        "threshold",
+        "left",
+        "right",
+        "nan_left",
+        "slot",
+        "class_mass",
+        "seen",
+        "weight_at_last_attempt",
+    )
     _SLOT_ARRAYS = ("g_weight", "g_mean", "g_m2", "g_min", "g_max")
     _FILL = {"split_feature": -1, "slot": -1, "g_min": np.inf, "g_max": -np.inf}
 
@@ -170,8 +182,9 @@ class VFDTForest(WeakLearners):
         cached = self._round_leaves
         if cached is not None and cached[0] is x:
             return cached[1]
-        leaves = vfdt_core.route(x, self.covariates, self.root, self.split_feature, self.threshold, self.left,
-                                 self.right, self.nan_left)
+        leaves = vfdt_core.route(
+            x, self.covariates, self.root, self.split_feature, self.threshold, self.left, self.right, self.nan_left
+        )
         self._round_leaves = (x, leaves)
         return leaves
 
@@ -191,9 +204,22 @@ class VFDTForest(WeakLearners):
         leaves = self._leaves(x)
         self._round_leaves = None
         due, trees = vfdt_core.update_statistics(
-            x, np.ascontiguousarray(weights, dtype=float), leaves, self.covariates, self.slot, self.class_mass,
-            self.seen, self.g_weight, self.g_mean, self.g_m2, self.g_min, self.g_max, self.pseudo_count,
-            self.weight_at_last_attempt, self.grace)
+            x,
+            np.ascontiguousarray(weights, dtype=float),
+            leaves,
+            self.covariates,
+            self.slot,
+            self.class_mass,
+            self.seen,
+            self.g_weight,
+            self.g_mean,
+            self.g_m2,
+            self.g_min,
+            self.g_max,
+            self.pseudo_count,
+            self.weight_at_last_attempt,
+            self.grace,
+        )
         if len(due):
             self._attempt_splits(due, trees)
 
@@ -201,9 +227,23 @@ class VFDTForest(WeakLearners):
         """Evaluate the candidate splits of ``leaves`` (of ``trees``) and split where the Hoeffding test says so
         (compiled)."""
         splits, feature, tied, _, per_feature, best_t, best_left, best_right, thresholds = vfdt_core.evaluate_splits(
-            leaves, trees, self.slot, self.class_mass, self.seen, self.g_weight, self.g_mean, self.g_m2, self.g_min,
-            self.g_max, self._fractions, _MIN_VARIANCE, _MIN_BRANCH_FRACTION, self._eps_factor, self._ln_inv_delta,
-            self.tau)
+            leaves,
+            trees,
+            self.slot,
+            self.class_mass,
+            self.seen,
+            self.g_weight,
+            self.g_mean,
+            self.g_m2,
+            self.g_min,
+            self.g_max,
+            self._fractions,
+            _MIN_VARIANCE,
+            _MIN_BRANCH_FRACTION,
+            self._eps_factor,
+            self._ln_inv_delta,
+            self.tau,
+        )
         for b in np.flatnonzero(splits & tied):
             feature[b] = np.argsort(per_feature[b])[::-1][0]  # numpy's choice among tied features
         n_splits = int(splits.sum())
@@ -214,11 +254,31 @@ class VFDTForest(WeakLearners):
         while self.n_slots + n_splits > len(self.g_weight):
             self._grow(self._SLOT_ARRAYS)
         self.n_nodes, self.n_slots = vfdt_core.apply_splits(
-            splits, feature, best_t, leaves, thresholds, best_left, best_right, self.n_nodes, self.n_slots,
-            self.split_feature, self.threshold, self.left, self.right, self.nan_left, self.slot, self.class_mass,
-            self.seen, self.weight_at_last_attempt, self.g_weight, self.g_mean, self.g_m2, self.g_min, self.g_max)
+            splits,
+            feature,
+            best_t,
+            leaves,
+            thresholds,
+            best_left,
+            best_right,
+            self.n_nodes,
+            self.n_slots,
+            self.split_feature,
+            self.threshold,
+            self.left,
+            self.right,
+            self.nan_left,
+            self.slot,
+            self.class_mass,
+            self.seen,
+            self.weight_at_last_attempt,
+            self.g_weight,
+            self.g_mean,
+            self.g_m2,
+            self.g_min,
+            self.g_max,
+        )
 
     @property
     def n_leaves(self) -> int:
         return int((self.split_feature[: self.n_nodes] < 0).sum())
-

@@ -18,8 +18,9 @@ from numba.extending import get_cython_function_address
 
 # scipy's normal CDF (the very function behind the ufunc ``scipy.special.ndtr``, bit for bit), called per value
 # from the compiled loops; bound by symbol name so that numba's on-disk cache stays usable.
-llvmlite.binding.add_symbol("olb_scipy_ndtr", get_cython_function_address("scipy.special.cython_special",
-                                                                         "__pyx_fuse_1ndtr"))
+llvmlite.binding.add_symbol(
+    "olb_scipy_ndtr", get_cython_function_address("scipy.special.cython_special", "__pyx_fuse_1ndtr")
+)
 ndtr = types.ExternalFunction("olb_scipy_ndtr", types.float64(types.float64))
 
 
@@ -59,8 +60,23 @@ def leaf_masses(leaves, class_mass, seen, normalize):  # pragma: no cover - comp
 
 
 @njit(cache=True, nogil=True)
-def update_statistics(x, weights, leaves, covariates, slot, class_mass, seen, g_weight, g_mean, g_m2, g_min,
-                      g_max, pseudo_count, weight_at_last_attempt, grace):  # pragma: no cover - compiled
+def update_statistics(
+    x,
+    weights,
+    leaves,
+    covariates,
+    slot,
+    class_mass,
+    seen,
+    g_weight,
+    g_mean,
+    g_m2,
+    g_min,
+    g_max,
+    pseudo_count,
+    weight_at_last_attempt,
+    grace,
+):  # pragma: no cover - compiled
     """Feed label l to tree i's leaf with weight ``weights[i, l]`` (> 0); return the fed leaves due for a split
     attempt, in increasing node order, and their trees.
 
@@ -189,8 +205,24 @@ def pairwise_sum(a, start, n):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def evaluate_splits(leaves, trees, slot, class_mass, seen, g_weight, g_mean, g_m2, g_min, g_max, fractions,
-                    min_variance, min_branch_fraction, eps_factor, ln_inv_delta, tau):  # pragma: no cover - compiled
+def evaluate_splits(
+    leaves,
+    trees,
+    slot,
+    class_mass,
+    seen,
+    g_weight,
+    g_mean,
+    g_m2,
+    g_min,
+    g_max,
+    fractions,
+    min_variance,
+    min_branch_fraction,
+    eps_factor,
+    ln_inv_delta,
+    tau,
+):  # pragma: no cover - compiled
     """Every candidate split of every leaf, its information gain, and the Hoeffding test of each leaf, in one pass.
 
     Thresholds lie at ``fractions`` of the way from the covariate's smallest to its largest observed value. A
@@ -301,9 +333,31 @@ def _entropy(mass, total, terms):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def apply_splits(splits, feature, best_threshold, leaves, thresholds, best_left, best_right, n_nodes, n_slots,
-                 split_feature, threshold, left_child, right_child, nan_left, slot, class_mass, seen,
-                 weight_at_last_attempt, g_weight, g_mean, g_m2, g_min, g_max):  # pragma: no cover - compiled
+def apply_splits(
+    splits,
+    feature,
+    best_threshold,
+    leaves,
+    thresholds,
+    best_left,
+    best_right,
+    n_nodes,
+    n_slots,
+    split_feature,
+    threshold,
+    left_child,
+    right_child,
+    nan_left,
+    slot,
+    class_mass,
+    seen,
+    weight_at_last_attempt,
+    g_weight,
+    g_mean,
+    g_m2,
+    g_min,
+    g_max,
+):  # pragma: no cover - compiled
     """Split every leaf ``leaves[b]`` with ``splits[b]`` on covariate ``feature[b]`` at its best threshold.
 
     Its children are the next two nodes (left first), holding that threshold's branch masses (``best_left`` and

@@ -16,23 +16,48 @@ REFERENCE = Path(__file__).with_name("reference.json")
 
 # (name, CellSpec keyword arguments): small forests, one seed each, every registered booster and baseline.
 CASES = [
-    ("adaolmr_emotions", dict(algorithm="adaolmr", dataset="emotions", seed=1,
-                              params={"num_learners": 8, "authors_weights": True})),
+    (
+        "adaolmr_emotions",
+        dict(algorithm="adaolmr", dataset="emotions", seed=1, params={"num_learners": 8, "authors_weights": True}),
+    ),
     ("adaolmr_emotions_paper", dict(algorithm="adaolmr", dataset="emotions", seed=2, params={"num_learners": 8})),
-    ("onlinebmr_emotions", dict(algorithm="onlinebmr", dataset="emotions", seed=1,
-                                params={"num_learners": 8, "gamma": 0.1, "authors_weights": True})),
-    ("onlinebmr_yeast", dict(algorithm="onlinebmr", dataset="yeast", seed=3,
-                             params={"num_learners": 4, "gamma": 0.01, "margin": 0.0})),
-    ("topopt_emotions", dict(algorithm="topopt", dataset="emotions", seed=1,
-                             params={"num_learners": 6, "gamma": 0.3, "k": 3, "rho": 0.1})),
-    ("topopt_emotions_swap", dict(algorithm="topopt", dataset="emotions", seed=4,
-                                  params={"num_learners": 6, "gamma": 0.2, "k": 3, "rho": 0.1,
-                                          "exploration": "single_swap"})),
-    ("topada_emotions", dict(algorithm="topada", dataset="emotions", seed=1,
-                             params={"num_learners": 6, "k": 2, "rho": 0.1})),
+    (
+        "onlinebmr_emotions",
+        dict(
+            algorithm="onlinebmr",
+            dataset="emotions",
+            seed=1,
+            params={"num_learners": 8, "gamma": 0.1, "authors_weights": True},
+        ),
+    ),
+    (
+        "onlinebmr_yeast",
+        dict(algorithm="onlinebmr", dataset="yeast", seed=3, params={"num_learners": 4, "gamma": 0.01, "margin": 0.0}),
+    ),
+    (
+        "topopt_emotions",
+        dict(
+            algorithm="topopt", dataset="emotions", seed=1, params={"num_learners": 6, "gamma": 0.3, "k": 3, "rho": 0.1}
+        ),
+    ),
+    (
+        "topopt_emotions_swap",
+        dict(
+            algorithm="topopt",
+            dataset="emotions",
+            seed=4,
+            params={"num_learners": 6, "gamma": 0.2, "k": 3, "rho": 0.1, "exploration": "single_swap"},
+        ),
+    ),
+    (
+        "topada_emotions",
+        dict(algorithm="topada", dataset="emotions", seed=1, params={"num_learners": 6, "k": 2, "rho": 0.1}),
+    ),
     ("adaolm_balance", dict(algorithm="adaolm", dataset="balance", seed=1, params={"num_learners": 6})),
-    ("onlinembbm_balance", dict(algorithm="onlinembbm", dataset="balance", seed=1,
-                                params={"num_learners": 6, "gamma": 0.1})),
+    (
+        "onlinembbm_balance",
+        dict(algorithm="onlinembbm", dataset="balance", seed=1, params={"num_learners": 6, "gamma": 0.1}),
+    ),
     ("best_vfdt_cars", dict(algorithm="best_vfdt", dataset="cars", seed=1, params={"num_learners": 4})),
     ("oza_balance", dict(algorithm="oza", dataset="balance", seed=2, params={"num_learners": 5})),
 ]

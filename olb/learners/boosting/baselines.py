@@ -41,7 +41,7 @@ class _TreeBaseline(OnlineLearner):
 
 
 class BestVFDT(_TreeBaseline):
-    """"Best decision tree" (paper 001, Table 1): N VFDTs with random parameters, each trained alone.
+    """ "Best decision tree" (paper 001, Table 1): N VFDTs with random parameters, each trained alone.
 
     Every tree is fed each example with weight 1 and predicts the argmax of its leaf distribution (the
     authors' ``utils.train_vfdt``/``test_vfdt``). The paper reports the best of the N trees in hindsight,
@@ -63,8 +63,9 @@ class BestVFDT(_TreeBaseline):
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
-        self.trees = build_weak_learners(self.weak_learner, self.num_learners, n_features, n_labels,
-                                         self.num_covariates, self.rng)
+        self.trees = build_weak_learners(
+            self.weak_learner, self.num_learners, n_features, n_labels, self.num_covariates, self.rng
+        )
         self.correct = np.zeros(self.num_learners, np.int64)
         self._hits: list[np.ndarray] = []  # per example, which trees were right (bit-packed)
         self._cache = RoundCache()
@@ -95,8 +96,11 @@ class BestVFDT(_TreeBaseline):
     def stream_report(self, n_scored: int) -> dict[str, float]:
         """The paper's "best decision tree" figure over the final ``n_scored`` examples, and the leader."""
         acc = self.tree_accuracies(n_scored)
-        return {"best_tree_accuracy": float(acc.max()), "best_tree": int(acc.argmax()),
-                "leader_tree": int(self.correct.argmax())}
+        return {
+            "best_tree_accuracy": float(acc.max()),
+            "best_tree": int(acc.argmax()),
+            "leader_tree": int(self.correct.argmax()),
+        }
 
 
 class OzaBoost(_TreeBaseline):
@@ -134,15 +138,15 @@ class OzaBoost(_TreeBaseline):
             self.trees = None
         else:
             self._river = None
-            self.trees = build_weak_learners(self.weak_learner, N, n_features, n_labels, self.num_covariates,
-                                             self.rng)
+            self.trees = build_weak_learners(self.weak_learner, N, n_features, n_labels, self.num_covariates, self.rng)
         self.lambda_sc = np.zeros(N)
         self.lambda_sw = np.zeros(N)
 
     def vote_weights(self) -> np.ndarray:
         total = self.lambda_sc + self.lambda_sw
-        eps = np.clip(np.divide(self.lambda_sw, total, out=np.ones_like(total), where=total > 0),
-                      self.EPS_CLIP, 1 - self.EPS_CLIP)
+        eps = np.clip(
+            np.divide(self.lambda_sw, total, out=np.ones_like(total), where=total > 0), self.EPS_CLIP, 1 - self.EPS_CLIP
+        )
         return np.where(eps < 0.5, np.log((1 - eps) / eps), 0.0)
 
     def predict_one(self, x: np.ndarray) -> int:
@@ -167,7 +171,7 @@ class OzaBoost(_TreeBaseline):
         # argmax after the update (first index on ties, as in predict_one) is y iff y beats the lower
         # labels strictly and the higher ones weakly
         below = mass[:, :y].max(axis=1) if y > 0 else np.full(N, -np.inf)
-        above = mass[:, y + 1:].max(axis=1) if y + 1 < self.n_labels else np.full(N, -np.inf)
+        above = mass[:, y + 1 :].max(axis=1) if y + 1 < self.n_labels else np.full(N, -np.inf)
         lam = 1.0
         counts = np.zeros(N)
         for m in range(N):
@@ -203,8 +207,9 @@ def _river_oza(n_models: int, n_labels: int, rng: np.random.Generator):
     """river's AdaBoostClassifier over Hoeffding trees with the forest's random parameter ranges."""
     from river import ensemble, tree
 
-    model = ensemble.AdaBoostClassifier(tree.HoeffdingTreeClassifier(), n_models=n_models,
-                                        seed=int(rng.integers(2**31)))
+    model = ensemble.AdaBoostClassifier(
+        tree.HoeffdingTreeClassifier(), n_models=n_models, seed=int(rng.integers(2**31))
+    )
     for i in range(n_models):
         model[i] = river_hoeffding_tree(i, rng)
     return model

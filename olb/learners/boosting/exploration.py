@@ -147,8 +147,11 @@ class SingleSwapExploration(Exploration):
     def case_probabilities(self):
         k, n, rho = self.k, self.m - self.k, self.rho
         both = ((k - 2) / k) ** 2 + 2 * (1 / k) * (1 / n) * ((k - 1) / k)
-        one = ((1 / n) * ((k - 1) / k) * ((k - 2) / k) + ((k - 1) / k) * ((n - 1) / n) * (1 / n) * ((k - 1) / k)
-               + (1 / k) * (1 / n) * (1 / n) * ((k - 1) / k))
+        one = (
+            (1 / n) * ((k - 1) / k) * ((k - 2) / k)
+            + ((k - 1) / k) * ((n - 1) / n) * (1 / n) * ((k - 1) / k)
+            + (1 / k) * (1 / n) * (1 / n) * ((k - 1) / k)
+        )
         none = (2 / n) * (1 / n) * ((k - 1) / k)
         return (1.0 - rho + rho * both, rho * one, rho * none)
 

@@ -17,6 +17,7 @@ from olb.learners.boosting.rounds import adaolmr_round, expert_states, hedge_dra
 
 AUTHORS_IMPORTANCE_SCALE = (3.0, 10.0)
 
+
 class MLRBooster(OnlineLearner):
     """Algorithm 1 of paper 000; subclasses choose the cost vectors, the weights alpha and the expert."""
 
@@ -27,8 +28,9 @@ class MLRBooster(OnlineLearner):
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
         scale = AUTHORS_IMPORTANCE_SCALE if self.authors_weights else None
-        self.weak = build_weak_learners(self.weak_learner, self.num_learners, n_features, n_labels,
-                                        self.num_covariates, self.rng, scale)
+        self.weak = build_weak_learners(
+            self.weak_learner, self.num_learners, n_features, n_labels, self.num_covariates, self.rng, scale
+        )
         self.alpha = np.full(self.num_learners, self.initial_alpha)
         self.t = 0
         self._cache = RoundCache()
@@ -42,7 +44,7 @@ class MLRBooster(OnlineLearner):
         ten multi-label data sets. What it cannot see is the number of relevant labels per row (the trees learn
         from those): cal500 (~26 of 174) costs ~2-3x more, medical and slashdot (~1.2) ~4-8x less.
         """
-        return ROUND_OVERHEAD_S + 2.5e-6 * params["num_learners"] * shape.n_labels ** 0.7
+        return ROUND_OVERHEAD_S + 2.5e-6 * params["num_learners"] * shape.n_labels**0.7
 
     def _experts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Weak predictions H (N, k) and the states s^0..s^N (N + 1, k) of the experts."""
@@ -142,8 +144,9 @@ class OnlineBMR(MLRBooster):
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
-        self.potential = PairwisePotential(self.num_learners, n_labels, self.gamma, margin=self.margin,
-                                           invalid_baseline=self.invalid_baseline)
+        self.potential = PairwisePotential(
+            self.num_learners, n_labels, self.gamma, margin=self.margin, invalid_baseline=self.invalid_baseline
+        )
 
     def _choose_expert(self) -> int:
         return self.num_learners - 1

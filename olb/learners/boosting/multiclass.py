@@ -34,8 +34,15 @@ import numpy as np
 from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, Param, RoundCache
 from olb.learners.boosting.common import ALL_FEATURES_PARAM, BOOSTER_PARAMS, GAMMA_PARAM, build_weak_learners
 from olb.learners.boosting.potentials import baseline, mbbm_cost_matrix
-from olb.learners.boosting.rounds import (adaolm_chain, adaolm_update, hedge_draw, hedge_init, logistic_cost_parts,
-                                          mbbm_chain, vote_states)
+from olb.learners.boosting.rounds import (
+    adaolm_chain,
+    adaolm_update,
+    hedge_draw,
+    hedge_init,
+    logistic_cost_parts,
+    mbbm_chain,
+    vote_states,
+)
 
 AUTHORS_WEIGHT_CONSTANTS = (5.0, 200.0)  # U[5, 200] per tree in the authors' multiclass driver
 AUTHORS_FIRST_WEIGHT = 5.0  # Adaboost.OLM in the authors' code: tree 1 always gets weight 5
@@ -46,12 +53,19 @@ _TIE_TOL = 1e-9
 MULTICLASS_PARAMS = {
     **BOOSTER_PARAMS,
     "num_covariates": ALL_FEATURES_PARAM,
-    "authors_weights": Param(bool, False, doc="the authors' importance weights instead of the paper's: a "
-                             "per-tree constant from U[5, 200] times the paper's weight / (k - 1) (times 0.1 "
-                             "for OnlineMBBM), weight 5 for Adaboost.OLM's first tree, floor 1e-10"),
-    "weak_prediction": Param(str, "expected_cost", choices=("expected_cost", "argmax"),
-                             doc="a tree's single label: least expected cost under C^i (authors' code) or "
-                             "its most probable class"),
+    "authors_weights": Param(
+        bool,
+        False,
+        doc="the authors' importance weights instead of the paper's: a "
+        "per-tree constant from U[5, 200] times the paper's weight / (k - 1) (times 0.1 "
+        "for OnlineMBBM), weight 5 for Adaboost.OLM's first tree, floor 1e-10",
+    ),
+    "weak_prediction": Param(
+        str,
+        "expected_cost",
+        choices=("expected_cost", "argmax"),
+        doc="a tree's single label: least expected cost under C^i (authors' code) or its most probable class",
+    ),
 }
 
 
@@ -216,8 +230,9 @@ class AdaBoostOLM(MulticlassBooster):
 
     def _update_booster(self, r, y):
         eta = 2.0 * np.sqrt(2.0) / ((self.n_labels - 1) * np.sqrt(self.t))
-        self.alpha, self.hedge = adaolm_update(r.states, r.labels, r.experts, self.alpha, self.hedge, y, eta,
-                                               self.authors_gradient)
+        self.alpha, self.hedge = adaolm_update(
+            r.states, r.labels, r.experts, self.alpha, self.hedge, y, eta, self.authors_gradient
+        )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -329,7 +344,7 @@ class _StateMemo:
     which changes no value: ~100,000 states for k = 5, ~10,000 for k = 26.
     """
 
-    MAX_BYTES = 64 * 2 ** 20
+    MAX_BYTES = 64 * 2**20
 
     def __init__(self, costs: MBBMCosts, horizons: list[int], which: int, k: int):
         self.costs, self.horizons, self.which, self.k = costs, horizons, which, k
@@ -415,17 +430,30 @@ class OnlineMBBM(MulticlassBooster):
     params = {
         **MULTICLASS_PARAMS,
         "gamma": GAMMA_PARAM,
-        "authors_horizon": Param(bool, False, doc="N - i + 1 remaining draws for learner i (authors' code) "
-                                 "instead of the paper's N - i"),
-        "weak_prediction": Param(str, "normalized_cost", choices=("normalized_cost", "expected_cost", "argmax"),
-                                 doc="a tree's single label: least expected cost under the normalized D^i of "
-                                 "eq. (5) that Algorithm 1 passes to the learner, under the raw C^i (authors' "
-                                 "code), or its most probable class"),
-        "potential_samples": Param(int, 0, low=0, doc="0: exact potentials; M > 0: the authors' Monte Carlo "
-                                   "with M samples per potential (for benchmarks)"),
-        "normalize_weights": Param(bool, False, doc="divide learner i's weight by the largest weight it has "
-                                   "been sent so far (an online estimate of the paper's w^{i*}), so every "
-                                   "learner sees weights in (0, 1]"),
+        "authors_horizon": Param(
+            bool, False, doc="N - i + 1 remaining draws for learner i (authors' code) instead of the paper's N - i"
+        ),
+        "weak_prediction": Param(
+            str,
+            "normalized_cost",
+            choices=("normalized_cost", "expected_cost", "argmax"),
+            doc="a tree's single label: least expected cost under the normalized D^i of "
+            "eq. (5) that Algorithm 1 passes to the learner, under the raw C^i (authors' "
+            "code), or its most probable class",
+        ),
+        "potential_samples": Param(
+            int,
+            0,
+            low=0,
+            doc="0: exact potentials; M > 0: the authors' Monte Carlo with M samples per potential (for benchmarks)",
+        ),
+        "normalize_weights": Param(
+            bool,
+            False,
+            doc="divide learner i's weight by the largest weight it has "
+            "been sent so far (an online estimate of the paper's w^{i*}), so every "
+            "learner sees weights in (0, 1]",
+        ),
     }
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
@@ -465,8 +493,9 @@ class OnlineMBBM(MulticlassBooster):
     def _importance_weights(self, paper_weights):
         if self.normalize_weights:
             np.maximum(self.max_weight, paper_weights, out=self.max_weight)
-            paper_weights = np.divide(paper_weights, self.max_weight, out=np.zeros_like(paper_weights),
-                                      where=self.max_weight > 0)
+            paper_weights = np.divide(
+                paper_weights, self.max_weight, out=np.zeros_like(paper_weights), where=self.max_weight > 0
+            )
         if not self.authors_weights:
             return paper_weights
         scaled = AUTHORS_MBBM_FACTOR * self.weight_constants * paper_weights / (self.n_labels - 1)

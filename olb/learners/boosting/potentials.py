@@ -205,8 +205,9 @@ class PairwisePotential:
         ``"raise"``: raise ValueError.
     """
 
-    def __init__(self, num_learners: int, n_labels: int, gamma: float, margin: float = 1.0,
-                 invalid_baseline: str = "cap"):
+    def __init__(
+        self, num_learners: int, n_labels: int, gamma: float, margin: float = 1.0, invalid_baseline: str = "cap"
+    ):
         if invalid_baseline not in ("cap", "raise"):
             raise ValueError(f"invalid_baseline must be 'cap' or 'raise', got {invalid_baseline!r}")
         _check_gamma(gamma)
@@ -225,7 +226,8 @@ class PairwisePotential:
             raise ValueError(
                 f"baseline u_gamma^Y is not a distribution: gamma={self.gamma} with |Y|={n_relevant} "
                 f"gives gamma*|Y| = {self.gamma * n_relevant:g} > 1 (limit gamma <= 1/|Y| = "
-                f"{1.0 / n_relevant:g}); use invalid_baseline='cap' or a smaller gamma")
+                f"{1.0 / n_relevant:g}); use invalid_baseline='cap' or a smaller gamma"
+            )
         return 1.0 / n_relevant
 
     def law(self, n_relevant: int) -> _DifferenceLaw:

@@ -32,8 +32,9 @@ from numba.extending import get_cython_function_address, intrinsic
 
 from olb.weak.vfdt_core import pairwise_sum
 
-llvmlite.binding.add_symbol("olb_scipy_expit", get_cython_function_address("scipy.special.cython_special",
-                                                                          "__pyx_fuse_0expit"))
+llvmlite.binding.add_symbol(
+    "olb_scipy_expit", get_cython_function_address("scipy.special.cython_special", "__pyx_fuse_0expit")
+)
 expit = types.ExternalFunction("olb_scipy_expit", types.float64(types.float64))
 
 
@@ -43,8 +44,10 @@ ALPHA_BOUND = 2.0  # the adaptive boosters project alpha to [-2, 2] (papers 000,
 @intrinsic
 def fma(typingctx, a, b, c):
     """a * b + c rounded once (LLVM's ``llvm.fma``, the processor's fused multiply-add)."""
+
     def codegen(context, builder, signature, args):
         return builder.fma(*args)
+
     return types.float64(types.float64, types.float64, types.float64), codegen
 
 
@@ -542,8 +545,9 @@ def pair_rank_losses(S, a_idx, b_idx, weights):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def topada_round(H, states, a_idx, b_idx, weights, alpha, hedge, step, t, clip_gradient, fed,
-                 weight_scale):  # pragma: no cover - compiled
+def topada_round(
+    H, states, a_idx, b_idx, weights, alpha, hedge, step, t, clip_gradient, fed, weight_scale
+):  # pragma: no cover - compiled
     """TopAda's update on one example with observed pairs (paper 004, Algorithm 3): returns (importance weights,
     alpha, Hedge, gradients at s^0..s^N).
 

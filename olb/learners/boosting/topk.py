@@ -40,15 +40,26 @@ from olb.learners.boosting.rounds import fed_weights, hedge_draw, hedge_init, to
 TOPK_PARAMS = {
     "k": Param(int, 3, low=2, doc="number of top-ranked labels whose relevance is revealed (k < number of labels)"),
     "rho": Param(float, 0.02, low=0.0, high=1.0, open_low=True, open_high=True, doc="exploration rate"),
-    "exploration": Param(str, "uniform", choices=tuple(EXPLORATIONS),
-                         doc="randomization: uniform permutation (Sec. 2.2) or two single swaps (App. B.1, "
-                             "k >= 3, rho < 0.25)"),
-    "clip_probabilities": Param(bool, True, doc="clip pair probabilities to [0.005, 0.995] before 1/P "
-                                "(paper 004, App. C.2; biased but tames the variance)"),
-    "weight_scale": Param(float, 1.0, low=0.0, open_low=True,
-                          doc="constant factor on the importance weights sent to the weak learners (not in the "
-                              "paper; relative weights are unchanged, it sets how fast the VFDTs grow, see "
-                              "docs/topk.md: 0.01 keeps TopAda's trees within memory on 101-label data)"),
+    "exploration": Param(
+        str,
+        "uniform",
+        choices=tuple(EXPLORATIONS),
+        doc="randomization: uniform permutation (Sec. 2.2) or two single swaps (App. B.1, k >= 3, rho < 0.25)",
+    ),
+    "clip_probabilities": Param(
+        bool,
+        True,
+        doc="clip pair probabilities to [0.005, 0.995] before 1/P (paper 004, App. C.2; biased but tames the variance)",
+    ),
+    "weight_scale": Param(
+        float,
+        1.0,
+        low=0.0,
+        open_low=True,
+        doc="constant factor on the importance weights sent to the weak learners (not in the "
+        "paper; relative weights are unchanged, it sets how fast the VFDTs grow, see "
+        "docs/topk.md: 0.01 keeps TopAda's trees within memory on 101-label data)",
+    ),
 }
 
 
@@ -64,11 +75,14 @@ class TopKBooster(MLRBooster):
         problems = super().check_params(params, shape)
         k, rho, m = params["k"], params["rho"], shape.n_labels
         if k >= m:
-            problems.append(f"k={k} must be smaller than the number of labels ({m}); top-k feedback with "
-                            "k >= the number of labels would reveal the whole label set")
+            problems.append(
+                f"k={k} must be smaller than the number of labels ({m}); top-k feedback with "
+                "k >= the number of labels would reveal the whole label set"
+            )
         if params["exploration"] == "single_swap" and (k < 3 or rho >= 0.25):
-            problems.append(f"exploration='single_swap' needs k >= 3 and rho < 0.25 (paper 004, App. B.1); "
-                            f"got k={k}, rho={rho}")
+            problems.append(
+                f"exploration='single_swap' needs k >= 3 and rho < 0.25 (paper 004, App. B.1); got k={k}, rho={rho}"
+            )
         return problems
 
     def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
@@ -94,8 +108,10 @@ class TopKBooster(MLRBooster):
             raise RuntimeError(f"{self.name}: learn_one needs the ranking of a preceding predict_one")
         H, states, in_top, top = self._round
         if not np.array_equal(feedback.labels, top):
-            raise ValueError(f"{self.name}: feedback on labels {feedback.labels.tolist()} but the ranking "
-                             f"output had top {self.k} labels {top.tolist()}")
+            raise ValueError(
+                f"{self.name}: feedback on labels {feedback.labels.tolist()} but the ranking "
+                f"output had top {self.k} labels {top.tolist()}"
+            )
         self._round = None
         self._cache.clear()
         self.t += 1
@@ -196,5 +212,6 @@ class TopAda(TopKBooster):
         """One compiled call (:func:`~olb.learners.boosting.rounds.topada_round`): the costs c-hat^i = grad
         L-hat_log(s^{i-1}), the step on alpha, Hedge on the estimated rank losses, the importance weights."""
         weights, self.alpha, self.hedge, self._gradients = topada_round(
-            H, states, a, b, w, self.alpha, self.hedge, self.step, self.t, self.clip_gradient, fed, self.weight_scale)
+            H, states, a, b, w, self.alpha, self.hedge, self.step, self.t, self.clip_gradient, fed, self.weight_scale
+        )
         return weights

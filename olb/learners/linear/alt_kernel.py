@@ -31,8 +31,13 @@ class FALTKernel(OnlineLearner):
     default_protocol = "train_frozen"
     outputs = ("scores", "labels")
     predict_before_learn = False
-    params = {"eta": ETA, "repeats": with_default(REPEATS, 10), "sigma": SIGMA, "kernel": KERNEL,
-              "feature_scaling": with_default(FEATURE_SCALING, "minmax")}
+    params = {
+        "eta": ETA,
+        "repeats": with_default(REPEATS, 10),
+        "sigma": SIGMA,
+        "kernel": KERNEL,
+        "feature_scaling": with_default(FEATURE_SCALING, "minmax"),
+    }
     test_params = {"eta": 0.5, "repeats": 5, "sigma": 1.0}
     cost_per_example_s = _PABRKernel.cost_per_example_s  # a kernel row against the support vectors (fitted on both)
 

@@ -57,8 +57,12 @@ class OLANSGDStar(OnlineLearner):
     predict_before_learn = False
     accepts_sparse = True
     params: ClassVar[dict[str, Param]] = {
-        "regularization": Param(float, 1e-4, low=0.0, doc="lam, the weight of (lam / 2) ||W||_F^2 (paper 003 "
-                                                          "searches 1e-6 ... 1 by cross-validation)"),
+        "regularization": Param(
+            float,
+            1e-4,
+            low=0.0,
+            doc="lam, the weight of (lam / 2) ||W||_F^2 (paper 003 searches 1e-6 ... 1 by cross-validation)",
+        ),
         "smoothing": Param(float, 0.1, low=0.0, open_low=True, doc="gamma of the smoothed hinge"),
         "eta": with_default(ETA, 0.1),
         "bias": BIAS,

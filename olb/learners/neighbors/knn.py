@@ -10,8 +10,14 @@ from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, Param, StreamShap
 from olb.learners.neighbors.memory import RowMemory, k_nearest, vote
 from olb.learners.params import FEATURE_SCALING, INIT_FRACTION, N_NEIGHBORS
 
-VOTE_THRESHOLD = Param(float, 0.5, low=0.0, open_low=True, high=1.0,
-                       doc="a label is predicted relevant iff its neighbours' vote fraction is >= this value")
+VOTE_THRESHOLD = Param(
+    float,
+    0.5,
+    low=0.0,
+    open_low=True,
+    high=1.0,
+    doc="a label is predicted relevant iff its neighbours' vote fraction is >= this value",
+)
 
 
 class NeighborLearner(OnlineLearner):
@@ -36,8 +42,12 @@ class NeighborLearner(OnlineLearner):
         return {"scores": votes, "labels": (votes >= self.vote_threshold).astype(np.int8)}
 
 
-VOTE_PARAMS = {"n_neighbors": N_NEIGHBORS, "vote_threshold": VOTE_THRESHOLD, "init_fraction": INIT_FRACTION,
-               "feature_scaling": FEATURE_SCALING}  # what every nearest-neighbour vote of this family declares
+VOTE_PARAMS = {
+    "n_neighbors": N_NEIGHBORS,
+    "vote_threshold": VOTE_THRESHOLD,
+    "init_fraction": INIT_FRACTION,
+    "feature_scaling": FEATURE_SCALING,
+}  # what every nearest-neighbour vote of this family declares
 
 
 class KNN(NeighborLearner):

@@ -43,8 +43,11 @@ def cubic_step(mu: np.ndarray, r: np.ndarray, delta: float, lam_min: float, lam_
     the cubic increases for every lam > 0."""
     a, b, c = cubic_coefficients(mu, r, delta)
     roots = np.roots([3.0 * a, 2.0 * b, c]) if a != 0.0 else (np.array([-c / (2.0 * b)]) if b != 0.0 else [])
-    maxima = [float(z.real) for z in np.atleast_1d(roots)
-              if abs(z.imag) < 1e-12 and z.real > 0 and 6.0 * a * z.real + 2.0 * b < 0]
+    maxima = [
+        float(z.real)
+        for z in np.atleast_1d(roots)
+        if abs(z.imag) < 1e-12 and z.real > 0 and 6.0 * a * z.real + 2.0 * b < 0
+    ]
     return float(np.clip(min(maxima), lam_min, lam_max)) if maxima else lam_max
 
 
@@ -54,10 +57,12 @@ def exact_dual(lam: float, mu: np.ndarray, r: np.ndarray, delta: float) -> float
     return float(lam * delta - np.sum(r * lam * mu / (1.0 - 2.0 * lam * mu)))
 
 
-def exact_dual_step(mu: np.ndarray, r: np.ndarray, delta: float, lam_min: float, lam_max: float,
-                    iterations: int = 100) -> float:
+def exact_dual_step(
+    mu: np.ndarray, r: np.ndarray, delta: float, lam_min: float, lam_max: float, iterations: int = 100
+) -> float:
     """The maximiser of :func:`exact_dual` by bisection on its derivative delta - sum r mu / (1 - 2 lam mu)^2
     (positive at 0, where it equals the loss), clipped to [m, M]; M when the dual increases without bound."""
+
     def slope(lam):
         return delta - float(np.sum(r * mu / (1.0 - 2.0 * lam * mu) ** 2))
 
@@ -105,17 +110,26 @@ class OML(NeighborLearner):
     name = "oml"
     params: ClassVar[dict[str, Param]] = {
         **VOTE_PARAMS,
-        "latent_dim": Param(int, 0, low=0, doc="d, the columns of V (d < q); 0: ceil(q / 2), our choice "
-                                               "(the paper gives none)"),
-        "lambda_rule": Param(str, "exact_dual", choices=("exact_dual", "cubic"),
-                             doc="step size: 'exact_dual' (bisection on the exact dual, stable) or 'cubic' (the "
-                                 "paper's eq. 7, unstable)"),
+        "latent_dim": Param(
+            int, 0, low=0, doc="d, the columns of V (d < q); 0: ceil(q / 2), our choice (the paper gives none)"
+        ),
+        "lambda_rule": Param(
+            str,
+            "exact_dual",
+            choices=("exact_dual", "cubic"),
+            doc="step size: 'exact_dual' (bisection on the exact dual, stable) or 'cubic' (the "
+            "paper's eq. 7, unstable)",
+        ),
         "lambda_min": Param(float, 1e-5, low=0.0, doc="m, the lower clip of the step (paper: 1e-5)"),
         "lambda_max": Param(float, 1e5, low=0.0, open_low=True, doc="M, the upper clip of the step (paper: 1e5)"),
         "ridge": Param(float, 1.0, low=0.0, doc="ridge of the least-squares fit of P on the initial memory"),
-        "update_neighbor": Param(str, "input", choices=("input", "metric"),
-                                 doc="where the update's nearest neighbour is searched: 'input' (Euclidean on x, "
-                                     "our reading of the paper) or 'metric' (under Q on P^T x)"),
+        "update_neighbor": Param(
+            str,
+            "input",
+            choices=("input", "metric"),
+            doc="where the update's nearest neighbour is searched: 'input' (Euclidean on x, "
+            "our reading of the paper) or 'metric' (under Q on P^T x)",
+        ),
     }
     test_params: ClassVar[dict] = {"n_neighbors": 3}
     report_metrics: ClassVar[dict[str, bool]] = {"oml_lambda_capped": True}
@@ -136,8 +150,10 @@ class OML(NeighborLearner):
         if shape.n_labels < 2:
             problems.append(f"OML needs at least 2 labels (d < q); the data set has {shape.n_labels}")
         elif params["latent_dim"] >= shape.n_labels:
-            problems.append(f"latent_dim={params['latent_dim']} must be below the number of labels "
-                            f"{shape.n_labels} (or 0 for ceil(q / 2))")
+            problems.append(
+                f"latent_dim={params['latent_dim']} must be below the number of labels "
+                f"{shape.n_labels} (or 0 for ceil(q / 2))"
+            )
         if params["lambda_min"] > params["lambda_max"]:
             problems.append(f"lambda_min={params['lambda_min']} exceeds lambda_max={params['lambda_max']}")
         return problems
