@@ -11,7 +11,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[grid,cluster,test]"
 	touch $(STAMP)
 
 # The main job: a small grid on the embedded emotions data set, tracked in ./mlflow.db

@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def conf_dir() -> Path:

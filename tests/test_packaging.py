@@ -1,23 +1,29 @@
-"""olb installs like a package: a wheel built from the checkout runs a one-cell grid from outside the repository
-(configs and the embedded data set ship inside it; console entry points olb-grid and olb-run)."""
+"""olb installs like a package. A wheel built from the checkout runs a one-cell grid from outside the repository
+(configs and the embedded data set ship inside it; console entry points olb-grid and olb-run), and the core
+wheel alone (``pip install olb``: no Ray, MLflow, Hydra, pandas or matplotlib) runs a learner on emotions."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import site
+import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+GRID_STACK = ("ray", "mlflow", "hydra", "omegaconf", "pandas", "matplotlib", "scikit_posthocs", "tqdm", "river")
+CORE_MODULES = ("olb.learners", "olb.protocol", "olb.metrics", "olb.data", "olb.weak", "olb.run")
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    """A fresh virtual environment holding only the olb wheel; its dependencies come from this environment."""
+def wheel(tmp_path_factory) -> Path:
+    """The olb wheel, built without its dependencies (``pip wheel --no-deps``) from a copy of the checkout."""
     tmp = tmp_path_factory.mktemp("wheel")
     source = tmp / "source"  # a copy: building writes build/ next to the sources
     shutil.copytree(
@@ -45,7 +51,13 @@ def installed(tmp_path_factory):
         capture_output=True,
         timeout=300,
     )
-    wheel = next((tmp / "dist").glob("olb-*.whl"))
+    return next((tmp / "dist").glob("olb-*.whl"))
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory):
+    """A fresh virtual environment holding only the olb wheel; its dependencies come from this environment."""
+    tmp = tmp_path_factory.mktemp("venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp / "venv")], check=True, timeout=120)
     python = tmp / "venv" / "bin" / "python"
     subprocess.run(
@@ -63,10 +75,14 @@ def installed(tmp_path_factory):
     Path(purelib, "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     cwd = tmp / "elsewhere"
     cwd.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OLB_CONF_DIR", "OLB_DATA_DIR")}
-    return tmp / "venv" / "bin", cwd, env
+    return tmp / "venv" / "bin", cwd, _clean_env()
 
 
+def _clean_env() -> dict:
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OLB_CONF_DIR", "OLB_DATA_DIR")}
+
+
+@pytest.mark.e2e
 def test_the_installed_package_is_not_the_checkout(installed):
     bin_dir, cwd, env = installed
     where = subprocess.run(
@@ -80,6 +96,7 @@ def test_the_installed_package_is_not_the_checkout(installed):
     assert str(ROOT) not in where and "site-packages/olb" in where
 
 
+@pytest.mark.e2e
 def test_a_one_cell_grid_runs_from_outside_the_repository(installed):
     bin_dir, cwd, env = installed
     grid = subprocess.run(
@@ -110,3 +127,95 @@ def test_a_one_cell_grid_runs_from_outside_the_repository(installed):
         timeout=300,
     )
     assert one.returncode == 0 and "rank_loss:" in one.stdout, one.stderr[-2000:]
+
+
+def test_importing_the_core_never_imports_the_grid_stack():
+    """olb.learners, olb.protocol, olb.metrics, olb.data (and olb.run's cell API) import no grid library."""
+    probe = (
+        f"import sys; import {', '.join(CORE_MODULES)}; "
+        f"print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}} & set({GRID_STACK!r}))))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True
+    )
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert loaded.stdout.strip() == "", f"importing the core loaded {loaded.stdout.strip()}"
+
+
+def _pypi_reachable() -> bool:
+    try:
+        socket.create_connection(("pypi.org", 443), timeout=5).close()
+        return True
+    except OSError:
+        return False
+
+
+def _core_venv(wheel: Path) -> Path:
+    """A virtual environment with the core wheel and only the dependencies it declares, installed by pip.
+
+    Installing numpy, scipy and numba takes a minute, so the environment is kept in a per-user temporary
+    directory keyed by the hash of pyproject.toml (the declared dependencies) and reused while it verifies;
+    the olb wheel itself is reinstalled every time. The test skips when PyPI cannot be reached.
+    """
+    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    home = Path(tempfile.gettempdir()) / f"olb-test-{os.getuid()}"
+    home.mkdir(mode=0o700, exist_ok=True)
+    if home.stat().st_uid != os.getuid() or home.stat().st_mode & 0o077:
+        pytest.skip(f"{home} is not private to this user; not reusing it")
+    venv, ready = home / f"core-venv-{key}", home / f"core-venv-{key}.ready"
+    python = venv / "bin" / "python"
+    if not (ready.is_file() and ready.read_text() == key and python.is_file()):
+        shutil.rmtree(venv, ignore_errors=True)
+        ready.unlink(missing_ok=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+        install = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True, timeout=900
+        )
+        if install.returncode != 0:
+            if not _pypi_reachable():
+                pytest.skip("offline: pip cannot reach PyPI to install the core dependencies")
+            pytest.fail(f"pip install of the core wheel failed: {install.stderr[-2000:]}")
+        ready.write_text(key)
+    reinstall = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert reinstall.returncode == 0, reinstall.stderr[-2000:]
+    return python
+
+
+@pytest.mark.e2e
+def test_the_core_wheel_alone_runs_falt_on_emotions_without_the_grid_stack(wheel, tmp_path):
+    python = _core_venv(wheel)
+    script = f"""
+import importlib.util, math, sys
+absent = [m for m in {GRID_STACK!r} if importlib.util.find_spec(m) is not None]
+assert not absent, f"the core install pulled in {{absent}}"
+try:
+    import ray
+except ImportError:
+    pass
+else:
+    raise AssertionError("import ray succeeded in the core install")
+import olb.data, olb.learners, olb.metrics, olb.protocol
+from olb.run import CellSpec, run_cell
+result = run_cell(CellSpec("falt", "emotions", seed=1, metrics=("f1", "hamming_loss")))
+assert all(0.0 <= v <= 1.0 for v in result.metrics.values()), result.metrics
+loaded = sorted({{m.split(".")[0] for m in sys.modules}} & set({GRID_STACK!r}))
+assert not loaded, loaded
+print(olb.__version__, result.metrics)
+"""
+    env = {**_clean_env(), "OLB_CACHE_DIR": str(tmp_path / "cache")}
+    run = subprocess.run(
+        [str(python), "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    version = subprocess.run(
+        [sys.executable, "-c", "import olb; print(olb.__version__)"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    assert run.stdout.startswith(version + " "), run.stdout

@@ -45,6 +45,7 @@ LOADERS = {
     "xls": "olb.data.uci:load_table",
     "libsvm_multilabel": "olb.data.libsvm:load_libsvm",
 }
+EXTRAS = {"olb.data.uci": "tables"}  # loader module -> the pip extra that installs what it imports (pandas, xlrd)
 
 
 def load_dataset(name: str, data_dir: DataDirs = None, verify_checksums: bool = True) -> Dataset:
@@ -70,14 +71,22 @@ def load_with_provenance(
         return spec.check(dataclasses.replace(dataset, name=spec.name)), provenance(spec, {})
     if spec.format not in LOADERS:
         raise DataFormatError(f"{spec.conf_file}: unknown format {spec.format!r}; known: {', '.join(LOADERS)}")
+    module, function = LOADERS[spec.format].split(":")
+    try:
+        loader = getattr(importlib.import_module(module), function)
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(
+            f"data set {name!r} (format {spec.format!r}) needs {exc.name}, not installed: "
+            f'pip install "olb[{EXTRAS.get(module, "grid")}]"',
+            name=exc.name,
+        ) from exc
     paths = locate(spec, data_dir)
     source = provenance(spec, paths, verify_checksums)
     from olb.data.parsed import read_parsed, write_parsed
 
     dataset = read_parsed(spec.name, source.fingerprint)
     if dataset is None:
-        module, function = LOADERS[spec.format].split(":")
-        dataset = spec.check(getattr(importlib.import_module(module), function)(spec, paths), paths)
+        dataset = spec.check(loader(spec, paths), paths)
         if spec.split is not None:
             dataset = apply_split(dataset, spec.split)
         write_parsed(dataset, source.fingerprint)
