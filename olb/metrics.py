@@ -4,14 +4,14 @@ Papers and where each metric comes from:
 
 - 000 Jung & Tewari, online multi-label ranking boosting: ``rank_loss`` (§3.1, L_rnk; Table 3).
 - 001 Jung, Goetz & Tewari, online multiclass boosting: ``accuracy`` (§5, Table 1: on the final 20%).
-- 002 Zhai, Tang & Wang, adaptive label thresholding (ALT), §6.2, Table 2: ``precision`` (Psn),
+- 002 adaptive label thresholding (ALT; the text names no authors), §6.2, Table 2: ``precision`` (Psn),
   ``recall`` (Rcal), ``f1`` (F1), ``macro_f1`` (MacroF1), ``micro_f1`` (MicroF1), ``hamming_loss`` (Hl),
   ``ranking_loss`` (Rl). The paper's displayed formulas were lost in text extraction; the ones used here
   are reconstructions (marked RECON) from its prose, checked against its Table 2: F1 computed from the
   averaged Psn and Rcal matches all of that table's rows to within 0.02 points but two (within 0.22).
 - 003 Gong et al., online metric learning (OML), Figs. 1-8: ``macro_f1``, ``micro_f1``, ``example_f1``,
   ``hamming_loss``.
-- 004 Zhang et al., top-k feedback boosting: weighted rank loss (Tables 1-3) = ``rank_loss``;
+- 004 Raman, Zhang, Jung & Tewari, top-k feedback boosting: weighted rank loss (Tables 1-3) = ``rank_loss``;
   unweighted rank loss = ``rank_loss(..., normalized=False)``.
 
 Conventions

@@ -29,9 +29,9 @@ USAGE = """usage: python -m olb.run algorithm=NAME dataset=NAME [seed=S] [key=va
 
 Runs one cell (one algorithm, fixed hyperparameters, one data set, one seed) and prints its metrics as YAML.
 Keys: algorithm, dataset, seed (0), protocol (the algorithm's default), loops (1), metrics (the task's
-default), curve_every (50), data_dir (one dir, several joined by ':', or a list; default $OLB_DATA_DIR),
-verify_checksums (true; false reads edited files of a registered data set); any other key is a
-hyperparameter of the algorithm. Bad arguments: one line on stderr, exit 2."""
+default; every metric name and its definition: docs/metrics.md), curve_every (50), data_dir (one dir,
+several joined by ':', or a list; default $OLB_DATA_DIR), verify_checksums (true; false reads edited files
+of a registered data set); any other key is a hyperparameter of the algorithm. Bad arguments: one line on stderr, exit 2."""
 
 SPEC_KEYS = (
     "algorithm",

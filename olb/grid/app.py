@@ -39,6 +39,7 @@ from olb.grid.results import (
     grid_title,
     outcome_from_payload,
     outcome_from_run,
+    reference_source,
     table_markdown,
 )
 from olb.registry import get_algorithm
@@ -492,14 +493,13 @@ def _finish(
     files = {"cells": out / "cells.csv", "table_csv": out / "table.csv", "table_md": out / "table.md"}
     cells.to_csv(files["cells"], index=False)
     table.to_csv(files["table_csv"], index=False)
-    reference = " ".join(str(x) for x in (cfg.reference.paper, cfg.reference.table) if x)
     markdown = table_markdown(
         table,
         grid_title(cfg, plan, overrides or [], comparable),
         list(cfg.table.rows),
         list(cfg.table.columns),
         cfg.table.decimals,
-        f"paper {reference}" if reference else "",
+        reference_source(cfg.reference),
         cfg.table.bold_best,
     )
     choices, cv_stats = selection

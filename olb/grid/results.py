@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
+
+import olb
 
 from olb.grid.plan import RUNTIME_COLUMNS, Cell, Plan
 
@@ -89,6 +93,21 @@ def cells_frame(plan: Plan, outcomes: dict[str, dict], data=None) -> pd.DataFram
 
 
 # -- reference values ------------------------------------------------------------------------------------
+def paper_citation(key: str) -> str:
+    """The short citation (authors, year, method) of the paper ``key`` (conf/reference/papers.yaml), else the key."""
+    return _papers(olb.conf_dir() / "reference" / "papers.yaml").get(key, {}).get("cite", key)
+
+
+@functools.cache
+def _papers(path: Path) -> dict:
+    return yaml.safe_load(path.read_text()) if path.is_file() else {}
+
+
+def reference_source(ref_cfg) -> str:
+    """Where a table's paper values come from, e.g. "Jung & Tewari (2018), Ada.OLMR and OnlineBMR, Table 3"."""
+    return ", ".join(x for x in (paper_citation(ref_cfg.paper) if ref_cfg.paper else "", ref_cfg.table or "") if x)
+
+
 def load_reference(ref_cfg) -> pd.DataFrame | None:
     if not ref_cfg.file or not ref_cfg.paper:
         return None

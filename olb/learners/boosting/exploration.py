@@ -1,6 +1,6 @@
 """Top-k feedback (paper 004): randomized rankings and the exact probabilities of the pairs they reveal.
 
-Paper 004 (Zhang et al., online boosting for multi-label ranking with top-k feedback) lets the learner
+Paper 004 (Raman et al. 2020, online boosting for multi-label ranking with top-k feedback) lets the learner
 see, after it outputs a ranking, only whether each of the k labels it ranked on top is relevant. To
 still estimate losses that involve every (relevant, irrelevant) pair it randomizes its ranking and
 weights every observed pair by the inverse probability of observing it (eq. 1):

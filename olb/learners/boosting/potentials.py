@@ -12,7 +12,7 @@ estimate it by Monte Carlo with M = 100 samples; here it is computed exactly.
   truncated exponential generating functions (see its docstring).
 
 Paper numbers: 000 = Jung & Tewari 2018 (OnlineBMR), 001 = Jung, Goetz & Tewari 2017 (OnlineMBBM),
-004 = Zhang et al. (top-k feedback, TopOpt).
+004 = Raman et al. (top-k feedback, TopOpt).
 """
 
 from __future__ import annotations

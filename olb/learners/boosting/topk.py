@@ -1,6 +1,6 @@
 """Online boosting for multi-label ranking with top-k feedback (paper 004): TopOpt and TopAda.
 
-Paper 004 (Zhang et al.) runs paper 000's boosting schema (:class:`~olb.learners.boosting.mlr.MLRBooster`:
+Paper 004 (Raman et al. 2020) runs paper 000's boosting schema (:class:`~olb.learners.boosting.mlr.MLRBooster`:
 N weak learners, experts s^j = sum_{i<=j} alpha^i h^i, cost vectors, relevant labels fed with importance
 weight max(c) - c[l]) when the learner only learns, for the k labels it ranked on top, whether each is
 relevant (Algorithm 1):
