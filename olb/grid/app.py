@@ -284,7 +284,7 @@ def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backen
 
 
 def resumed_outcomes(tracker, cfg: DictConfig, plan: Plan, data: DataCheck) -> dict[str, dict]:
-    """Finished runs of earlier invocations computed from today's data (see ``matches_data``)."""
+    """Finished runs of earlier invocations computed from the current data (see ``matches_data``)."""
     if tracker is None or not cfg.resume:
         return {}
     by_id = {c.cell_id: c for c in plan.unique_cells}

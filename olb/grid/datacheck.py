@@ -47,7 +47,7 @@ def matches_data(tags: dict, source: Provenance | None) -> bool:
     """Whether a finished run (its MLflow tags) was computed from the data ``source`` describes.
 
     A run recorded before fingerprints existed (no tag) read the registered files, the only ones earlier
-    versions were built for: it matches when today's files verified against the registered checksums.
+    versions were built for: it matches when the current files verified against the registered checksums.
     """
     if source is None:
         return False
