@@ -200,6 +200,12 @@ except ImportError:
 else:
     raise AssertionError("import ray succeeded in the core install")
 import olb.data, olb.learners, olb.metrics, olb.protocol
+try:
+    import olb.grid
+except ModuleNotFoundError as exc:
+    assert 'pip install "olb[grid]"' in str(exc), exc
+else:
+    raise AssertionError("olb.grid imported in the core install")
 from olb.run import CellSpec, run_cell
 result = run_cell(CellSpec("falt", "emotions", seed=1, metrics=("f1", "hamming_loss")))
 assert all(0.0 <= v <= 1.0 for v in result.metrics.values()), result.metrics

@@ -3,7 +3,17 @@
 Command line: ``python -m olb.grid [+experiment=NAME] [key=value ...]`` (see docs/grid.md).
 """
 
-from olb.grid.app import GridOutcome, compose, run_grid
-from olb.grid.plan import Cell, GridConfigError, Plan, cell_id, plan_grid
+import importlib.util
+
+_missing = [
+    m for m in ("hydra", "ray", "mlflow", "pandas", "matplotlib", "tqdm") if importlib.util.find_spec(m) is None
+]
+if _missing:  # a core install (pip install olb): name the extra before any import fails deep inside
+    raise ModuleNotFoundError(
+        f'olb.grid needs {", ".join(_missing)}, not installed: pip install "olb[grid]"', name=_missing[0]
+    )
+
+from olb.grid.app import GridOutcome, compose, run_grid  # noqa: E402
+from olb.grid.plan import Cell, GridConfigError, Plan, cell_id, plan_grid  # noqa: E402
 
 __all__ = ["Cell", "GridConfigError", "GridOutcome", "Plan", "cell_id", "compose", "plan_grid", "run_grid"]
