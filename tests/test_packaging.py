@@ -142,6 +142,20 @@ def test_importing_the_core_never_imports_the_grid_stack():
     assert loaded.stdout.strip() == "", f"importing the core loaded {loaded.stdout.strip()}"
 
 
+def test_a_loader_without_its_optional_dependency_names_the_extra_before_any_work():
+    probe = (
+        "import sys; sys.modules['pandas'] = None\n"  # as in a core install
+        "from olb.data import load_dataset\n"
+        "try:\n    load_dataset('balance', data_dir='/nonexistent')\n"
+        "except ModuleNotFoundError as exc:\n    print(exc)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", probe], env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "'balance'" in run.stdout and 'pip install "olb[tables]"' in run.stdout, run.stdout
+
+
 def _pypi_reachable() -> bool:
     try:
         socket.create_connection(("pypi.org", 443), timeout=5).close()
