@@ -301,3 +301,24 @@ def test_every_other_download_has_a_checksum():
         name for name in dataset_names() for file in dataset_spec(name).files.values() if file.url and not file.sha256
     }
     assert unverified == {"rcv1v2_topics"}
+
+
+@pytest.mark.e2e
+def test_a_same_size_edit_keeping_mtime_is_caught_by_the_next_process(emotions, tmp_path):
+    """Across processes, as in a grid rerun: the first process verified and cached the registered files."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "OLB_CACHE_DIR": str(cache_dir())}
+    script = "import sys; from olb.data import load_dataset; print(load_dataset('emotions', sys.argv[1]).X[0, 0])"
+
+    def load():
+        return subprocess.run([sys.executable, "-c", script, str(emotions)], capture_output=True, text=True, env=env)
+
+    assert load().stdout.strip() == "0.034741"
+    edit_keeping_size_and_mtime(train_file(emotions), FIRST_VALUE, EDITED_VALUE)
+    refused = load()
+    assert refused.returncode == 1 and "ChecksumMismatch" in refused.stderr and "emotions-train.arff" in refused.stderr
+    edit_keeping_size_and_mtime(train_file(emotions), EDITED_VALUE, FIRST_VALUE)
+    assert load().stdout.strip() == "0.034741"
