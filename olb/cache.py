@@ -21,13 +21,23 @@ def cache_dir() -> Path:
 
 
 def private_dir(path: Path) -> Path:
-    """``path``, created user-only (0700) with any missing parents; a warning if other users may write to it."""
+    """``path``, its missing folders created user-only (0700); a `CacheWarning` if other users may write to it."""
     path = Path(path)
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    missing = [folder for folder in (path, *path.parents) if not folder.exists()]
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
     problem = shared_write_problem(path)
     if problem:
         warnings.warn(f"cache folder {path}: {problem}", CacheWarning, stacklevel=2)
     return path
+
+
+def private_cache(*parts: str) -> Path:
+    """The folder ``<cache dir>/<parts...>`` made by `private_dir`, the cache dir itself checked too."""
+    folder = private_dir(cache_dir())
+    for part in parts:
+        folder = private_dir(folder / part)
+    return folder
 
 
 def shared_write_problem(path: Path) -> str | None:
@@ -74,7 +84,7 @@ def use_private_numba_cache(package_dir: Path = Path(__file__).parent) -> str | 
         return None
     chosen = os.environ["NUMBA_CACHE_DIR"] = str(cache_dir() / "numba")
     try:
-        private_dir(Path(chosen))
+        private_cache("numba")
     except OSError:  # numba then reports the folder it cannot write to
         pass
     if "numba" in sys.modules:  # imported before olb: its configuration was read already

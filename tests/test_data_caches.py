@@ -183,10 +183,16 @@ def test_no_single_byte_damage_gives_a_traceback_or_wrong_arrays(emotions):
         assert dataset.feature_names == expected.feature_names and dataset.label_names == expected.label_names
 
 
-def test_caches_are_user_only(emotions):
-    parsed_file(emotions)
-    for folder in (cache_dir(), cache_dir() / "parsed"):
+def test_caches_are_user_only(emotions, tmp_path, monkeypatch):
+    monkeypatch.setenv("OLB_CACHE_DIR", str(tmp_path / "home" / ".cache" / "olb"))
+    old = os.umask(0o002)  # a cluster's usual umask: group-writable unless asked otherwise
+    try:
+        parsed_file(emotions)
+    finally:
+        os.umask(old)
+    for folder in (tmp_path / "home" / ".cache", cache_dir(), cache_dir() / "parsed"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    assert stat.S_IMODE(next((cache_dir() / "parsed").iterdir()).stat().st_mode) == 0o600
 
 
 def test_a_cache_folder_others_may_write_to_is_named(tmp_path):

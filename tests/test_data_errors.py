@@ -14,6 +14,7 @@ from olb.data import (
     DataFormatError,
     DatasetUnavailable,
     DownloadError,
+    IncompleteDataDir,
     UnknownDatasetError,
     dataset_names,
     load_dataset,
@@ -349,3 +350,16 @@ def test_a_download_without_checksum_needs_verify_checksums_false(registry, http
 
     dataset, source = load_with_provenance("tiny", verify_checksums=False)
     assert dataset.n_examples == 3 and not source.verified and len(requests) == 3
+
+
+def test_a_file_shared_with_another_data_set_is_no_partial_copy(registry):
+    """A data dir staging one set holds a file of another (mediamill's label XML is m-reduced's too): the
+    other is not a partial copy, it is looked for elsewhere."""
+    data = add_tiny(registry)
+    files = {"data": ("other/other.arff", None), "labels": ("tiny/tiny.xml", XML)}
+    registry("other", files, task="multilabel", format="mulan_arff", shape=TINY_SHAPE)
+    with pytest.raises(DatasetUnavailable, match=r"'other' is not available: no download URL .*other\.arff"):
+        load_dataset("other", data)
+    (data / "tiny" / "train.arff").unlink()
+    with pytest.raises(IncompleteDataDir, match=r"holds only part of data set 'tiny': .*train\.arff missing"):
+        load_dataset("tiny", data)

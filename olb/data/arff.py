@@ -188,10 +188,10 @@ def _refuse_nonfinite(path: Path, rows: list, values, names: tuple[str, ...], li
     bad = [(i, j) for i, j in cells if rows[i][j] is not None]
     if bad:
         (i, j), others = bad[0], sorted({int(lines[i]) for i, _ in bad[1:6]})
+        also = f", also on lines {', '.join(map(str, others))}" if others else ""
         raise DataFormatError(
             f"{path}, line {lines[i]}: attribute {names[j]!r} is {rows[i][j]:g}, not a finite number "
-            f"(non-finite values in the file: {len(bad)}{', also on lines ' + ', '.join(map(str, others)) if others else ''})"
-            "; a missing value is written ?"
+            f"(non-finite values in the file: {len(bad)}{also}); a missing value is written ?"
         )
 
 

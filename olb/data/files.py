@@ -17,8 +17,8 @@ import warnings
 from pathlib import Path, PurePosixPath
 from typing import TextIO
 
-from olb.cache import cache_dir, private_dir
-from olb.data.errors import DataDirWarning, DatasetUnavailable, DownloadError, IncompleteDataDir
+from olb.cache import cache_dir, private_cache
+from olb.data.errors import DataDirWarning, DataError, DatasetUnavailable, DownloadError, IncompleteDataDir
 from olb.data.registry import DatasetSpec, FileSpec
 
 EMBEDDED_DIR = Path(__file__).parent / "embedded"
@@ -56,7 +56,7 @@ def locate(spec: DatasetSpec, data_dir: DataDirs = None, verify_checksums: bool 
         found = [role for role, path in local.items() if path.is_file()]
         if len(found) == len(local):
             return local
-        if found:
+        if found and not _shared({spec.files[role].path for role in found}, spec.name):
             missing = ", ".join(str(local[role]) for role in local if role not in found)
             raise IncompleteDataDir(
                 f"data dir {root} holds only part of data set {spec.name!r}: {missing} missing "
@@ -90,6 +90,20 @@ def locate(spec: DatasetSpec, data_dir: DataDirs = None, verify_checksums: bool 
     return {role: _download(spec, file, roots) for role, file in spec.files.items()}
 
 
+def _shared(paths: set[str], name: str) -> bool:
+    """Whether every one of ``paths`` is also a file of another registered data set (mediamill's label XML
+    is m-reduced's too): finding only such files is no sign of a partial copy of ``name``."""
+    from olb.data.registry import dataset_names, dataset_spec
+
+    others = set()
+    for other in set(dataset_names()) - {name}:
+        try:
+            others |= {file.path for file in dataset_spec(other).files.values()}
+        except DataError:  # a malformed entry is reported when that data set is loaded
+            pass
+    return paths <= others
+
+
 def open_text(path: Path) -> TextIO:
     """Open a text file for reading, decompressing ``.gz`` and ``.bz2`` files on the fly."""
     opener = {".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix, open)
@@ -102,12 +116,12 @@ def _download(spec: DatasetSpec, file: FileSpec, roots: list[Path]) -> Path:
     from olb.data.provenance import file_sha256
 
     target = cache_dir() / file.path
-    private_dir(cache_dir())
     known_hash = f"sha256:{file.sha256}" if file.sha256 else None
     stale = ""
     if target.is_file() and file.sha256 and (found := file_sha256(target)) != file.sha256:
         stale = f"the cached file {target} has sha256 {found}, expected {file.sha256}; "
     try:
+        private_cache()
         pooch.retrieve(file.url, known_hash, fname=target.name, path=target.parent, progressbar=False)
     except (OSError, ValueError) as exc:  # requests' errors are OSErrors; pooch's checksum mismatch a ValueError
         raise DownloadError(

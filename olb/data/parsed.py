@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from olb.cache import CacheWarning, cache_dir, private_dir
+from olb.cache import CacheWarning, cache_dir, private_cache
 from olb.data.dataset import Dataset
 from olb.data.provenance import Provenance
 
@@ -115,7 +115,7 @@ def write_parsed(dataset: Dataset, source: Provenance) -> None:
         arrays["X"] = dataset.X
     arrays["digest"] = np.array(_digest(arrays))
     try:
-        private_dir(target.parent)
+        private_cache("parsed")
         with tempfile.NamedTemporaryFile(dir=target.parent, delete=False, suffix=".npz") as fh:
             np.savez(fh, **arrays)
         os.replace(fh.name, target)

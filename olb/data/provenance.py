@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from olb.data.errors import DataError
-from olb.cache import cache_dir, private_dir
+from olb.cache import cache_dir, private_cache
 from olb.data.registry import DatasetSpec
 
 _CHUNK = 1 << 20
@@ -122,7 +122,7 @@ def _write_hash_cache(known: dict[str, str]) -> None:
     """Atomic replace: concurrent writers may drop each other's new entries, never corrupt the file."""
     target = _hash_cache_path()
     try:
-        private_dir(target.parent)
+        private_cache()
         with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, suffix=".tmp") as fh:
             json.dump(known, fh)
         os.replace(fh.name, target)
