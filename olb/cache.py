@@ -82,11 +82,10 @@ def use_private_numba_cache(package_dir: Path = Path(__file__).parent) -> str | 
         return chosen
     if os.access(package_dir, os.W_OK):
         return None
-    chosen = os.environ["NUMBA_CACHE_DIR"] = str(cache_dir() / "numba")
     try:
-        private_cache("numba")
-    except OSError:  # numba then reports the folder it cannot write to
-        pass
+        chosen = os.environ["NUMBA_CACHE_DIR"] = str(private_cache("numba"))
+    except (OSError, RuntimeError):  # no home folder, or none writable: numba's own fallback (it names the folder)
+        return None
     if "numba" in sys.modules:  # imported before olb: its configuration was read already
         sys.modules["numba"].config.CACHE_DIR = chosen
     return chosen
