@@ -3,6 +3,8 @@
 import os
 from pathlib import Path
 
+from olb.cache import use_private_numba_cache
+
 __version__ = "0.2.0"
 
 
@@ -12,3 +14,6 @@ def conf_dir() -> Path:
     ``conf/``; in an installed wheel the copy shipped with it)."""
     env = os.environ.get("OLB_CONF_DIR")
     return Path(env) if env else Path(__file__).parent / "conf"
+
+
+use_private_numba_cache()  # before any olb module imports numba

@@ -14,6 +14,7 @@ from olb.data import (
     DataFormatError,
     DatasetUnavailable,
     DownloadError,
+    IncompleteDataDir,
     UnknownDatasetError,
     dataset_names,
     load_dataset,
@@ -278,7 +279,7 @@ def test_download_from_an_unreachable_server(registry):
 
 def test_a_cached_file_with_another_checksum_is_reported_as_such(registry, monkeypatch, tmp_path):
     from olb.data import DownloadError
-    from olb.data.cache import cache_dir
+    from olb.cache import cache_dir
 
     entry = {
         "task": "multilabel",
@@ -293,3 +294,72 @@ def test_a_cached_file_with_another_checksum_is_reported_as_such(registry, monke
     cached.write_text("not the registered file\n")
     with pytest.raises(DownloadError, match=rf"the cached file {cached} has sha256 [0-9a-f]{{64}}, expected 0{{64}}"):
         load_dataset("far")
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "1e999", "nan", "Infinity"])
+def test_non_finite_features_are_refused_with_file_and_line(registry, value):
+    data = add_tiny(registry, test=TEST.replace("?,a", f"{value},a"))
+    with pytest.raises(DataFormatError, match=r"test\.arff, line 7: attribute 'f1' is -?(inf|nan), not a finite"):
+        load_dataset("tiny", data)
+
+
+def test_non_finite_features_in_a_sparse_arff_are_refused(registry):
+    meka = "@relation 'tiny: -C 1'\n@attribute L1 {0,1}\n@attribute f1 numeric\n@attribute f2 numeric\n@data\n"
+    shape = {"n_examples": 3, "n_train": None, "n_features": 2, "n_labels": 1}
+    entry = {"task": "multilabel", "format": "meka_arff", "shape": shape, "target": {"first": 1}}
+    data = registry("meka", {"data": ("meka.arff", meka + "{0 1,1 ?}\n{2 0.5}\n{}\n")}, **entry)
+    assert np.isnan(load_dataset("meka", data).X[0, 0])  # ? is a missing value
+    registry("meka", {"data": ("meka.arff", meka + "{0 1,1 ?}\n% a comment\n{2 1e999}\n{1 nan}\n")}, **entry)
+    with pytest.raises(DataFormatError, match=r"meka\.arff, line 8: attribute 'f2' is inf.*: 2, also on lines 9\)"):
+        load_dataset("meka", data)
+
+
+@pytest.mark.parametrize("text", ["B,1,inf,1,1\nR,1,1,1,2\nL,1,1,1,3\n", "B,?,1,1,1\nR,1,-inf,1,2\nL,1,1,1,nan\n"])
+def test_non_finite_cells_of_a_table_are_refused(registry, text):
+    data = registry("balance", {"data": ("b.data", text)}, **BALANCE_ENTRY)
+    line = 1 if "B,1,inf" in text else 2
+    with pytest.raises(
+        DataFormatError, match=rf"b\.data, line {line}: column 'l?d' holds '-?inf', not a finite number"
+    ):
+        load_dataset("balance", data)
+
+
+def test_non_finite_libsvm_values_are_refused(registry):
+    entry = {"task": "multilabel", "format": "libsvm_multilabel"}
+    shape = {"n_examples": 2, "n_train": None, "n_features": 2, "n_labels": 1}
+    data = registry("svm", {"data": ("tiny.svm", "1 1:0.5\n\n1 2:1e999\n")}, shape=shape, **entry)
+    with pytest.raises(DataFormatError, match=r"tiny\.svm, line 3: feature value inf, not a finite number"):
+        load_dataset("svm", data)
+
+
+def test_a_download_without_checksum_needs_verify_checksums_false(registry, http_server, tmp_path, monkeypatch):
+    root, base, requests = http_server
+    for name, text in (("train.arff", TRAIN), ("test.arff", TEST), ("tiny.xml", XML)):
+        (root / name).write_text(text)
+    files = {
+        role: {"path": f"tiny/{name}", "sha256": None, "url": f"{base}/{name}"}
+        for role, name in (("train", "train.arff"), ("test", "test.arff"), ("labels", "tiny.xml"))
+    }
+    registry("tiny", {}, task="multilabel", format="mulan_arff", shape=TINY_SHAPE, files=files)
+    with pytest.raises(
+        DatasetUnavailable, match=r"no sha256 is registered for tiny/train\.arff, .*verify_checksums=false"
+    ):
+        load_dataset("tiny")
+    assert requests == []  # refused before any download
+    from olb.data import load_with_provenance
+
+    dataset, source = load_with_provenance("tiny", verify_checksums=False)
+    assert dataset.n_examples == 3 and not source.verified and len(requests) == 3
+
+
+def test_a_file_shared_with_another_data_set_is_no_partial_copy(registry):
+    """A data dir staging one set holds a file of another (mediamill's label XML is m-reduced's too): the
+    other is not a partial copy, it is looked for elsewhere."""
+    data = add_tiny(registry)
+    files = {"data": ("other/other.arff", None), "labels": ("tiny/tiny.xml", XML)}
+    registry("other", files, task="multilabel", format="mulan_arff", shape=TINY_SHAPE)
+    with pytest.raises(DatasetUnavailable, match=r"'other' is not available: no download URL .*other\.arff"):
+        load_dataset("other", data)
+    (data / "tiny" / "train.arff").unlink()
+    with pytest.raises(IncompleteDataDir, match=r"holds only part of data set 'tiny': .*train\.arff missing"):
+        load_dataset("tiny", data)

@@ -12,7 +12,15 @@ import dataclasses
 import importlib
 
 from olb.data.dataset import Dataset
-from olb.data.errors import DataError, DataFormatError, DatasetUnavailable, DownloadError, UnknownDatasetError
+from olb.data.errors import (
+    DataDirWarning,
+    DataError,
+    DataFormatError,
+    DatasetUnavailable,
+    DownloadError,
+    IncompleteDataDir,
+    UnknownDatasetError,
+)
 from olb.data.files import DataDirs, locate
 from olb.data.provenance import ChecksumMismatch, Provenance, provenance
 from olb.data.registry import DatasetSpec, dataset_names, dataset_spec
@@ -20,12 +28,14 @@ from olb.data.splits import SplitSpec, apply_split
 
 __all__ = [
     "ChecksumMismatch",
+    "DataDirWarning",
     "DataError",
     "DataFormatError",
     "Dataset",
     "DatasetSpec",
     "DatasetUnavailable",
     "DownloadError",
+    "IncompleteDataDir",
     "Provenance",
     "SplitSpec",
     "UnknownDatasetError",
@@ -52,9 +62,10 @@ def load_dataset(name: str, data_dir: DataDirs = None, verify_checksums: bool = 
     """Load the registered data set ``name`` (train rows first, then test rows).
 
     Files are read from the first of the data dirs (``data_dir``, else ``$OLB_DATA_DIR``; several allowed)
-    that holds them all, else from the copy embedded in the package (emotions), else from the download
-    cache, downloading what is missing. Local files must match their registered sha256 (`ChecksumMismatch`)
-    unless ``verify_checksums`` is false.
+    that holds them all (a data dir holding only some raises `IncompleteDataDir`), else from the copy embedded
+    in the package (emotions), else from the download cache, downloading what is missing. Files must match
+    their registered sha256 (`ChecksumMismatch`) unless ``verify_checksums`` is false; without it, files that
+    have none are not downloaded. Feature values must be finite (NaN only as a declared missing value).
     """
     return load_with_provenance(name, data_dir, verify_checksums)[0]
 
@@ -80,16 +91,17 @@ def load_with_provenance(
             f'pip install "olb[{EXTRAS.get(module, "grid")}]"',
             name=exc.name,
         ) from exc
-    paths = locate(spec, data_dir)
+    paths = locate(spec, data_dir, verify_checksums)
     source = provenance(spec, paths, verify_checksums)
     from olb.data.parsed import read_parsed, write_parsed
 
-    dataset = read_parsed(spec.name, source.fingerprint)
-    if dataset is None:
-        dataset = spec.check(loader(spec, paths), paths)
-        if spec.split is not None:
-            dataset = apply_split(dataset, spec.split)
-        write_parsed(dataset, source.fingerprint)
+    cached = read_parsed(source)
+    if cached is not None:  # the registry entry may have changed since: checked again
+        return spec.check(cached, paths), source
+    dataset = spec.check(loader(spec, paths), paths)
+    if spec.split is not None:
+        dataset = apply_split(dataset, spec.split)
+    write_parsed(dataset, source)
     return dataset, source
 
 

@@ -1,8 +1,9 @@
 """Multi-label ARFF files: MULAN (labels named by an XML file) and MEKA (the first ``-C n`` attributes).
 
 Dense and sparse ARFF are both read with liac-arff; a sparse file gives a ``scipy.sparse.csr_array`` X
-(float64, never densified), a dense one a dense array; nominal values become their category codes, ``?`` becomes NaN. Label columns must hold 0/1 (nominal ``{0,1}`` or numeric)
-and no missing value.
+(float64, never densified), a dense one a dense array; nominal values become their category codes, ``?``
+becomes NaN. Label columns must hold 0/1 (nominal ``{0,1}`` or numeric) and no missing value. Infinite and
+NaN values (``inf``, ``1e999``, ``nan``) are refused with their file and line: a missing value is ``?``.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def read_arff(path: Path) -> ArffTable:
     if strings:
         raise DataFormatError(f"{path}: string attributes are not supported: {', '.join(strings[:5])}")
     values = (_csr if is_sparse else _dense)(decoded["data"], len(names))
+    _refuse_nonfinite(path, decoded["data"], values, names, row_lines)
     return ArffTable(decoded["relation"], names, categories, values, row_lines)
 
 
@@ -174,6 +176,23 @@ def _label_matrix(table: ArffTable, columns: np.ndarray, path: Path) -> np.ndarr
         problem = "is missing" if np.isnan(value) else f"is {value:g}; labels must be 0 or 1"
         raise DataFormatError(f"{path}, line {table.lines[row]}: label column {name!r} {problem}")
     return Y.astype(np.int8)
+
+
+def _refuse_nonfinite(path: Path, rows: list, values, names: tuple[str, ...], lines: np.ndarray) -> None:
+    """`DataFormatError` naming the infinite and NaN values of the file (its missing values, ``?``, excepted)."""
+    if sparse.issparse(values):
+        positions = np.flatnonzero(~np.isfinite(values.data))
+        cells = [(np.searchsorted(values.indptr, k, side="right") - 1, values.indices[k]) for k in positions]
+    else:
+        cells = np.argwhere(~np.isfinite(values))
+    bad = [(i, j) for i, j in cells if rows[i][j] is not None]
+    if bad:
+        (i, j), others = bad[0], sorted({int(lines[i]) for i, _ in bad[1:6]})
+        also = f", also on lines {', '.join(map(str, others))}" if others else ""
+        raise DataFormatError(
+            f"{path}, line {lines[i]}: attribute {names[j]!r} is {rows[i][j]:g}, not a finite number "
+            f"(non-finite values in the file: {len(bad)}{also}); a missing value is written ?"
+        )
 
 
 def _dense(rows: list[list], n_columns: int) -> np.ndarray:

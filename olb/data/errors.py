@@ -19,3 +19,11 @@ class DownloadError(DatasetUnavailable):
 
 class DataFormatError(DataError, ValueError):
     """A file (or a registry entry) is malformed or does not match its registry entry."""
+
+
+class IncompleteDataDir(DataError, FileNotFoundError):
+    """A data dir holds some but not all of a data set's files (never silently replaced by another copy)."""
+
+
+class DataDirWarning(UserWarning):
+    """A data dir that was named (``data_dir``, ``$OLB_DATA_DIR``) does not exist."""

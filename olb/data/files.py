@@ -1,9 +1,11 @@
 """Where a data set's files come from, and how to open them.
 
 Search order: the data dirs (the ``data_dir`` argument, else ``$OLB_DATA_DIR``: one directory, several
-separated by ``os.pathsep``, or a list), in order, the first that holds every file of the data set; the copy
-embedded in the package (emotions only); the download cache (``$OLB_CACHE_DIR``, else ``~/.cache/olb``),
-filled from each file's URL and checked against its sha256 (pooch is imported only to download).
+separated by ``os.pathsep``, or a list), in order, the first that holds every file of the data set (one that
+holds only some is an error); the copy embedded in the package (emotions only); the download cache
+(``$OLB_CACHE_DIR``, else ``~/.cache/olb``), filled from each file's URL and checked against its registered
+sha256 (a file without one is downloaded only with ``verify_checksums=False``; pooch is imported only to
+download).
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from __future__ import annotations
 import bz2
 import gzip
 import os
+import warnings
 from pathlib import Path, PurePosixPath
 from typing import TextIO
 
-from olb.data.cache import cache_dir
-from olb.data.errors import DatasetUnavailable, DownloadError
+from olb.cache import cache_dir, private_cache
+from olb.data.errors import DataDirWarning, DataError, DatasetUnavailable, DownloadError, IncompleteDataDir
 from olb.data.registry import DatasetSpec, FileSpec
 
 EMBEDDED_DIR = Path(__file__).parent / "embedded"
@@ -37,17 +40,37 @@ def data_dirs(data_dir: DataDirs = None) -> list[Path]:
     return [Path(part).expanduser() for part in parts if os.fspath(part)]
 
 
-def locate(spec: DatasetSpec, data_dir: str | os.PathLike | None = None) -> dict[str, Path]:
+def locate(spec: DatasetSpec, data_dir: DataDirs = None, verify_checksums: bool = True) -> dict[str, Path]:
     """The local path of each of the data set's files, by role (downloading into the cache if need be).
 
-    Raises `DatasetUnavailable` (before any download) if some file is neither local nor downloadable,
-    and `DownloadError` if a download fails or its checksum differs.
+    A data dir that holds some but not all of the files raises `IncompleteDataDir` (no other copy is used in
+    its place); a data dir that does not exist is named in a `DataDirWarning`. Raises `DatasetUnavailable`
+    (before any download) if some file is neither local nor downloadable, or, with ``verify_checksums``, has
+    no registered sha256 to check a download against; `DownloadError` if a download fails or its checksum
+    differs.
     """
     roots = data_dirs(data_dir)
+    absent = [root for root in roots if not root.is_dir()]
     for root in roots:
         local = {role: root / file.path for role, file in spec.files.items()}
-        if all(p.is_file() for p in local.values()):
+        found = [role for role, path in local.items() if path.is_file()]
+        if len(found) == len(local):
             return local
+        if found and not _shared({spec.files[role].path for role in found}, spec.name):
+            missing = ", ".join(str(local[role]) for role in local if role not in found)
+            raise IncompleteDataDir(
+                f"data dir {root} holds only part of data set {spec.name!r}: {missing} missing "
+                f"(it has {', '.join(str(local[role]) for role in found)}; files registered in {spec.conf_file}). "
+                "Add the missing files, or remove the others so that the data set is read from elsewhere"
+            )
+    if absent:
+        origin = "data_dir" if data_dir else "OLB_DATA_DIR"
+        warnings.warn(
+            f"{origin}: the data dir(s) {', '.join(map(str, absent))} do not exist; data set {spec.name!r} is "
+            + ("read from the copy embedded in the package" if spec.embedded else "looked for in the download cache"),
+            DataDirWarning,
+            stacklevel=3,
+        )
     if spec.embedded:
         return {role: EMBEDDED_DIR / PurePosixPath(file.path).name for role, file in spec.files.items()}
     no_url = [file.path for file in spec.files.values() if not file.url]
@@ -57,7 +80,28 @@ def locate(spec: DatasetSpec, data_dir: str | os.PathLike | None = None) -> dict
             + _where_to_put(spec, roots)
             + (f" Source: {spec.source}" if spec.source else "")
         )
+    no_sha256 = [file.path for file in spec.files.values() if not file.sha256]
+    if no_sha256 and verify_checksums:
+        raise DatasetUnavailable(
+            f"data set {spec.name!r}: no sha256 is registered for {', '.join(no_sha256)} ({spec.conf_file}), so "
+            "a download could not be verified and is refused. Pass verify_checksums=false to download and use "
+            f"the files unverified (their runs are then recorded as unverified). {_where_to_put(spec, roots)}"
+        )
     return {role: _download(spec, file, roots) for role, file in spec.files.items()}
+
+
+def _shared(paths: set[str], name: str) -> bool:
+    """Whether every one of ``paths`` is also a file of another registered data set (mediamill's label XML
+    is m-reduced's too): finding only such files is no sign of a partial copy of ``name``."""
+    from olb.data.registry import dataset_names, dataset_spec
+
+    others = set()
+    for other in set(dataset_names()) - {name}:
+        try:
+            others |= {file.path for file in dataset_spec(other).files.values()}
+        except DataError:  # a malformed entry is reported when that data set is loaded
+            pass
+    return paths <= others
 
 
 def open_text(path: Path) -> TextIO:
@@ -77,6 +121,7 @@ def _download(spec: DatasetSpec, file: FileSpec, roots: list[Path]) -> Path:
     if target.is_file() and file.sha256 and (found := file_sha256(target)) != file.sha256:
         stale = f"the cached file {target} has sha256 {found}, expected {file.sha256}; "
     try:
+        private_cache()
         pooch.retrieve(file.url, known_hash, fname=target.name, path=target.parent, progressbar=False)
     except (OSError, ValueError) as exc:  # requests' errors are OSErrors; pooch's checksum mismatch a ValueError
         raise DownloadError(
@@ -89,4 +134,5 @@ def _where_to_put(spec: DatasetSpec, roots: list[Path]) -> str:
     files = ", ".join(file.path for file in spec.files.values())
     if not roots:
         return f"Put the files {files} under a data dir and pass data_dir=... or set OLB_DATA_DIR."
-    return f"Expected the files {files} under {' or '.join(map(str, roots))}."
+    named = " or ".join(f"{root}{'' if root.is_dir() else ' (which does not exist)'}" for root in roots)
+    return f"Expected the files {files} under {named}."

@@ -1,8 +1,9 @@
 """LIBSVM multi-label files (rcv1v2): one example per line, ``l1,l2,... idx:val idx:val ...``.
 
 Feature indices are 1-based; the number of features comes from the registry (``shape.n_features``) since
-the format does not declare it. The labels are the integer label values seen in the files, sorted. X is a
-``scipy.sparse.csr_array`` (float64): rcv1v2 dense would need about 300 GB.
+the format does not declare it. Infinite and NaN values are refused (the format has no missing values). The
+labels are the integer label values seen in the files, sorted. X is a ``scipy.sparse.csr_array`` (float64):
+rcv1v2 dense would need about 300 GB.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from olb.data.registry import DatasetSpec
 
 def read_libsvm(path: Path, n_features: int) -> tuple[sparse.csr_array, list[list[int]]]:
     """The features (n, n_features) as a CSR array and the label list of each line."""
-    rows, columns, values, label_lists = [], [], [], []
+    rows, columns, values, label_lists, line_numbers = [], [], [], [], []
     with open_text(path) as fh:
         for line_number, line in enumerate(fh, 1):
             line = line.split("#", 1)[0].strip()
@@ -42,8 +43,16 @@ def read_libsvm(path: Path, n_features: int) -> tuple[sparse.csr_array, list[lis
             columns += index
             values += cells
             label_lists.append(labels)
+            line_numbers.append(line_number)
+    values = np.array(values, dtype=np.float64)
+    nonfinite = np.flatnonzero(~np.isfinite(values))
+    if len(nonfinite):
+        raise DataFormatError(
+            f"{path}, line {line_numbers[rows[nonfinite[0]]]}: feature value {values[nonfinite[0]]:g}, not a "
+            f"finite number (non-finite values in the file: {len(nonfinite)})"
+        )
     X = sparse.csr_array(
-        (np.array(values, dtype=np.float64), (np.array(rows, dtype=np.int64), np.array(columns, dtype=np.int64) - 1)),
+        (values, (np.array(rows, dtype=np.int64), np.array(columns, dtype=np.int64) - 1)),
         shape=(len(label_lists), n_features),
     )
     X.sum_duplicates()

@@ -2,8 +2,11 @@
 registered sha256, and the data fingerprint that identifies them in the grid: the files' hashes, the
 entry's format and format options, and its declared split.
 
-Hashes are cached by (path, size, mtime_ns) in ``<cache dir>/sha256.json``, so a rerun does not rehash
-unchanged files; an edited file has a new mtime and is hashed again.
+A file is hashed on its first use in every process when it is smaller than 64 MB (a few milliseconds), so
+no edit can pass unseen, whatever it kept of the file's size and times. Larger files' hashes are cached in
+``<cache dir>/sha256.json`` by path, size, modification time, inode and status-change time (ctime): an edit
+in place, a copy (``cp -p``, ``rsync -a``) or a ``touch -r`` changes the inode or the ctime, which no user
+can set back.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from olb.data.errors import DataError
-from olb.data.cache import cache_dir
+from olb.cache import cache_dir, private_cache
 from olb.data.registry import DatasetSpec
 
 _CHUNK = 1 << 20
@@ -42,20 +45,30 @@ class Provenance:
         return " ".join(f"{role}={path}" for role, path in self.paths.items())
 
 
+SMALL_FILE = 64 << 20  # bytes: hashed on first use in every process, never taken from the on-disk cache
+
+_hashed_here: dict[str, str] = {}  # stat key -> sha256 of the files this process hashed
+
+
 def file_sha256(path: Path) -> str:
-    """The sha256 of the file's bytes, from the stat-keyed cache when the file did not change."""
+    """The sha256 of the file's bytes, hashed once per process (and, for large files, once per change)."""
     path = Path(path).resolve()
-    stat = path.stat()
-    key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
-    known = _read_hash_cache()
-    if key in known:
-        return known[key]
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(_CHUNK):
-            digest.update(block)
-    known[key] = digest.hexdigest()
-    _write_hash_cache(known)
+    info = path.stat()
+    key = f"{path}|{info.st_size}|{info.st_mtime_ns}|{info.st_ino}|{info.st_ctime_ns}"
+    if key in _hashed_here:
+        return _hashed_here[key]
+    large = info.st_size >= SMALL_FILE
+    known = _read_hash_cache() if large else {}
+    if key not in known:
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            while block := fh.read(_CHUNK):
+                digest.update(block)
+        known = {k: v for k, v in known.items() if not k.startswith(f"{path}|")}  # the file's older states
+        known[key] = digest.hexdigest()
+        if large:
+            _write_hash_cache(known)
+    _hashed_here[key] = known[key]
     return known[key]
 
 
@@ -109,7 +122,7 @@ def _write_hash_cache(known: dict[str, str]) -> None:
     """Atomic replace: concurrent writers may drop each other's new entries, never corrupt the file."""
     target = _hash_cache_path()
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_cache()
         with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, suffix=".tmp") as fh:
             json.dump(known, fh)
         os.replace(fh.name, target)

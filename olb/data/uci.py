@@ -4,7 +4,7 @@ Registry options (see ``docs/data.md``): ``target`` (``column``: name or index; 
 order, else the sorted class values), ``columns`` (names of a headerless file), ``drop``, ``nominal``
 (column -> categories in code order), ``sep``, ``decimal``, ``sheet`` and ``unparsable_cells`` (how many
 numeric cells may fail to parse; they become NaN). ``?`` and empty cells are missing values: NaN features,
-an error in the class column.
+an error in the class column. Infinite and NaN cells (``inf``, ``1e999``, ``nan``) are refused.
 """
 
 from __future__ import annotations
@@ -74,13 +74,20 @@ def _features(spec: DatasetSpec, frame: pd.DataFrame, where: Callable[[int], str
     """The feature matrix: numbers, or category codes for the ``nominal`` columns; missing cells NaN."""
     nominal, decimal = spec.options.get("nominal") or {}, spec.options.get("decimal", ".")
     X = np.empty(frame.shape)
-    unparsable = []
+    unparsable, nonfinite = [], []
     for j, name in enumerate(frame.columns):
         if name in nominal:
             X[:, j] = _codes(frame[name].to_numpy(), nominal[name], name, where)
         else:
-            X[:, j], bad = _numeric(frame[name].to_numpy(), decimal)
+            X[:, j], bad, infinite = _numeric(frame[name].to_numpy(), decimal)
             unparsable += [(row, name) for row in np.flatnonzero(bad)]
+            nonfinite += [(row, name) for row in np.flatnonzero(infinite)]
+    if nonfinite:
+        row, name = min(nonfinite)
+        raise DataFormatError(
+            f"{where(row)}: column {name!r} holds {frame[name].iloc[row]!r}, not a finite number "
+            f"(non-finite cells: {len(nonfinite)}); a missing value is written ? or left empty"
+        )
     allowed = spec.options.get("unparsable_cells", 0)
     if len(unparsable) > allowed:
         row, name = unparsable[0]
@@ -128,23 +135,27 @@ def _row_lines(path: Path, sep: str, width: int, header: bool) -> list[int]:
     return lines[1:] if header else lines
 
 
-def _numeric(cells: np.ndarray, decimal: str) -> tuple[np.ndarray, np.ndarray]:
-    """The cells as float64 (missing ones NaN) and the mask of the cells that are not numbers."""
+def _numeric(cells: np.ndarray, decimal: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The cells as float64 (missing ones NaN), the mask of the cells that are not numbers and the mask of
+    those that are infinite or NaN without being missing (``inf``, ``1e999``, ``nan``)."""
     bad = np.zeros(len(cells), dtype=bool)
-    if cells.dtype.kind == "f":
-        return cells, bad
+    if cells.dtype.kind == "f":  # a spreadsheet's column: its empty cells are NaN
+        return cells, bad, np.isinf(cells)
     try:
-        return np.array(cells, dtype=np.float64), bad
+        values = np.array(cells, dtype=np.float64)
+        return values, bad, ~np.isfinite(values)
     except ValueError:  # missing cells, decimal commas or malformed cells: parse cell by cell
-        values = np.full(len(cells), np.nan)
+        values, missing = np.full(len(cells), np.nan), np.zeros(len(cells), dtype=bool)
         for i, cell in enumerate(cells):
             text = str(cell).strip().replace(decimal, ".")
-            if text not in MISSING:
-                try:
-                    values[i] = float(text)
-                except ValueError:
-                    bad[i] = True
-        return values, bad
+            if text in MISSING:
+                missing[i] = True
+                continue
+            try:
+                values[i] = float(text)
+            except ValueError:
+                bad[i] = True
+        return values, bad, ~np.isfinite(values) & ~bad & ~missing
 
 
 def _codes(cells: np.ndarray, categories: list, name: str, where: Callable[[int], str]) -> np.ndarray:
