@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import textwrap
+
+import olb
 
 from olb.learners.base import OnlineLearner
 
@@ -73,3 +76,22 @@ def edit_distance(a: str, b: str) -> float:
 
 def algorithm_names() -> list[str]:
     return sorted(ALGORITHMS)
+
+
+def choices(kind: str) -> list[str]:
+    """The names ``--help`` lists: ``algorithms`` (the registry), ``datasets`` (the data set registry),
+    ``experiments`` (``experiment/*.yaml`` on the config search path)."""
+    from olb.data import dataset_names
+
+    if kind == "algorithms":
+        return algorithm_names()
+    if kind == "datasets":
+        return dataset_names()
+    if kind == "experiments":
+        return sorted({p.stem for d in olb.conf_dirs() for p in (d / "experiment").glob("*.yaml")})
+    raise ValueError(f"unknown kind of choice {kind!r}; allowed: algorithms, datasets, experiments")
+
+
+def choices_text(kind: str, indent: int = 2, width: int = 110) -> str:
+    """:func:`choices` as comma-separated lines (the ``${olb_choices:KIND}`` resolver of the help texts)."""
+    return textwrap.fill(", ".join(choices(kind)), width, initial_indent=" " * indent, subsequent_indent=" " * indent)

@@ -36,7 +36,7 @@ Metrics and their definitions: docs/metrics.md. Bad arguments: one line on stder
 
 def usage() -> str:
     """:data:`USAGE` with the registered algorithms and data sets (and the grid's experiments)."""
-    from olb.grid.config import choices_text
+    from olb.registry import choices_text
 
     return (
         f"{USAGE}\n\nAlgorithms:\n{choices_text('algorithms')}\nData sets (docs/data.md to add one):\n"

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 
 import olb
-from olb.registry import ALGORITHMS
+from olb.registry import ALGORITHMS, choices_text
 
 PAPER_TABLES = olb.conf_file("reference/paper_tables.csv")
 PAPER_SETTINGS = olb.conf_file("reference/paper_settings.yaml")
@@ -164,24 +164,3 @@ def register_configs() -> None:
     cs.store(name="grid_schema", node=make_schema())
     cs.store(name=PRIMARY_CONFIG, node=OmegaConf.load(olb.conf_file("config.yaml")))
     OmegaConf.register_new_resolver("olb_choices", choices_text, replace=True)
-
-
-def choices(kind: str) -> list[str]:
-    """The names ``--help`` lists: ``algorithms`` (the registry), ``datasets`` (the data set registry),
-    ``experiments`` (``experiment/*.yaml`` on the config search path)."""
-    from olb.data import dataset_names
-
-    if kind == "algorithms":
-        return sorted(ALGORITHMS)
-    if kind == "datasets":
-        return dataset_names()
-    if kind == "experiments":
-        return sorted({p.stem for d in olb.conf_dirs() for p in (d / "experiment").glob("*.yaml")})
-    raise ValueError(f"unknown kind of choice {kind!r}; allowed: algorithms, datasets, experiments")
-
-
-def choices_text(kind: str, indent: int = 2, width: int = 110) -> str:
-    """:func:`choices` as comma-separated lines (the ``${olb_choices:KIND}`` resolver of the help texts)."""
-    import textwrap
-
-    return textwrap.fill(", ".join(choices(kind)), width, initial_indent=" " * indent, subsequent_indent=" " * indent)

@@ -532,16 +532,16 @@ def _expand_configs(
 
 
 def _table_settings(cfg: DictConfig, cells: list[Cell], problems: Problems, warnings: list[str]):
-    """The table's metrics, the metric ``best_of`` selects by, and which direction is better. With ``metrics``
-    set, the cells' metrics replace those of ``table.metrics`` the cells do not measure (an experiment's table
-    follows ``metrics=[...]`` from the command line)."""
+    """The table's metrics, the metric ``best_of`` selects by, and which direction is better. When ``metrics``
+    names none of ``table.metrics``, it replaces those the cells do not measure (an experiment's table follows
+    ``metrics=[...]`` from the command line)."""
     METRICS = _metric_info()
     cell_metrics = sorted(
         {m for c in cells for m in c.measured}, key=lambda m: min(c.measured.index(m) for c in cells if m in c.measured)
     )
     table_metrics = list(_plain(cfg.table.metrics) or [*cell_metrics, "runtime_s"])
     dropped = [m for m in table_metrics if m not in cell_metrics and m not in RUNTIME_COLUMNS]
-    if cfg.metrics and dropped:
+    if cfg.metrics and dropped and not set(cfg.metrics) & set(table_metrics):  # the table is for other metrics
         kept = [m for m in table_metrics if m not in dropped]
         added = [m for m in cfg.metrics if m not in kept]
         first_runtime = next((i for i, m in enumerate(kept) if m in RUNTIME_COLUMNS), len(kept))
