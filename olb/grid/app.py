@@ -64,7 +64,7 @@ class GridOutcome:
     wall_s: float = 0.0
     startup_s: float = 0.0
     fanout_s: float = 0.0  # wall time from the first submitted cell to the last result
-    efficiency: float = math.nan  # sum of cell runtimes / (CPUs x fanout_s)
+    efficiency: float = math.nan  # sum of cell runtimes and compile times / (CPUs x fanout_s)
     cpus: int = 1
     parent_run_id: str | None = None
     tracking_uri: str | None = None
@@ -534,7 +534,7 @@ def _finish(
     n_finished = int((unique_cells["status"] == "FINISHED").sum())
     wall_s = time.perf_counter() - t_start
     ran = cells[(cells["source"] == "run") & (cells["status"] == "FINISHED")].drop_duplicates("cell_id")
-    busy = float(ran["runtime_s"].sum()) if len(ran) else 0.0
+    busy = float(ran["runtime_s"].sum() + ran["compile_s"].fillna(0).sum()) if len(ran) else 0.0  # CPUs kept busy
     efficiency = busy / (fan.cpus * fan.seconds) if (fan.n_done and fan.seconds > 0) else math.nan
     if fan.interrupted:
         code = EXIT_INTERRUPTED
