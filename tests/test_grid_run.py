@@ -31,7 +31,18 @@ def test_outputs(first_run):
     assert o.exit_code == 0 and o.n_run == 6 and o.n_failed == 0
     cells = pd.read_csv(o.files["cells"])
     assert len(cells) == 6 and set(cells["status"]) == {"FINISHED"}
-    for col in ("cell_id", "algorithm", "dataset", "num_learners", "gamma", "seed", "status", "runtime_s", "rank_loss"):
+    for col in (
+        "cell_id",
+        "algorithm",
+        "dataset",
+        "num_learners",
+        "gamma",
+        "seed",
+        "status",
+        "runtime_s",
+        "compile_s",
+        "rank_loss",
+    ):
         assert col in cells.columns
     assert cells["rank_loss"].between(0, 1).all()
     table = pd.read_csv(o.files["table_csv"])
@@ -218,3 +229,39 @@ def test_progress_lines_count_in_their_unit():
     progress.update("FINISHED", running=1)
     assert progress.line().startswith("[olb.grid] 2/3 tasks: done=2 (resumed 1) failed=0 running=1")
     progress.close()
+
+
+def test_progress_speaks_at_once_and_its_eta_leaves_compiling_out(monkeypatch):
+    import io
+
+    from olb.grid import progress as progress_module
+    from olb.grid.progress import Progress
+
+    now = [100.0]
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: now[0])
+    out = io.StringIO()
+    progress = Progress(11, stream=out)
+    assert out.getvalue().startswith("[olb.grid] 0/11 cells: done=0")  # at the start, not after every_s
+    now[0] += 31.0  # the first cell: 30 s of compiling, 1 s of work
+    progress.update("FINISHED", running=0, compile_s=30.0)
+    assert out.getvalue().count("\n") == 2  # a line after the first result
+    assert progress.eta() == pytest.approx(10.0)  # 10 cells of 1 s, not 10 x 31 s
+    progress.close()
+
+
+def test_stopwatch_times_compiling_apart():
+    """numba's first call of a function compiles it (under numba's compiler lock): compile_s, not wall_s/cpu_s."""
+    from numba import njit
+
+    from olb.protocol import Stopwatch
+
+    @njit
+    def fresh(x):
+        return x * 2.0 + 1.0
+
+    with Stopwatch() as first:
+        fresh(1.0)
+    with Stopwatch() as second:
+        fresh(2.0)
+    assert first.compile_s > 0.01 and first.wall_s < first.compile_s / 5 and first.cpu_s < first.compile_s / 5
+    assert second.compile_s == 0.0
