@@ -40,7 +40,10 @@ a fixed thread count also keeps the last bits of every result the same on every 
 
 Besides the final metrics, a run records a learning curve (the running value of the primary metric
 within each phase, every ``curve_every`` examples), wall and CPU time per phase and the peak
-resident memory of the process.
+resident memory of the process. Time spent compiling (numba compiles a kernel at its first call in a process,
+or loads it from its disk cache) is recorded apart, as ``compile_s``, and left out of ``wall_s`` and ``cpu_s``
+(:class:`Stopwatch`): the first cell of a process would otherwise take seconds where the others take
+fractions of one.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from numba.core import event as numba_event
 
 from olb.data.dataset import Dataset
 from olb.feedback import TopKFeedback
@@ -87,7 +91,7 @@ class StreamResult:
 
     metrics: dict[str, float]
     curve: dict[str, np.ndarray]  # "step" (examples seen), "phase" (index into phases), running "value" in the phase
-    phases: dict[str, dict[str, float]]  # name -> wall_s, cpu_s, n_examples
+    phases: dict[str, dict[str, float]]  # name -> wall_s, cpu_s, compile_s, n_examples
     peak_rss_mb: float
     primary_metric: str
     extra: dict = field(default_factory=dict)
@@ -99,6 +103,46 @@ class StreamResult:
     @property
     def cpu_s(self) -> float:
         return sum(p["cpu_s"] for p in self.phases.values())
+
+    @property
+    def compile_s(self) -> float:
+        return sum(p.get("compile_s", 0.0) for p in self.phases.values())
+
+
+class Stopwatch(numba_event.Listener):
+    """Wall and CPU seconds of a block of code without the time numba holds its compiler lock (compiling a
+    kernel, or loading it from numba's disk cache), which is measured apart as ``compile_s``.
+
+    ``with Stopwatch() as clock: ...`` then ``clock.wall_s``, ``clock.cpu_s``, ``clock.compile_s``. The lock is
+    taken once per kernel and type signature in a process, so only the first cells of a process compile.
+    """
+
+    def __init__(self) -> None:
+        self._depth = 0
+        self._locked = self._started = (0.0, 0.0)
+        self.wall_s = self.cpu_s = self.compile_s = self._compile_cpu = 0.0
+
+    def on_start(self, event) -> None:  # nested lock events count once
+        if self._depth == 0:
+            self._locked = (time.perf_counter(), time.process_time())
+        self._depth += 1
+
+    def on_end(self, event) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.compile_s += time.perf_counter() - self._locked[0]
+            self._compile_cpu += time.process_time() - self._locked[1]
+
+    def __enter__(self) -> Stopwatch:
+        numba_event.register("numba:compiler_lock", self)
+        self._started = (time.perf_counter(), time.process_time())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        wall, cpu = time.perf_counter() - self._started[0], time.process_time() - self._started[1]
+        numba_event.unregister("numba:compiler_lock", self)
+        self.wall_s = max(0.0, wall - self.compile_s)
+        self.cpu_s = max(0.0, cpu - self._compile_cpu)
 
 
 def make_phases(dataset: Dataset, protocol: str, loops: int = 1, rng: np.random.Generator | None = None) -> list[Phase]:
@@ -175,28 +219,29 @@ def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_e
     for p_index, phase in enumerate(phases):
         running = primary.accumulator()
         predicts = phase.scored or always_predict
-        wall0, cpu0 = time.perf_counter(), time.process_time()
-        if phase.block:
-            learner.learn_many(rows.block(phase.rows), Y[phase.rows].copy())
-            step += len(phase.rows)
-        for n, row in enumerate(() if phase.block else phase.rows, start=1):
-            x, y = rows.row(row), Y[row]  # a copy: a view would reach the whole data matrix through .base
-            prediction = learner.predict_one(x) if predicts else None
-            if predicts:
-                running.update(_view(prediction, primary.needs), y)
-            if phase.scored:
-                for m in chosen:
-                    final[m.name].update(_view(prediction, m.needs), y)
-            if phase.update:
-                learner.learn_one(x, feedback(prediction, y))
-            step += 1
-            if predicts and (n % curve_every == 0 or n == len(phase.rows)):
-                curve["step"].append(step)
-                curve["phase"].append(p_index)
-                curve["value"].append(running.value())
+        with Stopwatch() as clock:
+            if phase.block:
+                learner.learn_many(rows.block(phase.rows), Y[phase.rows].copy())
+                step += len(phase.rows)
+            for n, row in enumerate(() if phase.block else phase.rows, start=1):
+                x, y = rows.row(row), Y[row]  # a copy: a view would reach the whole data matrix through .base
+                prediction = learner.predict_one(x) if predicts else None
+                if predicts:
+                    running.update(_view(prediction, primary.needs), y)
+                if phase.scored:
+                    for m in chosen:
+                        final[m.name].update(_view(prediction, m.needs), y)
+                if phase.update:
+                    learner.learn_one(x, feedback(prediction, y))
+                step += 1
+                if predicts and (n % curve_every == 0 or n == len(phase.rows)):
+                    curve["step"].append(step)
+                    curve["phase"].append(p_index)
+                    curve["value"].append(running.value())
         timings[phase.name] = {
-            "wall_s": time.perf_counter() - wall0,
-            "cpu_s": time.process_time() - cpu0,
+            "wall_s": clock.wall_s,
+            "cpu_s": clock.cpu_s,
+            "compile_s": clock.compile_s,
             "n_examples": int(len(phase.rows)),
         }
     results = {name: float(acc.value()) for name, acc in final.items()}
@@ -255,6 +300,29 @@ def missing_outputs(learner_cls, metric_names) -> list[str]:
         for name in metric_names
         if name in METRICS and METRICS[name].needs not in outputs
     ]
+
+
+def usable_metrics(learner_cls) -> str:
+    """The metrics ``learner_cls`` can produce (those that need an output it declares), as text."""
+    outputs = tuple(getattr(learner_cls, "outputs", ("scores",)))
+    usable = [name for name, metric in METRICS.items() if metric.needs in outputs]
+    return f"{learner_cls.name} can produce {', '.join(usable)} (definitions: docs/metrics.md)"
+
+
+def metrics_fix(learner_cls) -> str:
+    """What to do about :func:`missing_outputs`."""
+    return f"choose metrics=[...] that use its output: {usable_metrics(learner_cls)}"
+
+
+def split_problem(protocol: str, dataset: str, conf_file: str, n_train: int | None) -> str | None:
+    """Why ``protocol`` cannot run on a data set without a train/test split (``n_train`` None), and the fix."""
+    if protocol == "prequential_last20" or n_train is not None:
+        return None
+    return (
+        f"protocol {protocol!r} needs a train/test split, and data set {dataset!r} has none: declare one in "
+        f"{conf_file} (split: {{kind: first_rows or seeded_permutation, n_train: ...}}, see docs/data.md) or use a "
+        "protocol that needs none, such as protocol=prequential_last20"
+    )
 
 
 def _feedback_builder(learner) -> Callable:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import textwrap
+
+import olb
 
 from olb.learners.base import OnlineLearner
 
@@ -46,10 +49,49 @@ def get_algorithm(name: str) -> type[OnlineLearner]:
 
 
 def did_you_mean(name: str, known) -> str:
-    """``" (did you mean 'x'?)"`` for the closest known name, or ``""``."""
-    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    """``" (did you mean 'x'?)"`` for the closest known name, or ``""``: the fewest edits (a swap of two
+    neighbouring characters counting less than any other edit, so ``adaolrm`` gives ``adaolmr``), at most a
+    third of the name's length; else difflib's closest match."""
+    name, known = str(name), [str(k) for k in known]
+    scored = sorted((edit_distance(name.lower(), k.lower()), k) for k in known)
+    if scored and scored[0][0] <= max(1, len(name) // 3):
+        return f" (did you mean {scored[0][1]!r}?)"
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def edit_distance(a: str, b: str) -> float:
+    """Optimal-string-alignment (restricted Damerau-Levenshtein) distance: insertions, deletions and
+    substitutions cost 1, a swap of two neighbouring characters 0.5."""
+    previous2, previous = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1] and a[i - 1] != b[j - 1]:
+                current[j] = min(current[j], previous2[j - 2] + 0.5)
+        previous2, previous = previous, current
+    return previous[-1]
 
 
 def algorithm_names() -> list[str]:
     return sorted(ALGORITHMS)
+
+
+def choices(kind: str) -> list[str]:
+    """The names ``--help`` lists: ``algorithms`` (the registry), ``datasets`` (the data set registry),
+    ``experiments`` (``experiment/*.yaml`` on the config search path)."""
+    from olb.data import dataset_names
+
+    if kind == "algorithms":
+        return algorithm_names()
+    if kind == "datasets":
+        return dataset_names()
+    if kind == "experiments":
+        return sorted({p.stem for d in olb.conf_dirs() for p in (d / "experiment").glob("*.yaml")})
+    raise ValueError(f"unknown kind of choice {kind!r}; allowed: algorithms, datasets, experiments")
+
+
+def choices_text(kind: str, indent: int = 2, width: int = 110) -> str:
+    """:func:`choices` as comma-separated lines (the ``${olb_choices:KIND}`` resolver of the help texts)."""
+    return textwrap.fill(", ".join(choices(kind)), width, initial_indent=" " * indent, subsequent_indent=" " * indent)

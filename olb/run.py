@@ -14,7 +14,6 @@ From the command line (``key=value`` pairs; any other key is a hyperparameter of
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
@@ -29,9 +28,22 @@ USAGE = """usage: python -m olb.run algorithm=NAME dataset=NAME [seed=S] [key=va
 
 Runs one cell (one algorithm, fixed hyperparameters, one data set, one seed) and prints its metrics as YAML.
 Keys: algorithm, dataset, seed (0), protocol (the algorithm's default), loops (1), metrics (the task's
-default; every metric name and its definition: docs/metrics.md), curve_every (50), data_dir (one dir,
-several joined by ':', or a list; default $OLB_DATA_DIR), verify_checksums (true; false reads edited files
-of a registered data set); any other key is a hyperparameter of the algorithm. Bad arguments: one line on stderr, exit 2."""
+default), curve_every (50), data_dir (one dir, several joined by ':', or a list; default $OLB_DATA_DIR),
+verify_checksums (true; false reads edited files of a registered data set); any other key is a
+hyperparameter of the algorithm (a name it does not have is refused with the list of those it has).
+Metrics and their definitions: docs/metrics.md. Bad arguments: one line on stderr, exit 2."""
+
+
+def usage() -> str:
+    """:data:`USAGE` with the registered algorithms and data sets (and the grid's experiments)."""
+    from olb.registry import choices_text
+
+    return (
+        f"{USAGE}\n\nAlgorithms:\n{choices_text('algorithms')}\nData sets (docs/data.md to add one):\n"
+        f"{choices_text('datasets')}\nGrid experiments (python -m olb.grid +experiment=NAME):\n"
+        f"{choices_text('experiments')}"
+    )
+
 
 SPEC_KEYS = (
     "algorithm",
@@ -92,8 +104,15 @@ class CellResult:
     spec: CellSpec
     params: dict
     stream: "StreamResult"
-    setup_s: float
+    setup_s: float  # building the learner, compile time excluded
     data: Provenance | None = None  # the files the cell read and their fingerprint
+    setup_compile_s: float = 0.0
+
+    @property
+    def compile_s(self) -> float:
+        """Seconds numba spent compiling (or loading from its cache) the kernels this cell was first to call in
+        its process; left out of ``runtime_s`` and ``cpu_s`` (:class:`olb.protocol.Stopwatch`)."""
+        return self.setup_compile_s + self.stream.compile_s
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -101,7 +120,7 @@ class CellResult:
 
     @property
     def runtime_s(self) -> float:
-        """Wall time from building the learner to the end of the stream (data loading excluded)."""
+        """Wall time from building the learner to the end of the stream (data loading and compiling excluded)."""
         return self.setup_s + self.stream.wall_s
 
 
@@ -110,12 +129,13 @@ def run_cell(spec: CellSpec) -> CellResult:
     import numpy as np
 
     from olb.learners.base import StreamShape
-    from olb.protocol import make_phases, run_stream
+    from olb.protocol import Stopwatch, make_phases, run_stream
     from olb.registry import get_algorithm
 
     cls = get_algorithm(spec.algorithm)
     params = spec.resolved_params()
     protocol = spec.resolved_protocol()
+    check_before_loading(spec, cls, protocol)
     dataset, source = load_with_provenance(spec.dataset, spec.data_dir, spec.verify_checksums)
     if dataset.task != cls.task:
         raise ValueError(
@@ -125,12 +145,33 @@ def run_cell(spec: CellSpec) -> CellResult:
     if rules:
         raise ValueError(f"{cls.name} on {spec.dataset}: {'; '.join(rules)}")
     learner_seed, order_seed = np.random.SeedSequence(spec.seed).spawn(2)
-    start = time.perf_counter()
-    learner = cls(dataset.n_features, dataset.n_labels, seed=np.random.default_rng(learner_seed), **params)
-    setup_s = time.perf_counter() - start
+    with Stopwatch() as setup:
+        learner = cls(dataset.n_features, dataset.n_labels, seed=np.random.default_rng(learner_seed), **params)
     phases = make_phases(dataset, protocol, spec.loops, np.random.default_rng(order_seed))
     stream = run_stream(learner, dataset, phases, spec.metrics, spec.curve_every)
-    return CellResult(spec, params, stream, setup_s, source)
+    return CellResult(spec, params, stream, setup.wall_s, source, setup.compile_s)
+
+
+def check_before_loading(spec: CellSpec, cls, protocol: str) -> None:
+    """The refusals decidable from the registries, with the grid's fixes: metrics unknown or beyond the learner's
+    outputs, a protocol that needs a split the data set does not have."""
+    from olb.data import dataset_spec
+    from olb.metrics import METRICS
+    from olb.protocol import metrics_fix, missing_outputs, split_problem, usable_metrics
+    from olb.registry import did_you_mean
+
+    unknown = [name for name in spec.metrics or () if name not in METRICS]
+    if unknown:
+        raise ValueError(
+            f"metrics: unknown metric {unknown[0]!r}{did_you_mean(unknown[0], METRICS)}; {usable_metrics(cls)}"
+        )
+    problems = missing_outputs(cls, spec.metrics or ())
+    if problems:
+        raise ValueError(f"{'; '.join(problems)}; {metrics_fix(cls)}")
+    data = dataset_spec(spec.dataset)
+    no_split = split_problem(protocol, spec.dataset, data.conf_file.name, data.n_train)
+    if no_split:
+        raise ValueError(no_split)
 
 
 class UsageError(ValueError):
@@ -165,7 +206,7 @@ def parse_cli(argv: list[str]) -> CellSpec:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if any(arg in ("-h", "--help") for arg in argv):
-        print(USAGE)
+        print(usage())
         return 0
     try:
         spec = parse_cli(argv)
@@ -181,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         "metrics": result.metrics,
         "runtime_s": round(result.runtime_s, 3),
         "cpu_s": round(result.stream.cpu_s, 3),
+        "compile_s": round(result.compile_s, 3),
         "peak_rss_mb": round(result.stream.peak_rss_mb, 1),
         "phases": result.stream.phases,
         "data_fingerprint": result.data.fingerprint,

@@ -285,3 +285,18 @@ def test_unknown_command_line_keys_get_did_you_mean_before_hydra():
     assert len(problems) == 3
     assert "did you mean 'num_learners'?" in problems[0] and "did you mean 'max_retries'?" in problems[1]
     assert problems[2].startswith("tracking.urii: unknown key (did you mean 'uri'?)")
+
+
+def test_did_you_mean_ranks_a_swap_first():
+    from olb.registry import algorithm_names, did_you_mean
+
+    assert did_you_mean("adaolrm", algorithm_names()) == " (did you mean 'adaolmr'?)"
+    assert did_you_mean("onlienbmr", algorithm_names()) == " (did you mean 'onlinebmr'?)"
+    assert did_you_mean("gama", ["gamma", "k"]) == " (did you mean 'gamma'?)"
+    assert did_you_mean("xyz", algorithm_names()) == ""
+
+
+def test_metrics_alone_replaces_the_table_metrics_it_does_not_measure():
+    p = plan("+experiment=table3", "datasets=[emotions]", "metrics=[ranking_loss]")
+    assert p.table_metrics == ["ranking_loss", "runtime_s"] and p.select_by == "ranking_loss"
+    assert any("table.metrics: rank_loss not measured" in w for w in p.warnings)

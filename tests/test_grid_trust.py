@@ -243,7 +243,7 @@ def test_an_interrupted_grid_marks_partial_figures(tmp_path, monkeypatch):
 
 def test_paper_values_only_beside_the_papers_settings(tmp_path):
     from olb.grid import plan_grid
-    from olb.grid.results import comparable_entries
+    from olb.grid.comparable import differences
 
     overrides = ["backend=serial", "seeds=1", "tracking=off", "plots=false", "num_learners=2", "gamma=[0.1]"]
     outcome = run_grid(compose(overrides), tmp_path / "out", overrides=overrides)
@@ -253,8 +253,14 @@ def test_paper_values_only_beside_the_papers_settings(tmp_path):
     assert "10 trees" not in md.splitlines()[0]  # the experiment's description no longer holds
     assert "Ada.OLMR (adaolmr, train_test, num_learners=2" in md
 
-    plan = plan_grid(compose(["seeds=1"]))
-    assert comparable_entries(plan, ["algorithm.adaolmr.params.num_learners=2"]) == {"onlinebmr"}
-    assert comparable_entries(plan, ["gamma=[0.5]"]) == {"adaolmr"}
-    assert comparable_entries(plan, ["datasets=[emotions]", "backend=serial"]) == {"adaolmr", "onlinebmr"}
-    assert comparable_entries(plan, [], verify_checksums=False) == set()
+    def differing(*overrides):
+        cfg = compose(["+experiment=table3", "datasets=[emotions]", *overrides])
+        return {
+            key[0] for key, found in differences(plan_grid(cfg), cfg.reference, cfg.verify_checksums).items() if found
+        }
+
+    assert differing() == set()
+    assert differing("algorithm.adaolmr.params.num_learners=2") == {"adaolmr"}
+    assert differing("gamma=[0.5]") == {"onlinebmr"}
+    assert differing("backend=serial", "tracking=off") == set()
+    assert differing("verify_checksums=false") == {"adaolmr", "onlinebmr"}

@@ -30,7 +30,19 @@ def olb_run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
             "unknown key 'num_lerners' (did you mean 'num_learners'?)",
         ),
         (["algorithm=adaolmr", "dataset=emotions", "protocol=train_tst"], "(did you mean 'train_test'?)"),
-        (["algorithm=adaolmr", "dataset=emotions", "metrics=[hamming_loss]"], "needs the learner's 'labels' output"),
+        (
+            ["algorithm=adaolmr", "dataset=emotions", "metrics=[hamming_loss]"],
+            "needs the learner's 'labels' output, and adaolmr gives only 'scores'; choose metrics=[...] that use its "
+            "output: adaolmr can produce rank_loss,",
+        ),
+        (["algorithm=adaolmr", "dataset=emotions", "metrics=[rank_los]"], "(did you mean 'rank_loss'?); adaolmr can"),
+        (["algorithm=adaolrm", "dataset=emotions"], "unknown algorithm 'adaolrm' (did you mean 'adaolmr'?)"),
+        (
+            ["algorithm=adaolm", "dataset=balance", "protocol=train_test"],
+            "protocol 'train_test' needs a train/test split, and data set 'balance' has none: declare one in "
+            "balance.yaml (split: {kind: first_rows or seeded_permutation, n_train: ...}, see docs/data.md) or use a "
+            "protocol that needs none, such as protocol=prequential_last20",
+        ),
         (["algorithm=adaolmr", "dataset=image"], "data set 'image' is not available"),
         (["algorithm=adaolmr"], "missing dataset"),
         (["adaolmr"], "expected key=value, got 'adaolmr'"),
@@ -47,6 +59,8 @@ def test_bad_arguments_get_one_line_and_exit_2(tmp_path, args, expected):
 def test_help_and_a_cell(tmp_path):
     proc = olb_run("--help", tmp_path=tmp_path)
     assert proc.returncode == 0 and proc.stdout.startswith("usage: python -m olb.run")
+    for listed in ("Algorithms:\n  adaolm, adaolmr,", "Data sets", "emotions", "table3", "docs/metrics.md"):
+        assert listed in proc.stdout
     proc = olb_run("algorithm=adaolmr", "dataset=emotions", "num_learners=2", "seed=3", tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stderr
     summary = yaml.safe_load(proc.stdout)
@@ -54,11 +68,11 @@ def test_help_and_a_cell(tmp_path):
 
 
 def test_help_imports_no_heavy_module(tmp_path):
+    """The learners are imported (``--help`` lists the registered algorithms), nothing of the grid's stack."""
     code = (
         "import sys, runpy; sys.argv = ['olb.run', '--help']\n"
         "try: runpy.run_module('olb.run', run_name='__main__')\nexcept SystemExit: pass\n"
-        "print(sorted(m for m in ('pandas', 'pooch', 'mlflow', 'ray', 'matplotlib', 'scipy', 'olb.registry') "
-        "if m in sys.modules))"
+        "print(sorted(m for m in ('pandas', 'pooch', 'mlflow', 'ray', 'matplotlib', 'hydra') if m in sys.modules))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code],

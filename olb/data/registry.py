@@ -89,26 +89,26 @@ class DatasetSpec:
         return dataset
 
 
-def conf_dir() -> Path:
-    """The registry's config dir (:func:`olb.conf_dir`)."""
-    return olb.conf_dir()
+def registry_dirs() -> list[Path]:
+    """The registry's folders, first match first: ``dataset/`` of each config dir (:func:`olb.conf_dirs`)."""
+    return [d / "dataset" for d in olb.conf_dirs()]
 
 
 def dataset_names() -> list[str]:
     """The registered data set names, sorted."""
-    return sorted(p.stem for p in (conf_dir() / "dataset").glob("*.yaml"))
+    return sorted({p.stem for d in registry_dirs() for p in d.glob("*.yaml")})
 
 
 def dataset_spec(name: str) -> DatasetSpec:
     """The parsed registry entry of ``name``; `UnknownDatasetError` if there is none."""
-    path = conf_dir() / "dataset" / f"{name}.yaml"
-    if "/" in name or not path.is_file():
+    path = next((d / f"{name}.yaml" for d in registry_dirs() if (d / f"{name}.yaml").is_file()), None)
+    if "/" in name or path is None:
         from olb.registry import did_you_mean  # only on this error path: it imports the learners
 
         raise UnknownDatasetError(
             f"unknown data set {name!r}{did_you_mean(name, dataset_names())}; known data sets: "
             f"{', '.join(dataset_names())} "
-            f"(registry: {path.parent})"
+            f"(registry: {', '.join(map(str, registry_dirs()))})"
         )
     return _parse(path)
 

@@ -28,14 +28,14 @@ from omegaconf import DictConfig, OmegaConf
 import olb
 from olb.data import dataset_names
 from olb.grid.backends import choose_backend, make_backend
-from olb.grid.config import register_configs
+from olb.grid.config import PRIMARY_CONFIG, register_configs
 from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, check_data, matches_data, provenance_tags
 from olb.grid.fanout import fan_out
 from olb.grid.plan import Cell, GridConfigError, Plan, Problems, collect_plan, describe
+from olb.grid.comparable import differences
 from olb.grid.results import (
     build_table,
     cells_frame,
-    comparable_entries,
     grid_title,
     outcome_from_payload,
     outcome_from_run,
@@ -65,7 +65,7 @@ class GridOutcome:
     wall_s: float = 0.0
     startup_s: float = 0.0
     fanout_s: float = 0.0  # wall time from the first submitted cell to the last result
-    efficiency: float = math.nan  # sum of cell runtimes / (CPUs x fanout_s)
+    efficiency: float = math.nan  # sum of cell runtimes and compile times / (CPUs x fanout_s)
     cpus: int = 1
     parent_run_id: str | None = None
     tracking_uri: str | None = None
@@ -103,16 +103,27 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     from hydra.core.global_hydra import GlobalHydra
 
     register_configs()
-    overrides = with_default_experiment(list(overrides or []))
+    overrides = with_search_path(with_default_experiment(list(overrides or [])))
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(olb.conf_dir()), version_base="1.3", job_name="olb.grid"):
-        return hydra_compose(config_name="config", overrides=overrides)
+    with initialize_config_dir(config_dir=str(olb.conf_dirs()[0]), version_base="1.3", job_name="olb.grid"):
+        return hydra_compose(config_name=PRIMARY_CONFIG, overrides=overrides)
+
+
+def with_search_path(overrides: list[str]) -> list[str]:
+    """Hydra reads the first config dir of :func:`olb.conf_dirs` (one's own, ``$OLB_CONF_DIR``, when set), then
+    the others (olb's own last): a config dir of one's own adds to olb's configs instead of replacing them.
+    The primary config comes from the config store (:func:`olb.grid.config.register_configs`): Hydra looks for
+    it in the first dir only."""
+    rest = olb.conf_dirs()[1:]
+    if not rest or any(o.lstrip("+~").startswith("hydra.searchpath=") for o in overrides):
+        return overrides
+    return [f"hydra.searchpath=[{','.join(f'file://{d}' for d in rest)}]", *overrides]
 
 
 def with_default_experiment(overrides: list[str]) -> list[str]:
-    """Append ``+experiment=default`` unless an experiment is chosen."""
+    """Put ``+experiment=default`` first unless an experiment is chosen."""
     chosen = any(o.lstrip("+~").startswith("experiment=") or o.lstrip("~") == "experiment" for o in overrides)
-    return overrides if chosen else [*overrides, "+experiment=default"]
+    return overrides if chosen else ["+experiment=default", *overrides]
 
 
 def _cell_task(cell, cfg: DictConfig, data_dir, plot: bool) -> dict:
@@ -488,14 +499,15 @@ def _finish(
 ) -> GridOutcome:
     """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report."""
     cells = cells_frame(plan, outcomes, data)
-    comparable = comparable_entries(plan, overrides or [], cfg.verify_checksums)
-    table = build_table(plan, outcomes, cfg.reference, data.unavailable, comparable)
+    table = build_table(
+        plan, outcomes, cfg.reference, data.unavailable, differences(plan, cfg.reference, cfg.verify_checksums)
+    )
     files = {"cells": out / "cells.csv", "table_csv": out / "table.csv", "table_md": out / "table.md"}
     cells.to_csv(files["cells"], index=False)
     table.to_csv(files["table_csv"], index=False)
     markdown = table_markdown(
         table,
-        grid_title(cfg, plan, overrides or [], comparable),
+        grid_title(cfg, plan, overrides or []),
         list(cfg.table.rows),
         list(cfg.table.columns),
         cfg.table.decimals,
@@ -522,7 +534,7 @@ def _finish(
     n_finished = int((unique_cells["status"] == "FINISHED").sum())
     wall_s = time.perf_counter() - t_start
     ran = cells[(cells["source"] == "run") & (cells["status"] == "FINISHED")].drop_duplicates("cell_id")
-    busy = float(ran["runtime_s"].sum()) if len(ran) else 0.0
+    busy = float(ran["runtime_s"].sum() + ran["compile_s"].fillna(0).sum()) if len(ran) else 0.0  # CPUs kept busy
     efficiency = busy / (fan.cpus * fan.seconds) if (fan.n_done and fan.seconds > 0) else math.nan
     if fan.interrupted:
         code = EXIT_INTERRUPTED
@@ -720,7 +732,7 @@ def unknown_override_keys(args: list[str]) -> list[str]:
     from olb.registry import did_you_mean
 
     schema = make_schema()
-    groups = {p.name for p in olb.conf_dir().iterdir() if p.is_dir()}
+    groups = {p.name for d in olb.conf_dirs() if d.is_dir() for p in d.iterdir() if p.is_dir()}
     problems = []
     for arg in args:
         if arg.startswith("-") or "=" not in arg:
@@ -752,8 +764,8 @@ def main() -> None:
         for problem in problems:
             print(f"olb.grid: error: {problem}", file=sys.stderr)
         raise SystemExit(EXIT_CONFIG)
-    sys.argv[1:] = with_default_experiment(sys.argv[1:])
-    app = hydra.main(config_path=str(olb.conf_dir()), config_name="config", version_base="1.3")(_hydra_task)
+    sys.argv[1:] = with_search_path(with_default_experiment(sys.argv[1:]))
+    app = hydra.main(config_path=str(olb.conf_dirs()[0]), config_name=PRIMARY_CONFIG, version_base="1.3")(_hydra_task)
     try:
         app()
     except SystemExit as exit_:

@@ -18,9 +18,10 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 
 import olb
-from olb.registry import ALGORITHMS
+from olb.registry import ALGORITHMS, choices_text
 
-PAPER_TABLES = olb.conf_dir() / "reference" / "paper_tables.csv"
+PAPER_TABLES = olb.conf_file("reference/paper_tables.csv")
+PAPER_SETTINGS = olb.conf_file("reference/paper_settings.yaml")
 
 BACKENDS = ("auto", "ray", "serial")
 
@@ -86,6 +87,8 @@ class ReferenceConfig:
     """Where the paper's numbers come from and how olb's names map to the file's."""
 
     file: Optional[str] = str(PAPER_TABLES)
+    # the settings each paper's values were reported at (a value is shown only beside cells run at them)
+    settings: Optional[str] = str(PAPER_SETTINGS)
     paper: Optional[str] = None  # value of the "paper" column, e.g. 000_01d5ef94a9aabcf3
     table: Optional[str] = None  # value of the "table" column, e.g. "Table 3"
     metrics: Dict[str, str] = field(default_factory=dict)  # olb metric -> the file's metric name
@@ -97,7 +100,7 @@ class ReferenceConfig:
 class TableConfig:
     """Layout of table.md: ``rows`` and ``columns`` are taken from dataset, algorithm and metric; an axis
     used in neither splits the table into sections. ``metrics`` lists the reported metrics (cell metrics
-    and runtime_s, cpu_s, peak_rss_mb); None: the cells' metrics then runtime_s."""
+    and runtime_s, cpu_s, compile_s, peak_rss_mb); None: the cells' metrics then runtime_s."""
 
     metrics: Optional[List[str]] = None
     rows: List[str] = field(default_factory=lambda: ["dataset"])
@@ -149,7 +152,15 @@ def make_schema() -> type:
     return dataclasses.make_dataclass("GridConfig", extra, bases=(GridBase,))
 
 
+PRIMARY_CONFIG = "olb_grid"
+
+
 def register_configs() -> None:
-    """Store the schema as ``grid_schema`` (conf/config.yaml names it first in its defaults list)."""
+    """Store the schema as ``grid_schema`` (conf/config.yaml names it first in its defaults list), and the first
+    ``config.yaml`` of the config search path (:func:`olb.conf_dirs`) as the primary config ``olb_grid``."""
+    from omegaconf import OmegaConf
+
     cs = ConfigStore.instance()
     cs.store(name="grid_schema", node=make_schema())
+    cs.store(name=PRIMARY_CONFIG, node=OmegaConf.load(olb.conf_file("config.yaml")))
+    OmegaConf.register_new_resolver("olb_choices", choices_text, replace=True)

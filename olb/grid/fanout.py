@@ -48,7 +48,7 @@ def fan_out(
                 continue
             on_result(payload)
             stats.n_done += 1
-            progress.update(payload["status"], backend.running)
+            progress.update(payload["status"], backend.running, payload.get("compile_s", 0.0))
     except KeyboardInterrupt:
         stats.interrupted = True
         backend.cancel()

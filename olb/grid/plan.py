@@ -24,7 +24,7 @@ from olb.grid.config import BACKENDS, SPEC_AXES, AlgorithmEntry, hyperparameter_
 from olb.registry import algorithm_names, did_you_mean, get_algorithm
 
 CELL_ID_VERSION = 1
-RUNTIME_COLUMNS = ("runtime_s", "cpu_s", "peak_rss_mb")
+RUNTIME_COLUMNS = ("runtime_s", "cpu_s", "compile_s", "peak_rss_mb")
 
 
 class GridConfigError(ValueError):
@@ -281,7 +281,7 @@ def collect_plan(cfg: DictConfig, problems: Problems) -> Plan | None:
     ]
     if not cells and not problems.items:
         problems.add("the grid is empty: no (algorithm, data set) pair to run")
-    table = _table_settings(cfg, cells, problems) if cells else None
+    table = _table_settings(cfg, cells, problems, warnings) if cells else None
     if problems.items:
         return None
     table_metrics, select_by, lower = table
@@ -379,7 +379,7 @@ def _check_settings(cfg: DictConfig, problems: Problems) -> None:
 def _expand_entry(ctx: _Context, key: str, entry, entries_cfg: dict, entries: dict) -> list[Cell]:
     """The cells of one algorithm entry on every data set; its problems go to ``ctx.problems``."""
     from olb.data import dataset_names
-    from olb.protocol import DEFAULT_METRICS, PROTOCOLS, missing_outputs
+    from olb.protocol import DEFAULT_METRICS, PROTOCOLS, metrics_fix, missing_outputs, split_problem
 
     cfg, problems = ctx.cfg, ctx.problems
     algo = entry.name if entry is not None and entry.name else key
@@ -422,7 +422,7 @@ def _expand_entry(ctx: _Context, key: str, entry, entries_cfg: dict, entries: di
     }
     metrics = tuple(_plain(cfg.metrics) or DEFAULT_METRICS[cls.task])
     for problem in missing_outputs(cls, metrics):
-        problems.add(f"algorithm {key!r}: {problem}; choose metrics=[...] that use its output")
+        problems.add(f"algorithm {key!r}: {problem}; {metrics_fix(cls)}")
     cells: list[Cell] = []
     for ds in ctx.datasets:
         if only is not None and ds not in only:
@@ -434,13 +434,9 @@ def _expand_entry(ctx: _Context, key: str, entry, entries_cfg: dict, entries: di
                 f"restrict it with algorithm.{key}.datasets=[...]"
             )
             continue
-        if protocol != "prequential_last20" and spec.n_train is None:
-            problems.add(
-                f"algorithm {key!r}: protocol {protocol!r} needs a train/test split, and data set {ds!r} "
-                f"has none: declare one in {spec.conf_file.name} (split: {{kind: first_rows or "
-                "seeded_permutation, n_train: ...}, see docs/data.md) or use a protocol that needs none, "
-                "such as protocol=prequential_last20"
-            )
+        no_split = split_problem(protocol, ds, spec.conf_file.name, spec.n_train)
+        if no_split:
+            problems.add(f"algorithm {key!r}: {no_split}")
             continue
         if select is not None:
             for problem in check_selection(
@@ -535,12 +531,25 @@ def _expand_configs(
     return cells
 
 
-def _table_settings(cfg: DictConfig, cells: list[Cell], problems: Problems):
+def _table_settings(cfg: DictConfig, cells: list[Cell], problems: Problems, warnings: list[str]):
+    """The table's metrics, the metric ``best_of`` selects by, and which direction is better. When ``metrics``
+    names none of ``table.metrics``, it replaces those the cells do not measure (an experiment's table follows
+    ``metrics=[...]`` from the command line)."""
     METRICS = _metric_info()
     cell_metrics = sorted(
         {m for c in cells for m in c.measured}, key=lambda m: min(c.measured.index(m) for c in cells if m in c.measured)
     )
     table_metrics = list(_plain(cfg.table.metrics) or [*cell_metrics, "runtime_s"])
+    dropped = [m for m in table_metrics if m not in cell_metrics and m not in RUNTIME_COLUMNS]
+    if cfg.metrics and dropped and not set(cfg.metrics) & set(table_metrics):  # the table is for other metrics
+        kept = [m for m in table_metrics if m not in dropped]
+        added = [m for m in cfg.metrics if m not in kept]
+        first_runtime = next((i for i, m in enumerate(kept) if m in RUNTIME_COLUMNS), len(kept))
+        table_metrics = [*kept[:first_runtime], *added, *kept[first_runtime:]]
+        warnings.append(
+            f"table.metrics: {', '.join(dropped)} not measured with metrics={list(cfg.metrics)}: the table shows "
+            f"{', '.join(table_metrics)} (set table.metrics=[...] to choose)"
+        )
     for m in table_metrics:
         if m not in cell_metrics and m not in RUNTIME_COLUMNS:
             problems.add(
@@ -548,6 +557,9 @@ def _table_settings(cfg: DictConfig, cells: list[Cell], problems: Problems):
                 f"{', '.join([*cell_metrics, *RUNTIME_COLUMNS])}"
             )
     select_by = cfg.table.select_by or table_metrics[0]
+    if cfg.metrics and select_by in dropped:
+        select_by = table_metrics[0]
+        warnings.append(f"table.select_by={cfg.table.select_by}: not measured; best_of selects by {select_by}")
     if select_by not in table_metrics:
         problems.add(f"table.select_by={select_by!r}; allowed: one of table.metrics {table_metrics}")
     axes_allowed = ("dataset", "algorithm", "metric")

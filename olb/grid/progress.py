@@ -1,5 +1,9 @@
-"""Progress of a grid: a tqdm bar on a terminal (cells done, failed, running, ETA), a line every
-``every_s`` seconds otherwise (CI, batch jobs), and a summary line at the end in both cases."""
+"""Progress of a grid: a tqdm bar on a terminal (cells done, failed, running, ETA), otherwise (CI, batch jobs)
+a line at the start, after the first result and every ``every_s`` seconds, and a summary line at the end.
+
+The ETA extrapolates the time per finished cell without the time the workers spent compiling (each result's
+``compile_s``: numba compiles its kernels once per process, in the first cells), so that one slow first cell
+does not inflate the estimate for all the others."""
 
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self.total, self.skipped = total, skipped
         self.done = self.failed = self.running = 0
+        self.compile_s = 0.0  # summed over the finished cells
         self.slots = max(1, slots)
         self.t0 = self._last = time.perf_counter()
         self.every_s = every_s
@@ -51,6 +56,8 @@ class Progress:
             smoothing=0.2,
         )
         self._postfix()
+        if not self.tty:
+            print(self.line(), file=self.stream, flush=True)
 
     @property
     def remaining(self) -> int:
@@ -60,7 +67,8 @@ class Progress:
         finished = self.done + self.failed
         if not finished:
             return float("nan")
-        return (time.perf_counter() - self.t0) / finished * self.remaining
+        compiling = self.compile_s / min(self.slots, finished)  # the workers compile side by side
+        return max(0.0, time.perf_counter() - self.t0 - compiling) / finished * self.remaining
 
     def _postfix(self) -> None:
         self.bar.set_postfix_str(
@@ -68,7 +76,8 @@ class Progress:
             refresh=False,
         )
 
-    def update(self, status: str, running: int) -> None:
+    def update(self, status: str, running: int, compile_s: float = 0.0) -> None:
+        self.compile_s += compile_s
         if status == "FINISHED":
             self.done += 1
         else:
@@ -76,7 +85,7 @@ class Progress:
         self.running = running
         self._postfix()
         self.bar.update(1)
-        self._maybe_line()
+        self._maybe_line(first=self.done + self.failed == 1)
 
     def heartbeat(self, running: int) -> None:
         self.running = running
@@ -84,9 +93,9 @@ class Progress:
         self.bar.refresh()
         self._maybe_line()
 
-    def _maybe_line(self) -> None:
+    def _maybe_line(self, first: bool = False) -> None:
         now = time.perf_counter()
-        if not self.tty and now - self._last >= self.every_s:
+        if not self.tty and (first or now - self._last >= self.every_s):
             self._last = now
             print(self.line(), file=self.stream, flush=True)
 

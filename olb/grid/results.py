@@ -95,7 +95,7 @@ def cells_frame(plan: Plan, outcomes: dict[str, dict], data=None) -> pd.DataFram
 # -- reference values ------------------------------------------------------------------------------------
 def paper_citation(key: str) -> str:
     """The short citation (authors, year, method) of the paper ``key`` (conf/reference/papers.yaml), else the key."""
-    return _papers(olb.conf_dir() / "reference" / "papers.yaml").get(key, {}).get("cite", key)
+    return _papers(olb.conf_file("reference/papers.yaml")).get(key, {}).get("cite", key)
 
 
 @functools.cache
@@ -146,17 +146,25 @@ def _stats(values: list[float]) -> tuple[float, float, int]:
 
 
 def build_table(
-    plan: Plan, outcomes: dict[str, dict], ref_cfg, unavailable: dict[str, str], comparable: set[str] | None = None
+    plan: Plan,
+    outcomes: dict[str, dict],
+    ref_cfg,
+    unavailable: dict[str, str],
+    differences: dict[tuple[str, str], list[str]] | None = None,
 ) -> pd.DataFrame:
     """Long table: one row per (data set, algorithm configuration, metric).
 
     Configurations of an entry that differ only in ``best_of`` hyperparameters are reduced to the one with
     the best mean (over seeds) of ``select_by`` for each data set, as paper 000 reports "best of 4 gamma".
     ``n_seeds``/``n_planned`` and ``n_values``/``n_values_planned`` say what each figure rests on (``partial``
-    when less than planned); ``n_failed`` counts the row's failed cells. The paper's value is shown only for
-    entries in ``comparable`` (run with the experiment file's settings; ``None``: all).
+    when less than planned); ``n_failed`` counts the row's failed cells. The paper's value is shown only where
+    ``differences`` (:func:`olb.grid.comparable.differences`) names no setting of the (entry, data set) that
+    differs from the paper's (``None``: shown everywhere); elsewhere the note gives it with what differs.
     """
+    from olb.grid.comparable import paper_summary
+
     ref = load_reference(ref_cfg)
+    summary = paper_summary(ref_cfg)
     rows = []
 
     def value(cell: Cell, metric: str) -> float:
@@ -193,13 +201,18 @@ def build_table(
                 if not note and all(status(c) == "NOT_RUN" for c in every):
                     note = "not run"
                 selected = ", ".join(f"{k}={v}" for k, v in pick) if (pick and finite) else ""
-                shown = comparable is None or key in comparable
+                differ = [] if differences is None else differences.get((key, ds), [])
                 for metric in plan.table_metrics:
                     per_seed = {c.seed: value(c, metric) for c in chosen}
                     mean, std, n = _stats(list(per_seed.values()))
                     paper, pnote = paper_value(ref, ref_cfg, info["paper_name"], ds, metric)
-                    if not shown and not math.isnan(paper):
-                        paper, pnote = math.nan, "not comparable: settings differ from the paper's"
+                    if differ and not math.isnan(paper):
+                        where = f"paper ({summary})" if summary else "paper"
+                        paper, pnote = (
+                            math.nan,
+                            f"not comparable: {where} {_num(paper, 2 if metric in RUNTIME_COLUMNS else 4)}; "
+                            f"here {', '.join(differ)}",
+                        )
                     rows.append(
                         {
                             "dataset": ds,
@@ -389,44 +402,26 @@ def table_markdown(
     return f"# {title}\n\n{legend}\n\n{pivot_markdown(table, rows, columns, decimals, bold)}\n## All values\n\n{long}\n"
 
 
-# -- what the table may claim ------------------------------------------------------------------------------
-_ENTRY_FIELDS = ("params", "per_dataset", "protocol", "name", "best_of")  # algorithm.E.<field> changes E's cells
-_GRID_WIDE = ("protocol", "loops")
+# -- the title ---------------------------------------------------------------------------------------------
+# Settings that never change a cell or the table: with overrides of nothing else, the grid ran as its file says.
+_RUN_ONLY = (
+    "experiment",
+    "hydra",
+    "backend",
+    "tracking",
+    "resume",
+    "allow_unavailable",
+    "plots",
+    "data_dir",
+    "selection_store",
+    "imports",
+)
 
 
-def _override_keys(overrides: list[str]) -> list[tuple[str, str]]:
-    """(key, value) of each command-line override, without Hydra's ``+``/``++``/``~`` prefixes."""
-    pairs = []
-    for override in overrides:
-        key, _, value = override.lstrip("+~").partition("=")
-        pairs.append((key.strip(), value.strip()))
-    return pairs
-
-
-def comparable_entries(plan: Plan, overrides: list[str], verify_checksums: bool = True) -> set[str]:
-    """The entries whose cells keep the experiment file's settings under ``overrides`` (so that the paper's
-    values apply to them): none touched their hyperparameters or protocol, and the data was verified."""
-    from olb.registry import get_algorithm
-
-    entries = set(plan.entries)
-    if not verify_checksums:
-        return set()
-    changed: set[str] = set()
-    for key, _ in _override_keys(overrides):
-        parts = key.split(".")
-        if key in _GRID_WIDE:
-            changed |= entries
-        elif parts[0] == "algorithm" and len(parts) >= 3 and parts[2] in _ENTRY_FIELDS:
-            changed.add(parts[1])
-        elif len(parts) == 1:  # a hyperparameter shorthand changes every entry whose algorithm has it
-            changed |= {e for e, info in plan.entries.items() if key in get_algorithm(info["algorithm"]).params}
-    return entries - changed
-
-
-def grid_title(cfg, plan: Plan, overrides: list[str], comparable: set[str]) -> str:
-    """The experiment's name and description when it ran as its file says, else its name and what ran."""
-    what_ran = {"datasets", "algorithms", "seeds", "metrics", "verify_checksums"}
-    as_written = comparable == set(plan.entries) and not any(k in what_ran for k, _ in _override_keys(overrides))
+def grid_title(cfg, plan: Plan, overrides: list[str]) -> str:
+    """The experiment's name and description when it ran as its file says (no override of a setting that shapes
+    the cells or the table), else its name; then the overrides and what the cells ran."""
+    as_written = all(o.lstrip("+~").split("=", 1)[0].split(".")[0] in _RUN_ONLY for o in overrides)
     title = f"{cfg.name}: {cfg.description}" if (cfg.description and as_written) else cfg.name
     if overrides:
         title += f"\n\nCommand-line overrides: `{' '.join(overrides)}`"

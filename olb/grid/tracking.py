@@ -294,7 +294,7 @@ class Tracker:
         if status == "FINISHED":
             for key, value in payload["metrics"].items():
                 metrics.append(Metric(key, float(value), end_ms, 0))
-            for key in ("runtime_s", "cpu_s", "wall_s", "setup_s", "peak_rss_mb"):
+            for key in ("runtime_s", "cpu_s", "compile_s", "wall_s", "setup_s", "peak_rss_mb"):
                 metrics.append(Metric(key, float(payload[key]), end_ms, 0))
             for phase, timing in payload["phases"].items():
                 for key, value in timing.items():

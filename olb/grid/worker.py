@@ -63,8 +63,9 @@ def execute_cell(task: dict) -> dict:
         "curve": curve,
         "phases": {name: dict(p) for name, p in stream.phases.items()},
         "setup_s": float(result.setup_s),
-        "runtime_s": float(result.runtime_s),  # learner construction + stream (data loading excluded)
+        "runtime_s": float(result.runtime_s),  # learner construction + stream (data loading, compiling excluded)
         "cpu_s": float(stream.cpu_s),
+        "compile_s": float(result.compile_s),  # numba compiling/loading kernels first called in this process
         "peak_rss_mb": float(stream.peak_rss_mb),
         "wall_s": time.perf_counter() - wall0,  # everything, data loading included
         "end_time": time.time(),
