@@ -358,6 +358,7 @@ def run_grid(
             msg,
         )
     backend, backend_reason = choose(cfg, plan, data.unavailable)
+    backend.log_dir = Path(output_dir)  # where a local Ray's logs of lost cells are kept
     tracker = start_tracker_and_backend(cfg, backend)
     try:  # every stage runs on the one backend, stopped once at the end
         return _run_stages(
