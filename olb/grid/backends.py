@@ -35,6 +35,7 @@ from collections.abc import Iterator
 
 from olb.grid.auth import LOOPBACK, LocalRayAuth
 from olb.grid.config import BACKENDS, BackendConfig
+from olb.grid.lost import RayLost, answers
 from olb.grid.worker import execute_cell
 
 # Token authentication (also to join a cluster), no usage statistics (nor their prompt), and no C++ failure
@@ -87,6 +88,8 @@ class RayBackend:
         self._auth: LocalRayAuth | None = None
         self.log_dir = None  # where the Ray logs of lost cells go (the grid's output folder); None: nowhere
         self.lost = 0  # cells whose worker died
+        self._head = ""  # the GCS address, polled while cells run
+        self._head_lost = False
 
     @property
     def running(self) -> int:
@@ -117,6 +120,7 @@ class RayBackend:
             if main_thread and previous is not None:
                 # ray.init makes SIGTERM a bare sys.exit; keep the grid's handler (it records the interruption)
                 signal.signal(signal.SIGTERM, previous)
+        self._head, self._head_lost = ray.get_runtime_context().gcs_address, False
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         options = {"num_cpus": 1, "max_retries": self.cfg.max_retries, "retry_exceptions": False}
         if self.cfg.fresh_worker_per_cell:
@@ -131,11 +135,24 @@ class RayBackend:
         if self.owned and ray.is_initialized():
             session = ray._private.worker._global_node.get_session_dir_path() if self.lost else None
             ray.shutdown()
+        elif self._head_lost and ray.is_initialized():  # a cluster without its head: disconnect from it
+            ray.shutdown()
             if session:
                 _keep_logs(session, self.log_dir)
         self.owned = False
         self._remote = None
         self._release_local()
+
+    def _check_head(self, silent_since: float | None) -> float | None:
+        """None while the Ray head answers, else since when it has not; RayLost after ``head_timeout_s``."""
+        if answers(self._head, timeout=1.0):
+            return None
+        now = time.monotonic()
+        silent_since = silent_since or now
+        if now - silent_since >= self.cfg.head_timeout_s:
+            self._head_lost = True
+            raise RayLost(f"the Ray head at {self._head} has not answered for {now - silent_since:.0f} s")
+        return silent_since
 
     def _release_local(self) -> None:
         """The environment as before the local Ray, and its temp dir (token, sockets, logs) removed."""
@@ -147,6 +164,9 @@ class RayBackend:
     def cancel(self) -> None:
         import ray
 
+        if self._head_lost:  # nobody to ask
+            self._in_flight.clear()
+            return
         for ref in list(self._in_flight):
             try:
                 ray.cancel(ref, force=True)
@@ -167,9 +187,11 @@ class RayBackend:
                 self._in_flight[self._remote.remote(task)] = task
 
         refill()
+        silent_since = None
         while self._in_flight:
             done, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=1.0)
             if not done:
+                silent_since = self._check_head(silent_since)
                 yield HEARTBEAT
                 continue
             finished = []
