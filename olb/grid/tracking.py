@@ -370,7 +370,8 @@ class Tracker:
 
 @contextmanager
 def _sqlite_lock(uri: str):
-    """An exclusive lock for a sqlite URI's database file (nothing for other stores), kept in the temp dir."""
+    """An exclusive lock for a sqlite URI's database file (nothing for other stores), kept in the temp dir and
+    removed when released (a driver that finds the file replaced meanwhile locks the new one)."""
     import fcntl
     import hashlib
 
@@ -379,13 +380,22 @@ def _sqlite_lock(uri: str):
         yield
         return
     key = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:16]
-    lock = Path(tempfile.gettempdir()) / f"olb-sqlite-{key}.lock"
-    with open(lock, "w") as fh:
+    lock = Path(tempfile.gettempdir()) / f"olb-sqlite-{os.getuid()}-{key}.lock"
+    while True:
+        fh = open(lock, "a")
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            if os.stat(lock).st_ino == os.fstat(fh.fileno()).st_ino:
+                break  # the file we hold is still the lock (not removed by its previous holder)
+        except FileNotFoundError:
+            pass
+        fh.close()
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
 
 
 def _check_server(uri: str, attempts: int = 3) -> None:
