@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -81,5 +82,5 @@ def outsiders(address: str, *envs: dict, timeout: float = 90) -> list[tuple[int,
             proc.kill()
             out = proc.communicate()[0] + f"\n(still trying after {timeout:g} s: killed)"
         results.append((proc.returncode, out))
-    home.rmdir()
+    shutil.rmtree(home, ignore_errors=True)
     return results

@@ -120,7 +120,11 @@ class RayBackend:
             if main_thread and previous is not None:
                 # ray.init makes SIGTERM a bare sys.exit; keep the grid's handler (it records the interruption)
                 signal.signal(signal.SIGTERM, previous)
-        self._head, self._head_lost = ray.get_runtime_context().gcs_address, False
+        try:
+            self._head = ray.get_runtime_context().gcs_address
+        except Exception:  # noqa: BLE001 - a Ray Client connection (ray://) does not say: not polled
+            self._head = ""
+        self._head_lost = False
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         options = {"num_cpus": 1, "max_retries": self.cfg.max_retries, "retry_exceptions": False}
         if self.cfg.fresh_worker_per_cell:
@@ -135,17 +139,17 @@ class RayBackend:
         if self.owned and ray.is_initialized():
             session = ray._private.worker._global_node.get_session_dir_path() if self.lost else None
             ray.shutdown()
-        elif self._head_lost and ray.is_initialized():  # a cluster without its head: disconnect from it
-            ray.shutdown()
             if session:
                 _keep_logs(session, self.log_dir)
+        elif self._head_lost and ray.is_initialized():  # a cluster without its head: disconnect from it
+            ray.shutdown()
         self.owned = False
         self._remote = None
         self._release_local()
 
     def _check_head(self, silent_since: float | None) -> float | None:
         """None while the Ray head answers, else since when it has not; RayLost after ``head_timeout_s``."""
-        if answers(self._head, timeout=1.0):
+        if not self._head or answers(self._head, timeout=1.0):
             return None
         now = time.monotonic()
         silent_since = silent_since or now
