@@ -32,20 +32,18 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from olb.grid import compose, run_grid
-    from olb.grid.backends import QUIET_RAY_ENV, ray_init_kwargs
+    from olb.grid.backends import RayBackend
     from olb.grid.config import BackendConfig
 
-    for key, value in QUIET_RAY_ENV.items():
-        os.environ.setdefault(key, value)
     work = Path(tempfile.mkdtemp(prefix="olb-bench-"))
-    ray_tmp = tempfile.mkdtemp(prefix="olbb", dir="/tmp")
+    local = RayBackend(BackendConfig(num_cpus=args.cores, temp_dir=f"/tmp/olbb-{os.getpid()}"))
     import ray
 
     print(
         f"machine: {os.cpu_count()} cores; using {args.cores}; python {sys.version.split()[0]}; ray {ray.__version__}"
     )
     t0 = time.perf_counter()
-    ray.init(**ray_init_kwargs(BackendConfig(num_cpus=args.cores, temp_dir=ray_tmp)))
+    local.start()
     init_s = time.perf_counter() - t0
 
     @ray.remote(num_cpus=1)
@@ -86,9 +84,9 @@ def main(argv=None) -> int:
         for label in ("cold", "warm"):
             if label == "cold":
                 # fresh workers: the ones started above already imported olb, so restart Ray for a cold run
-                ray.shutdown()
+                local.stop()
                 t0 = time.perf_counter()
-                ray.init(**ray_init_kwargs(BackendConfig(num_cpus=args.cores, temp_dir=ray_tmp)))
+                local.start()
                 restart_s = time.perf_counter() - t0
             o = run_grid(compose([*overrides, "backend=ray"]), work / label, stream=open(os.devnull, "w"))
             assert o.exit_code == 0, o.failures
@@ -99,8 +97,7 @@ def main(argv=None) -> int:
             busy = float(o.cells["runtime_s"].sum())
             rows.append(("serial (1 core)", o.fanout_s, busy, busy / o.fanout_s, o.cells["runtime_s"].mean()))
     finally:
-        ray.shutdown()
-        shutil.rmtree(ray_tmp, ignore_errors=True)
+        local.stop()
         shutil.rmtree(work, ignore_errors=True)
 
     print(

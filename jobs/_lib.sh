@@ -3,7 +3,8 @@
 #
 #   RECIPE [local] [GRID OVERRIDES ...]                    this machine: a local Ray on every core
 #   RECIPE ray [GRID OVERRIDES ...]                        `ray job submit` to a running Ray cluster whose
-#                                                          dashboard is at $RAY_JOB_ADDRESS (http://HEAD:8265)
+#                                                          dashboard is at $RAY_JOB_ADDRESS (http://HEAD:8265),
+#                                                          with its token file $RAY_AUTH_TOKEN_PATH
 #   RECIPE slurm [SBATCH OPTIONS ...] [--] [GRID OVERRIDES ...]   `sbatch slurm/olb_grid.sbatch` (docs/cluster.md)
 #
 # OLB_PYTHON picks the python (default: .venv/bin/python of this checkout). Grid overrides are key=value
@@ -34,6 +35,12 @@ olb_recipe() {
       local address="${RAY_JOB_ADDRESS:-}"
       if [ -z "$address" ]; then
         echo "$(basename "$recipe") ray: set RAY_JOB_ADDRESS to the cluster's dashboard, e.g. http://HEAD:8265" >&2
+        return 2
+      fi
+      # Token authentication (docs/cluster.md): the cluster's token file, never the token on a command line.
+      export RAY_AUTH_MODE="${RAY_AUTH_MODE:-token}"
+      if [ "$RAY_AUTH_MODE" = token ] && [ -z "${RAY_AUTH_TOKEN_PATH:-}" ] && [ ! -s "$HOME/.ray/auth_token" ]; then
+        echo "$(basename "$recipe") ray: set RAY_AUTH_TOKEN_PATH to the cluster's token file" >&2
         return 2
       fi
       local ray_bin="${RAY_BIN:-$(dirname "$py")/ray}"

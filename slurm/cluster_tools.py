@@ -74,6 +74,7 @@ def check(overrides: list[str]) -> int:
     print(f"datasets={','.join(plan.datasets)}")
     print(f"tracking={uri}")
     print(f"resume={str(bool(cfg.resume)).lower()}")
+    print(f"max_retries={int(cfg.backend.max_retries)}")
     return 0
 
 
@@ -101,7 +102,7 @@ def wait(address: str, nodes: int, cpus: float | None, timeout: float, watch: li
         watched[int(pid)] = label or pid
     deadline = time.monotonic() + timeout
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_AUTH_MODE", "token")  # the token: RAY_AUTH_TOKEN_PATH, as the batch script sets it
     os.environ.pop("RAY_ADDRESS", None)
 
     def check_watched():

@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # Run one Ray node (head or worker) in the foreground; stop it, with every process it started, on exit.
 #
+# Every node runs with Ray's token authentication: --token-file (default: $RAY_AUTH_TOKEN_PATH) names the
+# cluster's token, a file only its user may read (make one with `python -m olb.grid.auth new-token FILE`); a
+# process without it is refused by every Ray server of the node. With --node-ip 127.0.0.1 (one node) Ray binds
+# loopback only; with any other address its servers also listen on the machine's other interfaces.
+#
 # slurm/olb_grid.sbatch starts it once per node with `srun`; it also works without Slurm (the tests start a
 # two-node cluster on loopback with it):
 #
-#   slurm/ray_node.sh head   --port-base 23000 --node-ip 127.0.0.2 --num-cpus 1 --temp-dir /tmp/olbray-h
+#   slurm/ray_node.sh head   --port-base 23000 --node-ip 127.0.0.2 --num-cpus 1 --temp-dir /tmp/olbray-h \
+#                            --token-file ~/olb-ray/token
 #   slurm/ray_node.sh worker --port-base 23400 --node-ip 127.0.0.3 --head 127.0.0.2:23000 --num-cpus 1 \
-#                            --temp-dir /tmp/olbray-w
+#                            --temp-dir /tmp/olbray-w --token-file ~/olb-ray/token
 #
 # Options: --num-cpus (default: SLURM_CPUS_PER_TASK, else SLURM_CPUS_ON_NODE), --pid-file FILE (the session id
-# of the node's Ray processes), --python (default: $OLB_PYTHON).
+# of the node's Ray processes), --python (default: $OLB_PYTHON), --oom-retries N (head: how often a task killed
+# by Ray's memory monitor is retried, default 2, the grid's backend.max_retries; Ray's own default is forever),
+# --log-dir DIR (the node's Ray logs are copied to DIR/<host> when it stops: they explain lost cells).
 # Every port of the node lies in [--port-base, --port-base + 400) (layout below): nodes that share a machine
 # need port bases 400 apart. `ray start --block` runs in a session of its own (setsid), so every Ray process
 # of the node has that session id. On SIGTERM/SIGINT/SIGHUP/SIGUSR1 (the batch script's stop request) the node
@@ -28,6 +36,7 @@ case "$role" in
 esac
 
 port_base="" node_ip="" num_cpus="" temp_dir="" head_addr="" pid_file="" python="${OLB_PYTHON:-}"
+token_file="${RAY_AUTH_TOKEN_PATH:-}" oom_retries=2 log_dir=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --port-base) port_base="$2"; shift 2 ;;
@@ -37,6 +46,9 @@ while [ $# -gt 0 ]; do
     --head) head_addr="$2"; shift 2 ;;
     --pid-file) pid_file="$2"; shift 2 ;;
     --python) python="$2"; shift 2 ;;
+    --token-file) token_file="$2"; shift 2 ;;
+    --oom-retries) oom_retries="$2"; shift 2 ;;
+    --log-dir) log_dir="$2"; shift 2 ;;
     *) die "unknown option '$1'" ;;
   esac
 done
@@ -56,6 +68,12 @@ case "$temp_dir" in /*) ;; *) die "--temp-dir must be an absolute path, got '$te
 # Ray puts Unix sockets at <temp-dir>/session_<date>_<pid>/sockets/plasma_store; Linux caps socket paths at 107 bytes.
 [ "${#temp_dir}" -le 48 ] || die "--temp-dir '$temp_dir' is longer than 48 characters; Ray's socket paths would exceed the Unix limit"
 [ "$role" = head ] || [ -n "$head_addr" ] || die "a worker needs --head IP:PORT"
+[[ "$oom_retries" =~ ^[0-9]+$ ]] || die "--oom-retries must be a number >= 0, got '$oom_retries'"
+[ -n "$token_file" ] || die "--token-file is required (or RAY_AUTH_TOKEN_PATH); make one with: python -m olb.grid.auth new-token FILE"
+[ -s "$token_file" ] && [ -r "$token_file" ] || die "the token file '$token_file' is missing, empty or unreadable"
+[ "$(stat -L -c %u "$token_file")" = "$(id -u)" ] && [ $(( 8#$(stat -L -c %a "$token_file") & 8#077 )) -eq 0 ] \
+  || die "the token file '$token_file' must be yours and readable by you only (chmod 600)"
+case "$token_file" in /*) ;; *) token_file="$PWD/$token_file" ;; esac
 [ -n "$python" ] || python="$(command -v python3 || true)"
 [ -x "$python" ] || die "python '$python' is not executable (set OLB_PYTHON or pass --python)"
 ray_bin="$(dirname "$python")/ray"
@@ -75,7 +93,11 @@ if [ "$role" = head ]; then
   done
 fi
 
-export RAY_USAGE_STATS_ENABLED=0 RAY_AUTH_MODE="${RAY_AUTH_MODE:-disabled}"
+export RAY_USAGE_STATS_ENABLED=0 RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH="$token_file"
+unset RAY_AUTH_TOKEN  # it would win over the file
+# Ray's own switch for a one-machine Ray: 127.0.0.1 is the node's address (not rewritten to the host's) and
+# every server binds it.
+[ "$node_ip" = 127.0.0.1 ] && export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
 # Stop at once on SIGTERM instead of draining for 30 s (Slurm gives a job little time after its signal).
 export RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="${RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S:-0}"
 unset RAY_ADDRESS
@@ -87,7 +109,7 @@ args=(start --block --disable-usage-stats --temp-dir="$temp_dir" --num-cpus="$nu
       --min-worker-port="$(p 50)" --max-worker-port="$(p 399)")
 [ -n "$node_ip" ] && args+=(--node-ip-address="$node_ip")
 if [ "$role" = head ]; then
-  args+=(--head --port="$(p 0)" --include-dashboard=false
+  args+=(--head --port="$(p 0)" --include-dashboard=false --system-config="{\"task_oom_retries\": $oom_retries}"
          --dashboard-port="$(p 2)")
   # With ray[client] installed the head also serves Ray Client, on 10001 unless told otherwise.
   "$python" -c "import grpc" 2>/dev/null && args+=(--ray-client-server-port="$(p 1)")
@@ -161,6 +183,10 @@ stop_ray() {
   fi
   left="$(session_pids "$ray_pid" | tr '\n' ' ')"
   [ -z "${left// /}" ] || echo "$PROG: warning: processes still alive after SIGKILL: $left" >&2
+  if [ -n "$log_dir" ] && [ -d "$temp_dir/session_latest/logs" ]; then
+    mkdir -p "$log_dir/$host" && cp -rL "$temp_dir/session_latest/logs/." "$log_dir/$host/" 2>/dev/null \
+      && echo "$PROG: Ray logs kept in $log_dir/$host"
+  fi
   if [ "$created_temp" = 1 ] && [ "${OLB_KEEP_RAY_TMP:-0}" != 1 ] && [ -d "$temp_dir" ]; then
     rm -rf "$temp_dir" && echo "$PROG: removed $temp_dir (OLB_KEEP_RAY_TMP=1 keeps it)"
   fi

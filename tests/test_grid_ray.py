@@ -3,18 +3,17 @@ failure isolation, retry of a crashed worker."""
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
-import tempfile
 
 import pandas as pd
 import pytest
 
 import olb.grid.testing as stub
 from olb.grid import compose, run_grid
-from olb.grid.backends import QUIET_RAY_ENV, ray_init_kwargs
+from olb.grid.backends import RayBackend
 from olb.grid.config import BackendConfig
+
+pytestmark = pytest.mark.e2e
 
 GRID = ["seeds=2", "num_learners=3", "algorithm.onlinebmr.params.gamma=[0.1,0.01]", "tracking=off", "plots=false"]
 
@@ -23,13 +22,10 @@ GRID = ["seeds=2", "num_learners=3", "algorithm.onlinebmr.params.gamma=[0.1,0.01
 def ray_cluster():
     import ray
 
-    for key, value in QUIET_RAY_ENV.items():
-        os.environ.setdefault(key, value)
-    temp = tempfile.mkdtemp(prefix="olbt", dir="/tmp")  # short: Ray's Unix sockets live there
-    ray.init(**ray_init_kwargs(BackendConfig(num_cpus=2, temp_dir=temp)))
+    local = RayBackend(BackendConfig(num_cpus=2, temp_dir="/tmp/olbt-{pid}"))  # short: Ray's sockets live there
+    local.start()  # private: a fresh token, loopback only
     yield ray
-    ray.shutdown()
-    shutil.rmtree(temp, ignore_errors=True)
+    local.stop()
 
 
 def test_serial_and_ray_give_identical_cell_results(ray_cluster, tmp_path):

@@ -7,10 +7,7 @@ or of balance for multiclass learners); nothing here is specific to one learner.
 from __future__ import annotations
 
 import importlib
-import os
 import pickle
-import shutil
-import tempfile
 
 import numpy as np
 import pytest
@@ -190,16 +187,13 @@ def _result(payload: dict):
 def ray_local():
     import ray
 
-    from olb.grid.backends import QUIET_RAY_ENV, ray_init_kwargs
+    from olb.grid.backends import RayBackend
     from olb.grid.config import BackendConfig
 
-    for key, value in QUIET_RAY_ENV.items():
-        os.environ.setdefault(key, value)
-    temp = tempfile.mkdtemp(prefix="olbc", dir="/tmp")
-    ray.init(**ray_init_kwargs(BackendConfig(num_cpus=2, temp_dir=temp)))
+    local = RayBackend(BackendConfig(num_cpus=2, temp_dir="/tmp/olbc-{pid}"))  # short: Ray's sockets live there
+    local.start()  # private: a fresh token, loopback only
     yield ray
-    ray.shutdown()
-    shutil.rmtree(temp, ignore_errors=True)
+    local.stop()
 
 
 def test_serial_and_ray_agree_for_every_learner(ray_local, data_dir):

@@ -19,6 +19,8 @@ import requests
 
 from olb.grid import compose, run_grid
 
+pytestmark = pytest.mark.e2e
+
 EXPERIMENT = "olb/served"
 
 
@@ -28,62 +30,78 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("mlflow_server")
-    port = free_port()
-    mlflow_bin = Path(sys.executable).with_name("mlflow")
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no background job runner processes
-    log = open(tmp / "server.log", "w")
-    proc = subprocess.Popen(
-        [
-            str(mlflow_bin),
-            "server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-            "--backend-store-uri",
-            f"sqlite:///{tmp / 'server.db'}",
-            "--artifacts-destination",
-            str(tmp / "artifacts"),
-        ],
-        cwd=tmp,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
+class MlflowServer:
+    """``mlflow server`` on 127.0.0.1 with a SQLite store in ``tmp``, in a process group of its own (stopped by
+    that group's id); ``start`` again after ``stop`` serves the same store on the same port."""
+
+    def __init__(self, tmp: Path, port: int | None = None):
+        self.tmp, self.port = tmp, port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> MlflowServer:
+        mlflow_bin = Path(sys.executable).with_name("mlflow")
+        env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no background job runner processes
+        with open(self.tmp / "server.log", "a") as log:
+            self.proc = subprocess.Popen(
+                [
+                    str(mlflow_bin),
+                    "server",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--workers",
+                    "1",
+                    "--backend-store-uri",
+                    f"sqlite:///{self.tmp / 'server.db'}",
+                    "--artifacts-destination",
+                    str(self.tmp / "artifacts"),
+                ],
+                cwd=self.tmp,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
         deadline = time.time() + 180
         while True:
-            assert proc.poll() is None, (tmp / "server.log").read_text()[-3000:]
+            assert self.proc.poll() is None, (self.tmp / "server.log").read_text()[-3000:]
             try:
-                if requests.get(f"{url}/health", timeout=2).ok:
-                    break
+                if requests.get(f"{self.url}/health", timeout=2).ok:
+                    return self
             except requests.RequestException:
                 pass
             assert time.time() < deadline, "mlflow server did not start"
             time.sleep(0.5)
-        yield url, tmp
-    finally:
-        # the server and its uvicorn worker are in their own process group (start_new_session): stop that group
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        """``sig`` to the server's process group, then SIGKILL to whatever of it is left."""
+        if self.proc is None:
+            return
         try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
+            os.killpg(self.proc.pid, sig)
+            self.proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=15)
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=15)
         except ProcessLookupError:
             pass
         try:
-            os.killpg(proc.pid, signal.SIGKILL)  # anything of the group still alive
+            os.killpg(self.proc.pid, signal.SIGKILL)  # anything of the group still alive
         except ProcessLookupError:
             pass
-        log.close()
+        self.proc = None
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("mlflow_server")
+    served = MlflowServer(tmp)
+    try:
+        yield served.start().url, tmp
+    finally:
+        served.stop()
 
 
 @pytest.fixture(scope="module")

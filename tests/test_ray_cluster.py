@@ -1,7 +1,8 @@
 """A two-node Ray cluster on one machine, started with slurm/ray_node.sh exactly as the batch script starts
 its nodes (without Slurm): a head on 127.0.0.2 and a worker on 127.0.0.3, one CPU each, different ports and
-temp dirs. A grid runs across both nodes (every worker process records its Ray node through the grid's
-``imports`` hook), a node that never joins is reported after the time-out, and stopping the nodes leaves no
+temp dirs, with a fresh token (0600) as the batch script makes one. A grid runs across both nodes (every worker
+process records its Ray node through the grid's ``imports`` hook), a process without the token is refused by the
+cluster (it cannot join it nor run anything there), a node that never joins is reported after the time-out, and stopping the nodes leaves no
 process behind (checked by session id and by the nodes' unique temp dirs, stopped by PID).
 """
 
@@ -19,14 +20,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from ray_probe import outsiders
 from support import local_cluster
+
+from olb.grid.auth import private_dir, token_env, write_token
 
 ROOT = Path(__file__).resolve().parents[1]
 RAY_NODE = ROOT / "slurm" / "ray_node.sh"
 TOOLS = ROOT / "slurm" / "cluster_tools.py"
 HEAD_IP, WORKER_IP = "127.0.0.2", "127.0.0.3"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
 PROBE = '''\
 """Imported by every Ray worker that runs a cell (the grid's ``imports``): records which node it is on."""
@@ -60,6 +64,8 @@ class TwoNodes:
         env["PYTHONPATH"] = os.pathsep.join([str(self.root / "pylib"), *filter(None, [env.get("PYTHONPATH")])])
         env["OLB_NODE_PROBE_DIR"] = str(self.root / "probe")
         env["OLB_PYTHON"] = sys.executable
+        self.token = write_token(private_dir(self.root / "auth") / "token")
+        env.update(token_env(self.token))  # what the nodes, the waiting helper and the driver need to join
         self.env = env
         self.head_base = local_cluster.free_port_base()
         self.worker_base = local_cluster.free_port_base()
@@ -170,6 +176,16 @@ def test_a_node_that_never_joins_times_out_with_a_message(cluster):
     assert r.returncode == 4
     assert "timed out after 3 s: 2 of 3 Ray node(s) joined" in r.stderr, r.stderr
     assert time.monotonic() - t0 < 45
+
+
+def test_an_outsider_without_the_token_is_refused(cluster):
+    assert cluster.token.stat().st_mode & 0o077 == 0
+    results = outsiders(
+        cluster.address, {}, {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 64}, {"RAY_AUTH_MODE": "disabled"}
+    )
+    for code, out in results:
+        assert code == 3 and "REFUSED" in out and "uid=" not in out, out
+        assert "Authentication token is missing or incorrect" in out, out
 
 
 def test_grid_runs_across_both_nodes(cluster, tmp_path):

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SBATCH = ROOT / "slurm" / "olb_grid.sbatch"
 GRID = ["num_learners=2", "seeds=2", "plots=false", "tracking.cell_artifacts=false"]  # 6 cells on emotions
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 free_port_base, wait_no_leftovers = local_cluster.free_port_base, local_cluster.wait_no_leftovers
 
 
@@ -147,5 +147,11 @@ def test_cancelled_grid_leaves_no_ray_process_and_resubmission_completes_it(slur
     assert "emotions" in table and "Ada.OLMR" in table and "OnlineBMR" in table
     assert f"results: {job_dir}" in log and "grid complete" in log
     assert "all 1 Ray node(s) joined" in log and "Ray stopped on every node" in log
+    # the job's Ray: a fresh token only the user can read, on loopback (one node), its logs kept
+    token = job_dir / ".ray" / "token"
+    assert token.stat().st_mode & 0o077 == 0 and (job_dir / ".ray").stat().st_mode & 0o077 == 0
+    assert token.read_text() != (tmp_path / "outputs" / "default" / f"slurm-{first}" / ".ray" / "token").read_text()
+    assert "at 127.0.0.1:" in log, log
+    assert list(job_dir.glob("ray-logs/*/raylet.out")), sorted(job_dir.rglob("*"))  # per host name
     head_pid = int((job_dir / "ray-head-localhost.pid").read_text())
     assert not wait_no_leftovers([head_pid], f"{ray_tmp}/olbray-{second}", timeout=30)

@@ -29,6 +29,7 @@ import olb
 from olb.data import dataset_names
 from olb.grid.backends import choose_backend, make_backend
 from olb.grid.config import PRIMARY_CONFIG, register_configs
+from olb.grid.lost import TrackingLost
 from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, check_data, matches_data, provenance_tags
 from olb.grid.fanout import fan_out
 from olb.grid.plan import Cell, GridConfigError, Plan, Problems, collect_plan, describe
@@ -49,6 +50,7 @@ log = logging.getLogger("olb.grid")
 # 1: some cell failed (or could not be recorded); 2: refused before start; 3: no cell failed but none has a
 # result either (every data set unavailable); 130: interrupted.
 EXIT_OK, EXIT_FAILED_CELLS, EXIT_CONFIG, EXIT_NOTHING_COMPUTED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_LOST = 4  # the Ray head or the tracking server stopped answering (olb/grid/lost.py)
 
 
 @dataclass
@@ -333,6 +335,10 @@ class _Recorder:
         if self.tracker is not None:
             try:
                 run_id = self.tracker.log_cell(cell, payload, tags)
+            except TrackingLost:  # the grid ends (fan_out); this cell's result stays in cells.csv
+                self.untracked.append(cell.cell_id)
+                self.outcomes[cell.cell_id] = outcome_from_payload(payload, None)
+                raise
             except Exception as err:  # noqa: BLE001 - keep the grid going; the result stays in cells.csv
                 self.untracked.append(cell.cell_id)
                 log.error(
@@ -370,6 +376,7 @@ def run_grid(
             msg,
         )
     backend, backend_reason = choose(cfg, plan, data.unavailable)
+    backend.log_dir = Path(output_dir)  # where a local Ray's logs of lost cells are kept
     tracker = start_tracker_and_backend(cfg, backend)
     try:  # every stage runs on the one backend, stopped once at the end
         return _run_stages(
@@ -536,14 +543,17 @@ def _finish(
     ran = cells[(cells["source"] == "run") & (cells["status"] == "FINISHED")].drop_duplicates("cell_id")
     busy = float(ran["runtime_s"].sum() + ran["compile_s"].fillna(0).sum()) if len(ran) else 0.0  # CPUs kept busy
     efficiency = busy / (fan.cpus * fan.seconds) if (fan.n_done and fan.seconds > 0) else math.nan
-    if fan.interrupted:
+    if fan.lost is not None:
+        code = EXIT_LOST
+    elif fan.interrupted:
         code = EXIT_INTERRUPTED
     elif n_failed or recorder.untracked:
         code = EXIT_FAILED_CELLS
     else:
         code = EXIT_NOTHING_COMPUTED if n_finished == 0 else EXIT_OK
-    if tracker is not None:
+    if tracker is not None and not (fan.lost is not None and fan.lost.what == "tracking"):
         status = "KILLED" if fan.interrupted else ("FAILED" if n_failed or n_finished == 0 else "FINISHED")
+        status = "FAILED" if fan.lost is not None else status
         metrics = {
             "n_run": fan.n_done,
             "n_resumed": n_resumed,
@@ -566,6 +576,7 @@ def _finish(
                     *([out / "plots"] if plot_paths else []),
                     *([files["leaderboard"]] if "leaderboard" in files else []),
                 ],
+                {"olb.ended_by": str(fan.lost)} if fan.lost is not None else None,
             )
         except Exception as err:  # noqa: BLE001 - the files are written; say so and go on
             log.error("olb.grid: could not record the grid's parent run in MLflow (%s: %s)", type(err).__name__, err)
@@ -670,6 +681,8 @@ def _report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: float, s
         )
     if o.exit_code == EXIT_INTERRUPTED:
         print("olb.grid: interrupted; rerun the same command to complete the grid", file=stream)
+    if o.exit_code == EXIT_LOST:
+        print("olb.grid: ended early (see the error above); rerun the same command to complete the grid", file=stream)
     stream.flush()
 
 

@@ -2,10 +2,15 @@
 
 ``ray``: one Ray task with one CPU per cell. Without an address (``backend.address``, else the environment's
 ``RAY_ADDRESS``, which ``ray job submit`` sets) a local Ray is started quietly (no dashboard, no usage statistics,
-no auth token, session files under ``backend.temp_dir``) and shut down at the end; with an address the grid
-connects to that cluster and leaves it running. If Ray is already initialized in the
-process (tests, notebooks) it is used as it is and left running. A cell whose worker process dies is
-re-run up to ``backend.max_retries`` times; a cell that raises is not retried (it fails the same way).
+session files under ``backend.temp_dir``) and shut down at the end; with an address the grid
+connects to that cluster and leaves it running. A local Ray is private: a fresh token (``RAY_AUTH_MODE=token``)
+in its 0700 temp dir, every server on 127.0.0.1 (:mod:`olb.grid.auth`); the temp dir is removed when it stops.
+A cluster's token comes from ``RAY_AUTH_TOKEN_PATH``, as ``slurm/olb_grid.sbatch`` sets it. If Ray is already
+initialized in the process (tests, notebooks) it is used as it is and left running. A cell whose worker process dies is
+re-run up to ``backend.max_retries`` times, also when Ray's memory monitor killed it (Ray's own default retries
+those without end); a cell that raises is not retried (it fails the same way). A cell killed for memory each
+time is recorded as failed with "out of memory", its memory use when killed and the node's limit; a lost cell's
+Ray logs are copied into the grid's output folder (``log_dir``) before a local Ray's temp dir is removed.
 
 ``serial``: every cell in the driver process, one after the other, through the same function: the same
 numbers, for debugging.
@@ -20,19 +25,24 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import shutil
 import signal
 import threading
 import time
 from collections import deque
 from collections.abc import Iterator
 
+from olb.grid.auth import LOOPBACK, LocalRayAuth
 from olb.grid.config import BACKENDS, BackendConfig
+from olb.grid.lost import RayLost, answers
 from olb.grid.worker import execute_cell
 
-# No auth token warning, no usage statistics (nor their prompt), and no C++ failure signal handler: with it a
-# SIGTERM to the driver aborts the process with a stack dump instead of ending the grid through Python.
+# Token authentication (also to join a cluster), no usage statistics (nor their prompt), and no C++ failure
+# signal handler: with it a SIGTERM to the driver aborts the process with a stack dump instead of ending the
+# grid through Python.
 QUIET_RAY_ENV = {
-    "RAY_AUTH_MODE": "disabled",
+    "RAY_AUTH_MODE": "token",
     "RAY_USAGE_STATS_ENABLED": "0",
     "RAY_USAGE_STATS_PROMPT_ENABLED": "0",
     "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1",
@@ -75,6 +85,11 @@ class RayBackend:
         self.cpus = 1
         self.startup_s = 0.0
         self._in_flight: dict = {}
+        self._auth: LocalRayAuth | None = None
+        self.log_dir = None  # where the Ray logs of lost cells go (the grid's output folder); None: nowhere
+        self.lost = 0  # cells whose worker died
+        self._head = ""  # the GCS address, polled while cells run
+        self._head_lost = False
 
     @property
     def running(self) -> int:
@@ -91,11 +106,25 @@ class RayBackend:
         if not ray.is_initialized():
             main_thread = threading.current_thread() is threading.main_thread()
             previous = signal.getsignal(signal.SIGTERM) if main_thread else None
-            ray.init(**ray_init_kwargs(self.cfg))
+            kwargs = ray_init_kwargs(self.cfg)
+            if kwargs["address"] == "local":
+                # Ray opens its own temp dir to everyone (0777): it goes below the private one with the token
+                self._auth = LocalRayAuth(kwargs["_temp_dir"]).apply()
+                kwargs["_temp_dir"] = str(self._auth.directory / "ray")
+            try:
+                ray.init(**kwargs)
+            except BaseException:
+                self._release_local()
+                raise
             self.owned = True
             if main_thread and previous is not None:
                 # ray.init makes SIGTERM a bare sys.exit; keep the grid's handler (it records the interruption)
                 signal.signal(signal.SIGTERM, previous)
+        try:
+            self._head = ray.get_runtime_context().gcs_address
+        except Exception:  # noqa: BLE001 - a Ray Client connection (ray://) does not say: not polled
+            self._head = ""
+        self._head_lost = False
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         options = {"num_cpus": 1, "max_retries": self.cfg.max_retries, "retry_exceptions": False}
         if self.cfg.fresh_worker_per_cell:
@@ -108,13 +137,40 @@ class RayBackend:
 
         self.cancel()
         if self.owned and ray.is_initialized():
+            session = ray._private.worker._global_node.get_session_dir_path() if self.lost else None
+            ray.shutdown()
+            if session:
+                _keep_logs(session, self.log_dir)
+        elif self._head_lost and ray.is_initialized():  # a cluster without its head: disconnect from it
             ray.shutdown()
         self.owned = False
         self._remote = None
+        self._release_local()
+
+    def _check_head(self, silent_since: float | None) -> float | None:
+        """None while the Ray head answers, else since when it has not; RayLost after ``head_timeout_s``."""
+        if not self._head or answers(self._head, timeout=1.0):
+            return None
+        now = time.monotonic()
+        silent_since = silent_since or now
+        if now - silent_since >= self.cfg.head_timeout_s:
+            self._head_lost = True
+            raise RayLost(f"the Ray head at {self._head} has not answered for {now - silent_since:.0f} s")
+        return silent_since
+
+    def _release_local(self) -> None:
+        """The environment as before the local Ray, and its temp dir (token, sockets, logs) removed."""
+        if self._auth is not None:
+            self._auth.restore()
+            shutil.rmtree(self._auth.directory, ignore_errors=True)
+            self._auth = None
 
     def cancel(self) -> None:
         import ray
 
+        if self._head_lost:  # nobody to ask
+            self._in_flight.clear()
+            return
         for ref in list(self._in_flight):
             try:
                 ray.cancel(ref, force=True)
@@ -135,9 +191,11 @@ class RayBackend:
                 self._in_flight[self._remote.remote(task)] = task
 
         refill()
+        silent_since = None
         while self._in_flight:
             done, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=1.0)
             if not done:
+                silent_since = self._check_head(silent_since)
                 yield HEARTBEAT
                 continue
             finished = []
@@ -146,14 +204,15 @@ class RayBackend:
                 try:
                     finished.append(ray.get(ref))
                 except RayError as err:  # the worker died more than max_retries times, or the task was lost
-                    finished.append(_lost(task, err))
+                    self.lost += 1
+                    finished.append(_lost(task, err, self.cfg.max_retries))
             refill()  # keep the workers busy while the driver records what finished
             yield from finished
 
 
-def _lost(task: dict, err: Exception) -> dict:
+def _lost(task: dict, err: Exception, max_retries: int) -> dict:
     now = time.time()
-    return {
+    payload = {
         "cell_id": task["cell_id"],
         "status": "FAILED",
         "error": f"{type(err).__name__}: {err}".strip(),
@@ -163,6 +222,47 @@ def _lost(task: dict, err: Exception) -> dict:
         "wall_s": 0.0,
         "cpu_s": 0.0,
     }
+    from ray.exceptions import OutOfMemoryError, WorkerCrashedError
+
+    attempts = f"{max_retries + 1} attempt(s)"
+    if isinstance(err, OutOfMemoryError):
+        used, limit = _oom_figures(str(err))
+        payload.update(peak_rss_mb=used, memory_limit_mb=limit)
+        payload["error"] = (
+            f"out of memory: killed by Ray's memory monitor in each of {attempts}; the cell used "
+            f"{_mb(used)} when killed, the node's limit is {_mb(limit)} (Ray kills above it: RAY_memory_usage_threshold)"
+        )
+    elif isinstance(err, WorkerCrashedError):
+        payload["error"] = (
+            f"the worker process died in each of {attempts} (killed by a signal, e.g. the kernel's out-of-memory "
+            "killer, or crashed); see ray-logs/ in the output folder"
+        )
+    return payload
+
+
+def _oom_figures(message: str) -> tuple[float | None, float | None]:
+    """The killed cell's memory use and the node's limit (the threshold Ray kills at), in MB, from the
+    message of Ray's ``OutOfMemoryError``; None where the message does not say."""
+    used = re.search(r"task name=execute_cell,[^)]*?memory used=([\d.]+)GB", message)
+    limit = re.search(r"exceeded threshold of (\d+)B", message)
+    return (float(used.group(1)) * 1024 if used else None, int(limit.group(1)) / 2**20 if limit else None)
+
+
+def _mb(value: float | None) -> str:
+    return "? MB" if value is None else f"{value:.0f} MB"
+
+
+def _keep_logs(session_dir: str, log_dir) -> None:
+    """Copy a local Ray's worker and node logs into ``log_dir``/ray-logs (they explain lost cells)."""
+    if log_dir is None:
+        return
+    src = os.path.join(session_dir, "logs")
+    try:
+        shutil.copytree(
+            src, os.path.join(log_dir, "ray-logs"), dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.sock")
+        )
+    except OSError as err:
+        logging.getLogger("olb.grid").warning("olb.grid: could not keep Ray's logs from %s: %s", src, err)
 
 
 def ray_init_kwargs(cfg: BackendConfig) -> dict:
@@ -178,9 +278,11 @@ def ray_init_kwargs(cfg: BackendConfig) -> dict:
         return kwargs
     kwargs.update(
         address="local",
+        _node_ip_address=LOOPBACK,
         num_cpus=cfg.num_cpus or os.cpu_count() or 1,
         _temp_dir=str(cfg.temp_dir).replace("{pid}", str(os.getpid())),
         object_store_memory=int(cfg.object_store_memory_mb) * 1024 * 1024,
+        _system_config={"task_oom_retries": int(cfg.max_retries)},  # Ray's default: retry memory kills forever
     )
     return kwargs
 

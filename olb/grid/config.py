@@ -69,6 +69,7 @@ class BackendConfig:
     queue_per_cpu: int = 1  # cells queued per CPU besides the running ones (keeps workers busy)
     fresh_worker_per_cell: bool = False  # one new worker process per cell (~1 s per cell; isolates cells fully)
     log_to_driver: bool = False  # forward workers' stdout/stderr
+    head_timeout_s: float = 15.0  # a Ray head that does not answer this long ends the grid (Ray's own limit: 60 s)
 
 
 @dataclass
@@ -80,6 +81,7 @@ class TrackingConfig:
     experiment: Optional[str] = None  # MLflow experiment name; None: "olb/<name>"
     cell_artifacts: bool = True  # curve CSV and curve plot per cell
     retries: int = 8  # attempts of a write that fails with "database is locked" or a connection error
+    timeout_s: float = 30.0  # a tracking server that does not answer this long ends the grid
 
 
 @dataclass

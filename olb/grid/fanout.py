@@ -3,7 +3,8 @@
 The loop knows nothing of plans or tables: any stage that produces cell tasks (the grid, a later
 cross-validation stage) runs them through :func:`fan_out` with its own ``on_result``, on the same backend:
 starting it is idempotent, and stopping it is the caller's (once, after its last stage). Ctrl-C and SIGTERM
-end it cleanly: what finished so far has been handed over, the cells still in flight are cancelled.
+end it cleanly: what finished so far has been handed over, the cells still in flight are cancelled. So does a
+lost Ray head or tracking server (:mod:`olb.grid.lost`): ``FanoutStats.lost`` then says what was lost.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from olb.grid.backends import HEARTBEAT
+from olb.grid.lost import InfrastructureLost
 from olb.grid.progress import Progress
 
 log = logging.getLogger("olb.grid")
@@ -23,6 +25,7 @@ log = logging.getLogger("olb.grid")
 class FanoutStats:
     n_done: int = 0  # results handed to on_result
     interrupted: bool = False
+    lost: InfrastructureLost | None = None  # the Ray head or tracking server that stopped answering
     seconds: float = 0.0  # from the first submitted task to the last result
     startup_s: float = 0.0
     cpus: int = 1
@@ -49,6 +52,10 @@ def fan_out(
             on_result(payload)
             stats.n_done += 1
             progress.update(payload["status"], backend.running, payload.get("compile_s", 0.0))
+    except InfrastructureLost as err:
+        stats.lost = err
+        log.error("olb.grid: %s; ending the grid (%d cell(s) finished in this run are kept)", err, stats.n_done)
+        backend.cancel()
     except KeyboardInterrupt:
         stats.interrupted = True
         backend.cancel()

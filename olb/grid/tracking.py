@@ -5,7 +5,9 @@ Only the driver writes to the tracking store. Workers return their results (a sm
 driver logs each cell the moment it arrives, while the other cells keep running: a single writer makes
 parallel cells safe on any store (SQLite included, where concurrent schema creation crashes), and cells on
 other machines of a Ray cluster need no access to the store. Every write is retried with backoff on
-"database is locked" and connection errors (another grid writing to the same SQLite file, a busy server).
+"database is locked" errors (another grid writing to the same SQLite file); a tracking server that does not
+answer within about ``tracking.timeout_s`` (MLflow's HTTP retries bounded to it) raises
+:class:`~olb.grid.lost.TrackingLost`, which ends the grid.
 
 A child run's status becomes FINISHED (or FAILED) only after everything about it is logged, so a driver
 killed while logging leaves a RUNNING run that resume does not count as finished.
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from olb.grid.config import TrackingConfig
+from olb.grid.lost import TrackingLost
 from olb.grid.plan import Cell
 from olb.grid.worker import curve_csv
 
@@ -32,6 +35,25 @@ MAX_PARAM = 6000
 MAX_TAG = 8000
 # SQLite under concurrent writers. (MLflow's REST client retries HTTP errors and lost connections itself.)
 TRANSIENT = ("database is locked", "database table is locked", "database is busy")
+# A server that is gone, after MLflow's own retries (requests/urllib3 messages).
+UNREACHABLE = (
+    "max retries exceeded",
+    "connection refused",
+    "failed to establish a new connection",
+    "connection aborted",
+    "remotedisconnected",
+    "read timed out",
+    "connection reset",
+)
+
+
+def bound_http_retries(timeout_s: float) -> None:
+    """MLflow's HTTP retries (7 with backoff factor 2 and 120 s per request: ~4 minutes per write by default)
+    bounded to about ``timeout_s`` in all, unless the MLFLOW_HTTP_REQUEST_* variables are set."""
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "3")  # backoff 1 + 2 + 4 s
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_JITTER", "0.5")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(max(1, int((timeout_s - 7) / 4))))
 
 
 def resolve_uri(uri: str | None) -> str:
@@ -85,6 +107,7 @@ class Tracker:
         self.retries = max(1, int(cfg.retries))
         self.cell_artifacts = cfg.cell_artifacts
         self.uri = resolve_uri(cfg.uri)
+        bound_http_retries(float(cfg.timeout_s))
         self.experiment_name = experiment_name
         self.code_version = code_version
         if self.uri.startswith(("http://", "https://")):
@@ -105,6 +128,10 @@ class Tracker:
                 return fn(*args, **kwargs)
             except Exception as err:  # noqa: BLE001 - classified below
                 text = str(err).lower()
+                if any(t in text for t in UNREACHABLE):
+                    raise TrackingLost(
+                        f"the tracking server at {self.uri} does not answer ({_first_line(err)})"
+                    ) from err
                 if attempt + 1 >= self.retries or not any(t in text for t in TRANSIENT):
                     raise
                 log.debug("MLflow write failed (%s), retrying in %.2fs", err, delay)
@@ -180,7 +207,10 @@ class Tracker:
         return {"step": [m.step for m in history], "value": [m.value for m in history]}
 
     def mark_stale_parents(self) -> int:
-        """Parent runs left RUNNING by a driver of this host that no longer exists become KILLED."""
+        """Runs left RUNNING by a driver of this host that no longer exists (killed outright, or cut off from
+        the server) become KILLED, with the tag ``olb.closed_by`` saying why: its parent run, and the cell runs
+        under it. Runs of a driver still alive (host and PID in the parent's tags), and of other hosts, are
+        left alone. The number of runs closed."""
         host, n = socket.gethostname(), 0
         for run in self._search(
             f"tags.`olb.kind` = 'grid' and attributes.status = 'RUNNING' and tags.`olb.driver_host` = '{host}'"
@@ -190,8 +220,13 @@ class Tracker:
             except ValueError:
                 continue
             if pid and pid != os.getpid() and not pid_alive(pid):
-                self._retry(self.client.set_terminated, run.info.run_id, "KILLED")
-                n += 1
+                why = f"closed by the grid driver {host}:{os.getpid()}: its driver {host}:{pid} no longer exists"
+                parent = run.info.run_id
+                children = self._search(f"tags.`mlflow.parentRunId` = '{parent}' and attributes.status = 'RUNNING'")
+                for stale in [*children, run]:
+                    self._retry(self.client.set_tag, stale.info.run_id, "olb.closed_by", why)
+                    self._retry(self.client.set_terminated, stale.info.run_id, "KILLED")
+                    n += 1
         return n
 
     # -- writes -------------------------------------------------------------------------------------------
@@ -215,11 +250,11 @@ class Tracker:
         self._retry(self.client.log_text, run.info.run_id, config_yaml, "config.yaml")
         return run.info.run_id
 
-    def finish_parent(self, status: str, metrics: dict, files: list[Path]) -> None:
+    def finish_parent(self, status: str, metrics: dict, files: list[Path], tags: dict | None = None) -> None:
         if self.parent_run_id is None:
             return
         run_id = self.parent_run_id
-        self._log_batch(run_id, metrics=metrics)
+        self._log_batch(run_id, metrics=metrics, tags=tags)
         for path in files:
             if Path(path).is_dir():
                 self._retry(self.client.log_artifacts, run_id, str(path), Path(path).name)
@@ -335,7 +370,8 @@ class Tracker:
 
 @contextmanager
 def _sqlite_lock(uri: str):
-    """An exclusive lock for a sqlite URI's database file (nothing for other stores), kept in the temp dir."""
+    """An exclusive lock for a sqlite URI's database file (nothing for other stores), kept in the temp dir and
+    removed when released (a driver that finds the file replaced meanwhile locks the new one)."""
     import fcntl
     import hashlib
 
@@ -344,13 +380,22 @@ def _sqlite_lock(uri: str):
         yield
         return
     key = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:16]
-    lock = Path(tempfile.gettempdir()) / f"olb-sqlite-{key}.lock"
-    with open(lock, "w") as fh:
+    lock = Path(tempfile.gettempdir()) / f"olb-sqlite-{os.getuid()}-{key}.lock"
+    while True:
+        fh = open(lock, "a")
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            if os.stat(lock).st_ino == os.fstat(fh.fileno()).st_ino:
+                break  # the file we hold is still the lock (not removed by its previous holder)
+        except FileNotFoundError:
+            pass
+        fh.close()
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
 
 
 def _check_server(uri: str, attempts: int = 3) -> None:
@@ -365,6 +410,11 @@ def _check_server(uri: str, attempts: int = 3) -> None:
             if attempt + 1 == attempts:
                 raise ConnectionError(f"no MLflow server answers at {uri}: {err}") from None
             time.sleep(1.0)
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"[:300]
 
 
 def _clip(text: str, limit: int) -> str:

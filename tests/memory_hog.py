@@ -1,0 +1,40 @@
+"""A learner for the grid's memory tests (imported through the grid's ``imports``): at its first update it
+allocates ``mb`` megabytes, 64 MB at a time (each page written, so that the memory is really used), and holds
+them. Every start appends a line to the file ``$OLB_MEMORY_HOG_LOG`` (if set), so a test can count attempts."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from olb.learners.base import OnlineLearner, Param
+from olb.registry import register
+
+
+@register
+class MemoryHog(OnlineLearner):
+    name = "_memory_hog"
+    task = "multilabel"
+    params = {"mb": Param(int, 0, low=0, doc="megabytes to allocate at the first update (0: none)")}
+
+    def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
+        super().__init__(n_features, n_labels, seed, **hyper)
+        self.counts = np.zeros(n_labels)
+        self.held: list[np.ndarray] = []
+        self.t = 0
+
+    def predict_one(self, x: np.ndarray) -> np.ndarray:
+        return self.counts / max(self.t, 1)
+
+    def learn_one(self, x: np.ndarray, y) -> None:
+        if self.t == 0 and self.mb:
+            if os.environ.get("OLB_MEMORY_HOG_LOG"):
+                with open(os.environ["OLB_MEMORY_HOG_LOG"], "a") as f:
+                    f.write(f"{os.getpid()}\n")
+            for _ in range(self.mb // 64):
+                self.held.append(np.ones(64 * 2**20 // 8))
+                time.sleep(0.02)
+        self.counts += np.asarray(y, float)
+        self.t += 1
