@@ -14,15 +14,16 @@ A river multi-label model is a multi-output strategy around a binary classifier,
 Registered as ``river_<strategy>_<classifier>`` (``river_br_pa``, ``river_cc_ht``, ``river_mcc_lr``, ...). The
 hyperparameters keep river's defaults and, where olb's vocabulary has the name (``C``), its meaning; the others
 carry river's names, except the tree's ``delta`` and ``tau`` (olb's ``delta`` is AdaGrad's), here
-``split_confidence`` and ``tie_threshold`` (river's names before 0.19).
+``split_confidence`` and ``tie_threshold`` (their names in scikit-multiflow and early river).
 
-A row reaches river as a dict {feature index: value}; labels are the keys ``"y0"``, ``"y1"``, ... (strings, so
-that a chain's label features never collide with the feature indices). The linear classifiers see the nonzero
-entries only (a zero entry changes neither their prediction nor their update, so sparse rows give the dense
-rows' results); a tree sees every feature, as a missing one is not a zero to it. ``scores`` are river's
-``predict_proba_one`` probabilities of relevance; ``labels`` river's ``predict_one`` (the more probable value of
-each label; for ``mcc``, the sampled label sets' best). river is imported when a learner is built, never when
-the registry is.
+A row reaches river as a dict {feature index: value} of its nonzero entries (river's convention for sparse
+data: a zero is an absent key), so sparse rows give the dense rows' results; labels are the keys ``"y0"``,
+``"y1"``, ... (strings, so that a chain's label features never collide with the feature indices). A zero changes
+neither a linear classifier's prediction nor its update; a Hoeffding tree sends a row without its split feature
+down the most common branch. ``scores`` are river's ``predict_proba_one`` probabilities of relevance (those of PA
+and logistic regression saturate to exactly 0 or 1 beyond a margin of 30: ties in the ranking); ``labels`` river's
+``predict_one`` (the more probable value of each label; for ``mcc``, the sampled label sets' best). river is
+imported when a learner is built, never when the registry is.
 """
 
 from __future__ import annotations
@@ -95,11 +96,11 @@ STRATEGIES = {
     "mcc": {"m": Param(int, 10, low=1, doc="label sets sampled from the chain per prediction")},
 }
 
-# CPU seconds per label of one round (a prediction and an update), and per label and feature; fitted on
-# emotions and yeast (72 and 103 features) with benchmarks/bench_cost_model.py's cells of these learners.
-_LABEL_COST_S = {"pa": 1.5e-5, "lr": 4e-5, "ht": 6e-5}
-_FEATURE_COST_S = {"pa": 4e-7, "lr": 1.2e-6, "ht": 4e-6}
-_STRATEGY_FACTOR = {"br": 1.0, "cc": 1.1}  # mcc: 1 + m chain passes per prediction, see cost_per_example_s
+# CPU seconds of one round (a prediction, and an update on a training row) per label and feature, and the
+# strategies' factors over binary relevance; measured on emotions and yeast (72 and 103 features, 6 and 14 labels)
+# on one pass of train_frozen (the test rows included), see docs/river.md.
+_LABEL_FEATURE_COST_S = {"pa": 1.6e-7, "lr": 9e-8, "ht": 1.6e-6}
+_STRATEGY_FACTOR = {"br": 1.0, "cc": 1.3}
 
 
 class RiverMultiLabel(OnlineLearner):
@@ -110,6 +111,7 @@ class RiverMultiLabel(OnlineLearner):
     default_protocol = "train_frozen"
     outputs = ("scores", "labels")
     predict_before_learn = False
+    accepts_sparse = True
 
     def __init__(self, n_features, n_labels, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
@@ -130,18 +132,17 @@ class RiverMultiLabel(OnlineLearner):
 
     @classmethod
     def cost_per_example_s(cls, params: dict, shape: StreamShape) -> float:
-        """~80 us of protocol plus, per label, a fixed and a per-feature cost of the classifier (a chain's
-        classifiers see the previous labels too; a Monte Carlo chain predicts 1 + 2m times per row)."""
-        features = shape.n_features + (shape.n_labels / 2 if cls.strategy != "br" else 0)
-        per_label = _LABEL_COST_S[cls.classifier] + _FEATURE_COST_S[cls.classifier] * features
-        factor = 1 + 2 * params.get("m", 10) if cls.strategy == "mcc" else _STRATEGY_FACTOR[cls.strategy]
-        return ROUND_OVERHEAD_S + factor * per_label * shape.n_labels
+        """~80 us of protocol plus a classifier's cost per label and feature (features capped at 2000: only a
+        sparse row's nonzeros reach river, and the registry does not record them), times the strategy's factor over binary relevance:
+        a chain's classifiers also read the previous labels (1.3x), a Monte Carlo chain samples m label sets per
+        prediction (0.6 m x: emotions 10x, yeast 5x at m = 10)."""
+        factor = 0.6 * params.get("m", 10) if cls.strategy == "mcc" else _STRATEGY_FACTOR[cls.strategy]
+        features = min(shape.n_features, 2000)
+        return ROUND_OVERHEAD_S + factor * _LABEL_FEATURE_COST_S[cls.classifier] * shape.n_labels * features
 
     def _row(self, x) -> dict:
-        if self.accepts_sparse:
-            idx, val = nonzero_entries(x, False)
-            return dict(zip(idx.tolist(), val.tolist()))
-        return dict(enumerate(np.asarray(x, dtype=float).tolist()))
+        idx, val = nonzero_entries(x, False)
+        return dict(zip(idx.tolist(), val.tolist()))
 
     def predict_one(self, x):
         row = self._row(x)
@@ -175,7 +176,6 @@ def _learner(strategy: str, classifier: str) -> type[RiverMultiLabel]:
             "name": name,
             "strategy": strategy,
             "classifier": classifier,
-            "accepts_sparse": classifier != "ht",
             "params": params,
             "test_params": test_params,
         },
