@@ -183,10 +183,6 @@ class OLBMultiLabel(base.MultiLabelClassifier):
         scores = self._predict(x)["scores"]
         return {label: float(v) for label, v in zip(self._label_names, scores)}
 
-    @classmethod
-    def _unit_test_params(cls):
-        yield dict(cls.learner_class.test_params)
-
 
 def _ranks_only(cls) -> str:
     versions = [other.__name__ for other in WRAPPED if getattr(other, "scorer_class", None) is cls]
