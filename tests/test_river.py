@@ -130,6 +130,7 @@ def test_every_multilabel_learner_is_wrapped():
     assert names == expected
 
 
+@pytest.mark.e2e
 def test_river_is_imported_by_olb_river_only():
     code = "import sys, olb.registry, olb.grid.plan; print('river' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
