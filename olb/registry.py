@@ -22,6 +22,7 @@ FAMILIES = (
     "olb.learners.elm",
     "olb.learners.thresholds",
     "olb.learners.neighbors",
+    "olb.learners.river_family",
 )
 
 ALGORITHMS: dict[str, type[OnlineLearner]] = {
