@@ -16,6 +16,8 @@ from olb.grid import compose, run_grid
 from olb.grid.backends import QUIET_RAY_ENV, ray_init_kwargs
 from olb.grid.config import BackendConfig
 
+pytestmark = pytest.mark.e2e
+
 GRID = ["seeds=2", "num_learners=3", "algorithm.onlinebmr.params.gamma=[0.1,0.01]", "tracking=off", "plots=false"]
 
 

@@ -202,6 +202,7 @@ def ray_local():
     shutil.rmtree(temp, ignore_errors=True)
 
 
+@pytest.mark.e2e
 def test_serial_and_ray_agree_for_every_learner(ray_local, data_dir):
     from olb.grid.worker import execute_cell
 

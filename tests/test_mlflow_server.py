@@ -19,6 +19,8 @@ import requests
 
 from olb.grid import compose, run_grid
 
+pytestmark = pytest.mark.e2e
+
 EXPERIMENT = "olb/served"
 
 

@@ -26,7 +26,7 @@ RAY_NODE = ROOT / "slurm" / "ray_node.sh"
 TOOLS = ROOT / "slurm" / "cluster_tools.py"
 HEAD_IP, WORKER_IP = "127.0.0.2", "127.0.0.3"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
 PROBE = '''\
 """Imported by every Ray worker that runs a cell (the grid's ``imports``): records which node it is on."""

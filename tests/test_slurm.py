@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SBATCH = ROOT / "slurm" / "olb_grid.sbatch"
 GRID = ["num_learners=2", "seeds=2", "plots=false", "tracking.cell_artifacts=false"]  # 6 cells on emotions
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 free_port_base, wait_no_leftovers = local_cluster.free_port_base, local_cluster.wait_no_leftovers
 
 
