@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -12,8 +13,8 @@ import numpy as np
 class Param:
     """A hyperparameter's type, default and allowed values (scikit-learn's parameter constraints, in small).
 
-    ``low``/``high`` bound numbers (``open_low``/``open_high`` exclude the bound); ``choices`` lists the allowed
-    values of a categorical parameter.
+    ``low``/``high`` bound numbers (``open_low``/``open_high`` exclude the bound), which are always finite (NaN
+    and infinities are refused); ``choices`` lists the allowed values of a categorical parameter.
     """
 
     kind: type
@@ -43,6 +44,8 @@ class Param:
                 problem = "is not a boolean"
         elif isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             problem = "is not a number"
+        elif not math.isfinite(value):
+            problem = "is not a finite number"
         elif self.kind is int and float(value) != int(value):
             problem = "is not an integer"
         else:
