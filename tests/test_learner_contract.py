@@ -121,12 +121,17 @@ def test_every_registered_learner_is_exported_by_its_class_name():
         assert exported[cls.__name__] is cls, cls.name
 
 
-def test_importing_the_learners_imports_no_grid_stack():
+def test_a_user_checks_a_learner_without_data_and_without_the_grid_stack(tmp_path):
+    """In a fresh process with no data dir: the learners and the checks import, and check_learner runs, without
+    Ray, MLflow, Hydra, pandas or matplotlib."""
     code = (
-        "import sys; from olb.learners import *; import olb.checks; "
+        "import sys; from olb.learners import *; from olb.checks import check_learner; check_learner(FALT); "
         "print(sorted(m for m in ('ray', 'mlflow', 'hydra', 'pandas', 'matplotlib') if m in sys.modules))"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if k != "OLB_DATA_DIR"} | {"OLB_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
 
