@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test test-fast lint bench clean
 
 setup: $(STAMP)
 
@@ -20,6 +20,10 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest
+
+# everything but the end-to-end tests (Ray start-ups, CLI subprocesses, servers, browsers, Slurm, wheel builds)
+test-fast: setup
+	$(PY) -m pytest -m "not e2e"
 
 # ruff's lint and format checks (configured in pyproject.toml); CI runs them before the tests
 lint: setup

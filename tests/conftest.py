@@ -1,4 +1,5 @@
-"""Data fixtures: the shared benchmark data ($OLB_DATA_DIR, else a shared/data folder beside the checkout) and an empty cache."""
+"""Data fixtures: the shared benchmark data ($OLB_DATA_DIR, else a shared/data folder beside the checkout) and an
+empty cache. Tests never download: a test that needs a data set absent from the data dir skips, naming it."""
 
 import functools
 import os
@@ -6,24 +7,54 @@ from pathlib import Path
 
 import pytest
 
-from olb.data import load_dataset
+from olb.data import dataset_spec, load_dataset
+from olb.data.files import data_dirs
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+def _data_dir() -> Path:
+    return Path(os.environ.get("OLB_DATA_DIR") or DEFAULT_DATA_DIR)
+
+
 @pytest.fixture(autouse=True)
 def _empty_download_cache(tmp_path_factory, monkeypatch):
-    """Tests never read or fill the user's download cache."""
+    """Tests never read or fill the user's download cache; olb finds the data dir the tests use."""
     monkeypatch.setenv("OLB_CACHE_DIR", str(tmp_path_factory.mktemp("olb-cache")))
+    if not os.environ.get("OLB_DATA_DIR") and DEFAULT_DATA_DIR.is_dir():
+        monkeypatch.setenv("OLB_DATA_DIR", str(DEFAULT_DATA_DIR))
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """The shared benchmark data dir; the test is skipped when there is none."""
-    path = Path(os.environ.get("OLB_DATA_DIR") or DEFAULT_DATA_DIR)
+    path = _data_dir()
     if not path.is_dir():
         pytest.skip(f"no benchmark data at {path}: set OLB_DATA_DIR to the data dir described in docs/data.md")
     return path
+
+
+@pytest.fixture
+def require_data():
+    """``require_data("scene", ...)`` skips the test unless every named data set is on disk (the data dir, or
+    embedded in the package, or synthetic), so that nothing is downloaded."""
+
+    def require(*names: str) -> None:
+        roots = data_dirs(str(_data_dir()))
+        missing = []
+        for name in names:
+            spec = dataset_spec(name)
+            local = spec.format == "synthetic" or spec.embedded
+            local = local or any(all((root / f.path).is_file() for f in spec.files.values()) for root in roots)
+            if not local:
+                missing.append(name)
+        if missing:
+            pytest.skip(
+                f"data set(s) {', '.join(missing)} not in {_data_dir()} (tests never download): "
+                "set OLB_DATA_DIR to the data dir described in docs/data.md"
+            )
+
+    return require
 
 
 @pytest.fixture(scope="session")

@@ -109,6 +109,7 @@ def test_each_driver_starts_its_local_ray_in_its_own_folder(monkeypatch):
     assert ray_init_kwargs(_cfg())["_temp_dir"] == f"/tmp/olb-ray-{os.getpid()}"
 
 
+@pytest.mark.e2e
 def test_a_grid_starts_its_own_local_ray_while_the_store_opens(tmp_path):
     """The whole path a user takes (no Ray running yet): Ray started by the grid, MLflow opened beside it."""
     import subprocess

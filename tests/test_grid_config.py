@@ -110,6 +110,7 @@ def test_command_line_restrictions_and_hyperparameter_shorthand():
     assert any("gamma" in w for w in p.warnings)
 
 
+@pytest.mark.e2e
 def test_cell_ids_are_stable_and_depend_only_on_the_result_determining_fields():
     base = dict(
         algorithm="onlinebmr",
@@ -190,6 +191,7 @@ def test_hydra_rejects_unknown_keys_and_wrong_types(overrides):
         compose(overrides)
 
 
+@pytest.mark.e2e
 def test_unavailable_data_set_is_reported_with_where_to_put_files(tmp_path):
     env = {**os.environ, "OLB_CACHE_DIR": str(tmp_path / "cache")}
     # full mediamill is not available offline: the driver says so before any work and exits 2
@@ -224,6 +226,7 @@ def test_availability_check_finds_embedded_and_synthetic_data(monkeypatch, tmp_p
     assert a.sources["emotions"].verified and len(a.sources["emotions"].fingerprint) == 16
 
 
+@pytest.mark.e2e
 def test_cli_config_error_exit_code(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "olb.grid", "gamma=2", "tracking=off", f"hydra.run.dir={tmp_path / 'out'}"],

@@ -12,10 +12,13 @@ import tempfile
 import time
 
 import pandas as pd
+import pytest
 
 import olb.grid.testing  # noqa: F401 - registers _grid_stub in this process
 from olb.grid import compose, run_grid
 from support import finished_cells, session_processes
+
+pytestmark = pytest.mark.e2e
 
 COMMON = [
     "imports=[olb.grid.testing]",

@@ -178,6 +178,7 @@ def test_allow_unavailable_marks_cells(tmp_path, monkeypatch):
     assert "| mediamill | unavailable |" in o.files["table_md"].read_text()
 
 
+@pytest.mark.e2e
 def test_concurrent_grids_share_a_fresh_sqlite_store(tmp_path):
     """Two drivers started together on a store that does not exist yet (schema creation, one experiment)."""
     import subprocess

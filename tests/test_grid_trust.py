@@ -201,6 +201,7 @@ def test_every_decidable_mistake_is_refused_together_before_any_work(tmp_path, r
     assert not (tmp_path / "out").exists() and not (tmp_path / "mlflow.db").exists()
 
 
+@pytest.mark.e2e
 def test_a_refused_command_line_run_leaves_no_folder(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OLB_CACHE_DIR": str(tmp_path / "cache")}
     for args in (["metrics=[hamming_loss]"], ["num_lerners=2"]):

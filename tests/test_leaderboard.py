@@ -55,8 +55,10 @@ def test_board_from_cells_and_runtime_plot(tmp_path):
     assert runtime_quality_plot(quality, runtime, "f1", False, tmp_path / "rq.png").stat().st_size > 1000
 
 
-def test_a_grid_writes_the_leaderboard_next_to_its_table(tmp_path):
+def test_a_grid_writes_the_leaderboard_next_to_its_table(tmp_path, require_data):
     from olb.grid import compose, run_grid
+
+    require_data("scene")
 
     cfg = compose(
         [

@@ -1,169 +1,137 @@
-"""The learner contract (olb/learners/base.py), checked once for every learner of every family.
+"""The learner contract (olb/learners/base.py), checked by ``olb.checks`` for every registered learner and for a
+learner written outside the package; the public import surface ``olb.learners``.
 
-Each learner runs with its ``test_params`` on a short real stream of its task (the first rows of emotions,
-or of balance for multiclass learners); nothing here is specific to one learner.
+The checks run on olb's synthetic streams (no data folder needed); nothing here is specific to one learner.
 """
 
 from __future__ import annotations
 
 import importlib
-import pickle
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
-from olb.data import load_dataset
-from olb.data.dataset import Dataset
-from olb.feedback import TopKFeedback
-from olb.protocol import FEEDBACK_SETTINGS, make_phases, run_stream
-from olb.registry import FAMILIES
+import olb.learners
+from olb.checks import CHECKS, check_learner
+from olb.learners.base import OnlineLearner, Param
+from olb.registry import ALGORITHMS, FAMILIES, get_algorithm, register
 
-LEARNERS = [cls for family in FAMILIES for cls in importlib.import_module(family).LEARNERS]
-IDS = [cls.name for cls in LEARNERS]
-OUTPUT_CHECKS = {
-    "scores": lambda v, m: isinstance(v, np.ndarray)
-    and v.shape == (m,)
-    and v.dtype.kind == "f"
-    and not np.isnan(v).any(),
-    "labels": lambda v, m: isinstance(v, np.ndarray) and v.shape == (m,) and set(np.unique(v)) <= {0, 1},
-    "class": lambda v, m: isinstance(v, (int, np.integer)) and 0 <= v < m,
-}
+# the built-in learners (other test modules register stubs of their own while they are collected)
+LEARNERS = sorted(
+    (cls for family in FAMILIES for cls in importlib.import_module(family).LEARNERS), key=lambda c: c.name
+)
 
 
-def _small(data: Dataset, n_train: int, n_test: int) -> Dataset:
-    rows = np.r_[:n_train, data.n_train : data.n_train + n_test] if data.n_train else np.arange(n_train + n_test)
-    return Dataset(
-        f"{data.name}-small", data.X[rows], data.Y[rows], data.task, data.feature_names, data.label_names, n_train
-    )
+class DecayedFrequency(OnlineLearner):
+    """A learner a user could write: each label scored by its exponentially decayed frequency so far."""
 
-
-@pytest.fixture(scope="module")
-def streams(data_dir):
-    return {
-        "multilabel": _small(load_dataset("emotions", data_dir), 60, 20),
-        "multiclass": _small(load_dataset("balance", data_dir), 60, 20),
+    name = "decayed_frequency"
+    predict_before_learn = False
+    params = {
+        "decay": Param(float, 0.99, low=0.0, high=1.0, open_low=True, doc="weight of the past at each example"),
+        "prior": Param(float, 0.5, low=0.0, high=1.0, doc="every label's score before any example"),
     }
+    test_params = {"decay": 0.9}
+
+    def __init__(self, n_features, n_labels, seed=None, **hyper):
+        super().__init__(n_features, n_labels, seed, **hyper)
+        self.frequency = np.full(self.n_labels, self.prior)
+
+    def predict_one(self, x):
+        return self.frequency.copy()
+
+    def learn_one(self, x, y):
+        self.frequency = self.decay * self.frequency + (1.0 - self.decay) * np.asarray(y, float)
 
 
-def _make(cls, data: Dataset, seed=0):
-    return cls(data.n_features, data.n_labels, seed=seed, **cls.test_params)
+@pytest.fixture
+def registered_outside():
+    """DecayedFrequency registered the way a user registers a learner, unregistered afterwards."""
+    register(DecayedFrequency)
+    yield get_algorithm("decayed_frequency")
+    del ALGORITHMS["decayed_frequency"]
 
 
-def _feedback(learner, prediction, y):
-    if learner.feedback == "topk":
-        return TopKFeedback.from_prediction(_outputs(learner, prediction)["scores"], y, learner.k)
-    return y
+@pytest.mark.parametrize("check", CHECKS, ids=[c.__name__ for c in CHECKS])
+@pytest.mark.parametrize("cls", LEARNERS, ids=[cls.name for cls in LEARNERS])
+def test_every_registered_learner_keeps_the_contract(cls, check):
+    check(cls)
 
 
-def _outputs(learner, prediction) -> dict:
-    return prediction if isinstance(prediction, dict) else {learner.outputs[0]: prediction}
+def test_a_learner_registered_from_outside_the_package_keeps_the_contract(registered_outside):
+    assert registered_outside is DecayedFrequency
+    check_learner(registered_outside)
 
 
-def _train(learner, data: Dataset, rows) -> list:
-    """Predict then learn each row (the protocol's order for every learner); the predictions."""
-    out = []
-    for i in rows:
-        x = data.X[i].copy()
-        prediction = learner.predict_one(x)
-        learner.learn_one(x, _feedback(learner, prediction, data.Y[i]))
-        out.append(prediction)
-    return out
+class _KeepsTheCallersRow(DecayedFrequency):
+    def learn_one(self, x, y):
+        super().learn_one(x, y)
+        self.last = x
+
+    def predict_one(self, x):
+        last = getattr(self, "last", np.zeros(1))
+        return self.frequency + 1e-3 * float(last[0])
 
 
-def _predictions(learner, data: Dataset, rows) -> list:
-    return [learner.predict_one(data.X[i].copy()) for i in rows]
+class _LearnsWhilePredicting(DecayedFrequency):
+    def predict_one(self, x):
+        self.frequency = 0.5 * self.frequency
+        return self.frequency.copy()
 
 
-def _same(a, b) -> bool:
-    return pickle.dumps(a) == pickle.dumps(b)
+class _AcceptsAnything(DecayedFrequency):
+    @classmethod
+    def validate(cls, hyper):
+        return {key: hyper.get(key, p.default) for key, p in cls.params.items()}
 
 
-@pytest.mark.parametrize("cls", LEARNERS, ids=IDS)
-def test_declarations(cls):
-    assert cls.name and cls.task in ("multilabel", "multiclass") and cls.feedback in FEEDBACK_SETTINGS
-    assert set(cls.outputs) <= set(OUTPUT_CHECKS) and cls.outputs
-    assert set(cls.test_params) <= set(cls.params), "test_params names only declared hyperparameters"
-    cls.validate(dict(cls.test_params))
-    for name, param in cls.params.items():
-        assert param.doc, f"{cls.name}: hyperparameter {name} has no doc"
+class _NaNScores(DecayedFrequency):
+    def predict_one(self, x):
+        return np.full(self.n_labels, np.nan)
 
 
-@pytest.mark.parametrize("cls", LEARNERS, ids=IDS)
-def test_predicts_before_learning_what_it_declares(cls, streams):
-    data = streams[cls.task]
-    learner = _make(cls, data)
-    m = data.n_labels
-    for prediction in [*_predictions(learner, data, range(2)), *_train(learner, data, range(30))]:
-        outputs = _outputs(learner, prediction)
-        assert set(outputs) == set(cls.outputs)
-        for name, value in outputs.items():
-            assert OUTPUT_CHECKS[name](value, m), f"{cls.name}: bad {name!r} output {value!r}"
+@pytest.mark.parametrize(
+    "broken, problem",
+    [
+        (_KeepsTheCallersRow, "keeps a reference to the caller's x or y"),
+        (_LearnsWhilePredicting, "a prediction changed it"),
+        (_AcceptsAnything, r"decay=nan was accepted"),
+        (_NaNScores, "bad 'scores' output"),
+    ],
+)
+def test_check_learner_finds_a_broken_learner(broken, problem):
+    with pytest.raises(AssertionError, match=problem):
+        check_learner(broken)
 
 
-@pytest.mark.parametrize("cls", LEARNERS, ids=IDS)
-def test_same_seed_same_stream_and_pickling_mid_stream(cls, streams):
-    data = streams[cls.task]
-    first, second = _make(cls, data, seed=7), _make(cls, data, seed=7)
-    assert _same(_train(first, data, range(40)), _train(second, data, range(40)))
-    clone = pickle.loads(pickle.dumps(first))  # mid-stream
-    assert _same(_train(first, data, range(40, 60)), _train(clone, data, range(40, 60)))
-    assert _same(_predictions(first, data, range(60, 80)), _predictions(clone, data, range(60, 80)))
+def test_check_learner_takes_a_learner_class():
+    with pytest.raises(TypeError, match="OnlineLearner subclass"):
+        check_learner(DecayedFrequency(3, 2))
 
 
-@pytest.mark.parametrize("cls", LEARNERS, ids=IDS)
-def test_predicting_does_not_change_the_model(cls, streams):
-    """Extra predictions on other rows, between the rounds, change nothing the learner later outputs, except
-    through its random draws (a randomized prediction consumes them): both copies share one random state."""
-    data = streams[cls.task]
-    plain, probed = _make(cls, data, seed=3), _make(cls, data, seed=3)
-    _train(plain, data, range(20))
-    _train(probed, data, range(20))
-    for i in range(20, 40):
-        state = probed.rng.bit_generator.state
-        probed.predict_one(data.X[70].copy())
-        probed.rng.bit_generator.state = state
-        assert _same(_train(plain, data, [i]), _train(probed, data, [i]))
-    assert _same(_predictions(plain, data, range(60, 80)), _predictions(probed, data, range(60, 80)))
+def test_every_registered_learner_is_exported_by_its_class_name():
+    exported = {name: getattr(olb.learners, name) for name in olb.learners.__all__}
+    assert set(exported) == {cls.__name__ for cls in LEARNERS} | {"OnlineLearner", "Param", "StreamShape"}
+    for cls in LEARNERS:
+        assert exported[cls.__name__] is cls, cls.name
 
 
-@pytest.mark.parametrize("cls", LEARNERS, ids=IDS)
-def test_keeps_no_reference_to_the_callers_arrays(cls, streams):
-    data = streams[cls.task]
-    learner, twin = _make(cls, data, seed=5), _make(cls, data, seed=5)
-    for i in range(30):
-        x, y = data.X[i].copy(), np.array(data.Y[i], copy=True)
-        prediction = learner.predict_one(x)
-        learner.learn_one(x, _feedback(learner, prediction, y))
-        x[:] = 1e6  # the caller reuses its buffers
-        if np.ndim(y):
-            y[:] = 1 - y
-        _train(twin, data, [i])
-    assert _same(_predictions(learner, data, range(60, 80)), _predictions(twin, data, range(60, 80)))
-
-
-@pytest.mark.parametrize("cls", LEARNERS, ids=IDS)
-def test_initial_block_and_sparse_rows(cls, streams):
-    """``learn_many`` on a block equals learning its rows in turn when the learner has no block-specific
-    method; sparse rows give the dense rows' results (only where the learner accepts them)."""
-    data = streams[cls.task]
-    phases = make_phases(data, "train_frozen", rng=np.random.default_rng(0))
-    dense = run_stream(_make(cls, data, seed=2), data, phases, metrics=_metrics(cls))
-    again = run_stream(_make(cls, data, seed=2), data, phases, metrics=_metrics(cls))
-    assert dense.metrics == again.metrics
-    if not cls.accepts_sparse:
-        return
-    sparse = Dataset(
-        data.name, sp.csr_array(data.X), data.Y, data.task, data.feature_names, data.label_names, data.n_train
+def test_a_user_checks_a_learner_without_data_and_without_the_grid_stack(tmp_path):
+    """In a fresh process with no data dir: the learners and the checks import, and check_learner runs, without
+    Ray, MLflow, Hydra, pandas or matplotlib."""
+    code = (
+        "import sys; from olb.learners import *; from olb.checks import check_learner; check_learner(FALT); "
+        "print(sorted(m for m in ('ray', 'mlflow', 'hydra', 'pandas', 'matplotlib') if m in sys.modules))"
     )
-    result = run_stream(_make(cls, data, seed=2), sparse, phases, metrics=_metrics(cls))
-    assert result.metrics == pytest.approx(dense.metrics, abs=1e-9)
-
-
-def _metrics(cls) -> tuple[str, ...]:
-    if cls.task == "multiclass":
-        return ("accuracy",)
-    return ("rank_loss", "hamming_loss") if "labels" in cls.outputs else ("rank_loss",)
+    env = {k: v for k, v in os.environ.items() if k != "OLB_DATA_DIR"} | {"OLB_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
 
 
 def _cell_task(cls, data_dir) -> dict:
@@ -196,6 +164,7 @@ def ray_local():
     local.stop()
 
 
+@pytest.mark.e2e
 def test_serial_and_ray_agree_for_every_learner(ray_local, data_dir):
     from olb.grid.worker import execute_cell
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[1]
 GRID_STACK = ("ray", "mlflow", "hydra", "omegaconf", "pandas", "matplotlib", "scikit_posthocs", "tqdm", "river")
 CORE_MODULES = ("olb.learners", "olb.protocol", "olb.metrics", "olb.data", "olb.weak", "olb.run")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -12,8 +13,8 @@ import numpy as np
 class Param:
     """A hyperparameter's type, default and allowed values (scikit-learn's parameter constraints, in small).
 
-    ``low``/``high`` bound numbers (``open_low``/``open_high`` exclude the bound); ``choices`` lists the allowed
-    values of a categorical parameter.
+    ``low``/``high`` bound numbers (``open_low``/``open_high`` exclude the bound), which are always finite (NaN
+    and infinities are refused); ``choices`` lists the allowed values of a categorical parameter.
     """
 
     kind: type
@@ -43,6 +44,8 @@ class Param:
                 problem = "is not a boolean"
         elif isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             problem = "is not a number"
+        elif not math.isfinite(value):
+            problem = "is not a finite number"
         elif self.kind is int and float(value) != int(value):
             problem = "is not an integer"
         else:
@@ -77,7 +80,8 @@ class StreamShape:
 class OnlineLearner:
     """Base class of olb's online learners: a plain state machine over numpy arrays.
 
-    The contract every registered learner keeps (one test, ``tests/test_learner_contract.py``, checks it for all):
+    The contract every registered learner keeps (:func:`olb.checks.check_learner` checks it; the test suite
+    applies it to every registered learner):
 
     - **Construction.** ``cls(n_features, n_labels, seed=..., **hyperparameters)``: the hyperparameters are
       the declared ``params`` (name -> :class:`Param`), validated by :meth:`validate`, and the rules across
@@ -102,7 +106,7 @@ class OnlineLearner:
       sparse on disk as a ``scipy.sparse.csr_array`` of shape (1, n_features) (``learn_many``: (n, n_features)),
       and never densifies them.
     - **State.** A learner pickles at any point of the stream and continues identically after unpickling.
-    - **Tests.** ``test_params`` are small, fast settings that the contract test and quick checks use.
+    - **Tests.** ``test_params`` are small, fast settings that :mod:`olb.checks` and quick checks use.
 
     A learner with figures that only exist at the end of the stream (e.g. the best tree in hindsight)
     implements ``stream_report(n_scored) -> dict`` and names them in ``report_metrics`` (name -> lower is
