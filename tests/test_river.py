@@ -142,7 +142,7 @@ def test_rivers_binary_relevance_pa_is_olbs_pa1_br(load):
     data = load("emotions")
     phases = make_phases(data, "train_frozen", rng=np.random.default_rng(0))
     ours = _recording(PA1BR)(data.n_features, data.n_labels, C=0.25)
-    theirs = _recording(river_family.river_br_pa)(data.n_features, data.n_labels, C=0.25, learn_intercept=False)
+    theirs = _recording(river_family.RiverBRPA)(data.n_features, data.n_labels, C=0.25, learn_intercept=False)
     for learner in (ours, theirs):
         learner.predictions = []
         run_stream(learner, data, phases, metrics=("hamming_loss",))
@@ -154,6 +154,6 @@ def test_rivers_binary_relevance_pa_is_olbs_pa1_br(load):
 
 def test_river_learners_refuse_bad_hyperparameters_before_start():
     with pytest.raises(ValueError, match=r"river_br_ht: grace_period=0 is out of range"):
-        river_family.river_br_ht(10, 3, grace_period=0)
+        river_family.RiverBRHT(10, 3, grace_period=0)
     with pytest.raises(ValueError, match=r"river_cc_pa: mode=3 is not allowed"):
-        river_family.river_cc_pa.validate({"mode": 3})
+        river_family.RiverCCPA.validate({"mode": 3})

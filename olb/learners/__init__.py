@@ -24,6 +24,15 @@ _MODULES = {
     "olb.learners.linear.pa": ("PA1BR", "PA1BRKernel", "PA2BR", "PA2BRKernel"),
     "olb.learners.neighbors.knn": ("KNN",),
     "olb.learners.neighbors.oml": ("OML",),
+    "olb.learners.river_family": (
+        "RiverBRHT",
+        "RiverBRLR",
+        "RiverBRPA",
+        "RiverCCHT",
+        "RiverCCLR",
+        "RiverCCPA",
+        "RiverMCCLR",
+    ),
     "olb.learners.thresholds": ("AdaOLMRThresholded", "OnlineBMRThresholded"),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}

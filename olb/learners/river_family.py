@@ -163,16 +163,17 @@ class RiverMultiLabel(OnlineLearner):
 def _learner(strategy: str, classifier: str) -> type[RiverMultiLabel]:
     params = {**STRATEGIES[strategy], **CLASSIFIERS[classifier][1], "feature_scaling": FEATURE_SCALING}
     name = f"river_{strategy}_{classifier}"
+    class_name = f"River{strategy.upper()}{classifier.upper()}"  # e.g. RiverBRPA for river_br_pa
     test_params = {"grace_period": 10} if classifier == "ht" else {}
     if strategy == "mcc":
         test_params["m"] = 3
     return type(
-        name,
+        class_name,
         (RiverMultiLabel,),
         {
             "__doc__": f"river's ``{strategy}`` strategy around its ``{classifier}`` classifier (module docstring).",
             "__module__": __name__,
-            "__qualname__": name,
+            "__qualname__": class_name,
             "name": name,
             "strategy": strategy,
             "classifier": classifier,
@@ -183,4 +184,4 @@ def _learner(strategy: str, classifier: str) -> type[RiverMultiLabel]:
 
 
 LEARNERS = tuple(_learner(s, c) for s in ("br", "cc") for c in CLASSIFIERS) + (_learner("mcc", "lr"),)
-globals().update({cls.name: cls for cls in LEARNERS})  # module attributes: the classes pickle by reference
+globals().update({cls.__name__: cls for cls in LEARNERS})  # module attributes: the classes pickle by reference
