@@ -10,6 +10,7 @@ From Python (tests, notebooks)::
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import math
@@ -104,11 +105,42 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    register_configs()
     overrides = with_search_path(with_default_experiment(list(overrides or [])))
+    import_plugins(overrides)
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(olb.conf_dirs()[0]), version_base="1.3", job_name="olb.grid"):
         return hydra_compose(config_name=PRIMARY_CONFIG, overrides=overrides)
+
+
+_PLUGIN_KEYS = ("experiment", "imports", "hydra.searchpath")
+
+
+def import_plugins(overrides: list[str]) -> None:
+    """Import the modules the grid's ``imports`` names, then build the config schema (:func:`register_configs`),
+    so that a plugin's hyperparameters have their top-level shorthand (``fail_at=3``) like olb's own. The modules
+    come from a first composition with only the experiment choice, ``imports`` and the search path. A module that
+    cannot be imported, or a config that does not compose, is left to the real composition and the planner, which
+    report it."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    register_configs()
+    kept = [o for o in overrides if o.lstrip("+~").split("=", 1)[0].split("@", 1)[0] in _PLUGIN_KEYS]
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(olb.conf_dirs()[0]), version_base="1.3", job_name="olb.grid"):
+            modules = list(hydra_compose(config_name=PRIMARY_CONFIG, overrides=kept).imports)
+    except Exception:  # noqa: BLE001 -- the real composition reports it, with the user's full overrides
+        modules = []
+    finally:
+        GlobalHydra.instance().clear()
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # plan.import_plugins names it among the config's problems
+    register_configs()
 
 
 def with_search_path(overrides: list[str]) -> list[str]:
@@ -742,7 +774,7 @@ def unknown_override_keys(args: list[str]) -> list[str]:
     import typing
 
     from olb.grid.config import make_schema
-    from olb.registry import did_you_mean
+    from olb.text import did_you_mean
 
     schema = make_schema()
     groups = {p.name for d in olb.conf_dirs() if d.is_dir() for p in d.iterdir() if p.is_dir()}
@@ -769,15 +801,16 @@ def unknown_override_keys(args: list[str]) -> list[str]:
 
 
 def main() -> None:
-    register_configs()
     import hydra
 
+    overrides = with_search_path(with_default_experiment(sys.argv[1:]))
+    import_plugins(overrides)
     problems = unknown_override_keys(sys.argv[1:])
     if problems:
         for problem in problems:
             print(f"olb.grid: error: {problem}", file=sys.stderr)
         raise SystemExit(EXIT_CONFIG)
-    sys.argv[1:] = with_search_path(with_default_experiment(sys.argv[1:]))
+    sys.argv[1:] = overrides
     app = hydra.main(config_path=str(olb.conf_dirs()[0]), config_name=PRIMARY_CONFIG, version_base="1.3")(_hydra_task)
     try:
         app()
