@@ -33,6 +33,7 @@ from olb.grid.config import PRIMARY_CONFIG, register_configs
 from olb.grid.lost import TrackingLost
 from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, check_data, matches_data, provenance_tags
 from olb.grid.fanout import fan_out
+from olb.grid.messages import Status
 from olb.grid.plan import Cell, GridConfigError, Plan, Problems, collect_plan, describe
 from olb.grid.comparable import differences
 from olb.grid.results import (
@@ -380,7 +381,7 @@ class _Recorder:
                     err,
                 )
         self.outcomes[cell.cell_id] = outcome_from_payload(payload, run_id)
-        if payload["status"] != "FINISHED":
+        if payload["status"] != Status.FINISHED:
             self.failures.append((cell.run_name, payload.get("traceback") or payload.get("error", "")))
             log.error("olb.grid: cell %s (%s) FAILED: %s", cell.cell_id, cell.run_name, payload.get("error"))
         if time.perf_counter() - self.last_write > 10:  # a local copy of the progress, besides MLflow
@@ -448,19 +449,19 @@ def _run_stages(
     for c in unique:
         if c.dataset in data.unavailable and c.cell_id not in outcomes:
             outcomes[c.cell_id] = {
-                "status": "UNAVAILABLE",
+                "status": Status.UNAVAILABLE,
                 "error": data.unavailable[c.dataset],
                 "metrics": {},
                 "source": "",
             }
         elif (c.entry, c.dataset) in unselected:
             outcomes[c.cell_id] = {
-                "status": "FAILED",
+                "status": Status.FAILED,
                 "error": unselected[(c.entry, c.dataset)],
                 "metrics": {},
                 "source": "",
             }
-    n_unavailable = sum(1 for o in outcomes.values() if o["status"] == "UNAVAILABLE")
+    n_unavailable = sum(1 for o in outcomes.values() if o["status"] == Status.UNAVAILABLE)
     todo = [c for c in unique if c.cell_id not in outcomes]
     data_dir = grid_data_dir(cfg)
     tasks = [_cell_task(c, cfg, data_dir, bool(tracker is not None and cfg.tracking.cell_artifacts)) for c in todo]
@@ -569,10 +570,10 @@ def _finish(
         files["plots"] = out / "plots"
 
     unique_cells = cells.drop_duplicates("cell_id")
-    n_failed = int((unique_cells["status"] == "FAILED").sum())
-    n_finished = int((unique_cells["status"] == "FINISHED").sum())
+    n_failed = int((unique_cells["status"] == Status.FAILED).sum())
+    n_finished = int((unique_cells["status"] == Status.FINISHED).sum())
     wall_s = time.perf_counter() - t_start
-    ran = cells[(cells["source"] == "run") & (cells["status"] == "FINISHED")].drop_duplicates("cell_id")
+    ran = cells[(cells["source"] == "run") & (cells["status"] == Status.FINISHED)].drop_duplicates("cell_id")
     busy = float(ran["runtime_s"].sum() + ran["compile_s"].fillna(0).sum()) if len(ran) else 0.0  # CPUs kept busy
     efficiency = busy / (fan.cpus * fan.seconds) if (fan.n_done and fan.seconds > 0) else math.nan
     if fan.lost is not None:
@@ -584,8 +585,10 @@ def _finish(
     else:
         code = EXIT_NOTHING_COMPUTED if n_finished == 0 else EXIT_OK
     if tracker is not None and not (fan.lost is not None and fan.lost.what == "tracking"):
-        status = "KILLED" if fan.interrupted else ("FAILED" if n_failed or n_finished == 0 else "FINISHED")
-        status = "FAILED" if fan.lost is not None else status
+        status = (
+            Status.KILLED if fan.interrupted else (Status.FAILED if n_failed or n_finished == 0 else Status.FINISHED)
+        )
+        status = Status.FAILED if fan.lost is not None else status
         metrics = {
             "n_run": fan.n_done,
             "n_resumed": n_resumed,
@@ -700,7 +703,7 @@ def _report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: float, s
             f"parent run {o.parent_run_id})",
             file=stream,
         )
-    failed = o.cells[o.cells["status"] == "FAILED"].drop_duplicates("cell_id")
+    failed = o.cells[o.cells["status"] == Status.FAILED].drop_duplicates("cell_id")
     if len(failed):
         print(f"olb.grid: {len(failed)} FAILED cell(s) (tracebacks in their MLflow runs, traceback.txt):", file=stream)
         for _, r in failed.iterrows():

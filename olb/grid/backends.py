@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from olb.grid.auth import LOOPBACK, LocalRayAuth
 from olb.grid.config import BACKENDS, BackendConfig
 from olb.grid.lost import RayLost, answers
+from olb.grid.messages import Status
 from olb.grid.worker import execute_cell
 
 # Token authentication (also to join a cluster), no usage statistics (nor their prompt), and no C++ failure
@@ -214,7 +215,7 @@ def _lost(task: dict, err: Exception, max_retries: int) -> dict:
     now = time.time()
     payload = {
         "cell_id": task["cell_id"],
-        "status": "FAILED",
+        "status": Status.FAILED,
         "error": f"{type(err).__name__}: {err}".strip(),
         "traceback": f"{type(err).__name__}: {err}",
         "start_time": now,

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from olb.grid.config import TrackingConfig
 from olb.grid.lost import TrackingLost
+from olb.grid.messages import Status
 from olb.grid.plan import Cell
 from olb.grid.worker import curve_csv
 
@@ -225,7 +226,7 @@ class Tracker:
                 children = self._search(f"tags.`mlflow.parentRunId` = '{parent}' and attributes.status = 'RUNNING'")
                 for stale in [*children, run]:
                     self._retry(self.client.set_tag, stale.info.run_id, "olb.closed_by", why)
-                    self._retry(self.client.set_terminated, stale.info.run_id, "KILLED")
+                    self._retry(self.client.set_terminated, stale.info.run_id, Status.KILLED)
                     n += 1
         return n
 
@@ -275,7 +276,7 @@ class Tracker:
         self._log_batch(run.info.run_id, params=params)
         for path in files:
             self._retry(self.client.log_artifact, run.info.run_id, str(path))
-        self._retry(self.client.set_terminated, run.info.run_id, "FINISHED")
+        self._retry(self.client.set_terminated, run.info.run_id, Status.FINISHED)
         return run.info.run_id
 
     def log_cell(self, cell: Cell, payload: dict, data_tags: dict | None = None) -> str:
@@ -301,7 +302,7 @@ class Tracker:
         }
         if self.parent_run_id:
             tags["mlflow.parentRunId"] = self.parent_run_id
-        if status != "FINISHED":
+        if status != Status.FINISHED:
             tags["olb.error"] = payload.get("error", "")
         run = self._retry(
             self.client.create_run,
@@ -326,7 +327,7 @@ class Tracker:
         for key, value in cell.params.items():
             params[key if key not in params else f"param.{key}"] = value
         metrics: list[Metric] = []
-        if status == "FINISHED":
+        if status == Status.FINISHED:
             for key, value in payload["metrics"].items():
                 metrics.append(Metric(key, float(value), end_ms, 0))
             for key in ("runtime_s", "cpu_s", "compile_s", "wall_s", "setup_s", "peak_rss_mb"):
@@ -343,18 +344,20 @@ class Tracker:
         self._log_batch(run_id, metrics=metrics, params=params, tags={"olb.status": status})
 
         files = {}
-        if status == "FINISHED" and self.cell_artifacts:
+        if status == Status.FINISHED and self.cell_artifacts:
             files["curve.csv"] = curve_csv(payload).encode()
             if payload.get("curve_png"):
                 files["curve.png"] = payload["curve_png"]
-        if status != "FINISHED":
+        if status != Status.FINISHED:
             files["traceback.txt"] = str(payload.get("traceback", payload.get("error", ""))).encode()
         if files:
             with tempfile.TemporaryDirectory(prefix="olb-cell-") as tmp:
                 for fname, data in files.items():
                     Path(tmp, fname).write_bytes(data)
                 self._retry(self.client.log_artifacts, run_id, tmp)
-        self._retry(self.client.set_terminated, run_id, "FINISHED" if status == "FINISHED" else "FAILED", end_ms)
+        self._retry(
+            self.client.set_terminated, run_id, Status.FINISHED if status == Status.FINISHED else Status.FAILED, end_ms
+        )
         return run_id
 
     def _log_batch(self, run_id: str, metrics=(), params: dict | None = None, tags: dict | None = None) -> None:
