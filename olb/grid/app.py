@@ -45,6 +45,7 @@ from olb.grid.results import (
     reference_source,
     table_markdown,
 )
+from olb.grid.tracker import NoopTracker, Tracker
 from olb.registry import get_algorithm
 
 log = logging.getLogger("olb.grid")
@@ -199,14 +200,14 @@ def prepare(cfg: DictConfig) -> tuple[Plan, DataCheck]:
     return plan, data
 
 
-def open_tracker(cfg: DictConfig, version: str):
-    """The MLflow tracker (None with tracking off); GridConfigError if the store cannot be opened."""
+def open_tracker(cfg: DictConfig, version: str) -> Tracker:
+    """The MLflow tracker (a no-op one with tracking off); GridConfigError if the store cannot be opened."""
     if not cfg.tracking.enabled:
-        return None
-    from olb.grid.tracking import Tracker
+        return NoopTracker()
+    from olb.grid.tracking import MlflowTracker
 
     try:
-        tracker = Tracker(cfg.tracking, cfg.tracking.experiment or f"olb/{cfg.name}", version)
+        tracker = MlflowTracker(cfg.tracking, cfg.tracking.experiment or f"olb/{cfg.name}", version)
         tracker.mark_stale_parents()
     except Exception as err:  # noqa: BLE001 - unreachable server, unwritable file, bad URI
         raise GridConfigError(
@@ -331,7 +332,7 @@ def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backen
 
 def resumed_outcomes(tracker, cfg: DictConfig, plan: Plan, data: DataCheck) -> dict[str, dict]:
     """Finished runs of earlier invocations computed from the current data (see ``matches_data``)."""
-    if tracker is None or not cfg.resume:
+    if not cfg.resume:
         return {}
     by_id = {c.cell_id: c for c in plan.unique_cells}
 
@@ -365,21 +366,20 @@ class _Recorder:
             )
             tags = {FINGERPRINT_TAG: payload["data_fingerprint"], FILES_TAG: payload["data_files"]}
         run_id = None
-        if self.tracker is not None:
-            try:
-                run_id = self.tracker.log_cell(cell, payload, tags)
-            except TrackingLost:  # the grid ends (fan_out); this cell's result stays in cells.csv
-                self.untracked.append(cell.cell_id)
-                self.outcomes[cell.cell_id] = outcome_from_payload(payload, None)
-                raise
-            except Exception as err:  # noqa: BLE001 - keep the grid going; the result stays in cells.csv
-                self.untracked.append(cell.cell_id)
-                log.error(
-                    "olb.grid: could not record cell %s in MLflow (%s: %s); a rerun will run it again",
-                    cell.cell_id,
-                    type(err).__name__,
-                    err,
-                )
+        try:
+            run_id = self.tracker.log_cell(cell, payload, tags)
+        except TrackingLost:  # the grid ends (fan_out); this cell's result stays in cells.csv
+            self.untracked.append(cell.cell_id)
+            self.outcomes[cell.cell_id] = outcome_from_payload(payload, None)
+            raise
+        except Exception as err:  # noqa: BLE001 - keep the grid going; the result stays in cells.csv
+            self.untracked.append(cell.cell_id)
+            log.error(
+                "olb.grid: could not record cell %s in MLflow (%s: %s); a rerun will run it again",
+                cell.cell_id,
+                type(err).__name__,
+                err,
+            )
         self.outcomes[cell.cell_id] = outcome_from_payload(payload, run_id)
         if payload["status"] != Status.FINISHED:
             self.failures.append((cell.run_name, payload.get("traceback") or payload.get("error", "")))
@@ -464,7 +464,7 @@ def _run_stages(
     n_unavailable = sum(1 for o in outcomes.values() if o["status"] == Status.UNAVAILABLE)
     todo = [c for c in unique if c.cell_id not in outcomes]
     data_dir = grid_data_dir(cfg)
-    tasks = [_cell_task(c, cfg, data_dir, bool(tracker is not None and cfg.tracking.cell_artifacts)) for c in todo]
+    tasks = [_cell_task(c, cfg, data_dir, tracker.cell_artifacts) for c in todo]
     log.info(
         "olb.grid: %d to run, %d already finished (resume=%s), %d unavailable; output: %s",
         len(todo),
@@ -474,30 +474,28 @@ def _run_stages(
         out,
     )
 
-    parent_id = None
-    if tracker is not None:
-        params = {
-            "experiment": cfg.name,
-            "n_cells": len(plan.cells),
-            "n_unique_cells": len(unique),
-            "n_to_run": len(todo),
-            "n_resumed": n_resumed,
-            "algorithms": ",".join(cfg.algorithms),
-            "datasets": ",".join(plan.datasets),
-            "seeds": str(_plain_value(cfg.seeds)),
-            "backend": backend.name,
-            "resume": cfg.resume,
-            "verify_checksums": cfg.verify_checksums,
-        }
-        tags = {
-            "olb.backend_reason": backend_reason,
-            "olb.output_dir": str(out.resolve()),
-            "olb.overrides": " ".join(overrides or []),
-            "olb.data_fingerprints": " ".join(f"{n}={s.fingerprint}" for n, s in data.sources.items()),
-        }
-        parent_id = tracker.start_parent(
-            f"{cfg.name} {datetime.now():%Y-%m-%d %H:%M:%S}", params, tags, OmegaConf.to_yaml(cfg)
-        )
+    params = {
+        "experiment": cfg.name,
+        "n_cells": len(plan.cells),
+        "n_unique_cells": len(unique),
+        "n_to_run": len(todo),
+        "n_resumed": n_resumed,
+        "algorithms": ",".join(cfg.algorithms),
+        "datasets": ",".join(plan.datasets),
+        "seeds": str(_plain_value(cfg.seeds)),
+        "backend": backend.name,
+        "resume": cfg.resume,
+        "verify_checksums": cfg.verify_checksums,
+    }
+    tags = {
+        "olb.backend_reason": backend_reason,
+        "olb.output_dir": str(out.resolve()),
+        "olb.overrides": " ".join(overrides or []),
+        "olb.data_fingerprints": " ".join(f"{n}={s.fingerprint}" for n, s in data.sources.items()),
+    }
+    parent_id = tracker.start_parent(
+        f"{cfg.name} {datetime.now():%Y-%m-%d %H:%M:%S}", params, tags, OmegaConf.to_yaml(cfg)
+    )
 
     recorder = _Recorder(plan, data, tracker, outcomes, out)
     fan = fan_out(backend, tasks, recorder, cfg.name, skipped=n_resumed)
@@ -584,7 +582,7 @@ def _finish(
         code = EXIT_FAILED_CELLS
     else:
         code = EXIT_NOTHING_COMPUTED if n_finished == 0 else EXIT_OK
-    if tracker is not None and not (fan.lost is not None and fan.lost.what == "tracking"):
+    if not (fan.lost is not None and fan.lost.what == "tracking"):
         status = (
             Status.KILLED if fan.interrupted else (Status.FAILED if n_failed or n_finished == 0 else Status.FINISHED)
         )
@@ -633,7 +631,7 @@ def _finish(
         efficiency=efficiency,
         cpus=fan.cpus,
         parent_run_id=parent_id,
-        tracking_uri=tracker.uri if tracker else None,
+        tracking_uri=tracker.uri,
         files=files,
         failures=recorder.failures,
         untracked=recorder.untracked,
@@ -665,7 +663,7 @@ def _plots(plan, outcomes, table, cells, tracker, plot_dir: Path) -> list[Path]:
     def curve_of(cell, out):
         if out.get("curve"):
             return out["curve"]
-        if tracker is not None and out.get("run_id"):
+        if out.get("run_id"):
             try:
                 return tracker.curve(out["run_id"], out.get("primary_metric") or cell.metrics[0])
             except Exception:  # noqa: BLE001 - a missing curve only thins a plot

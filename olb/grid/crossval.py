@@ -223,9 +223,8 @@ def run_selection(
             Choice(entry, dataset, dict(cell.params), cell.loops, reason, choice.rule, pd.DataFrame(rows), partial)
         )
         keep[(entry, dataset)] = (cell.params, cell.loops)
-    if tracker is not None:
-        for choice in choices:
-            _log_choice(tracker, choice, selected[choice.entry])
+    for choice in choices:
+        _log_choice(tracker, choice, selected[choice.entry])
     cells = []
     for cell in plan.cells:
         if cell.entry not in selected:

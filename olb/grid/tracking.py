@@ -28,6 +28,7 @@ from olb.grid.config import TrackingConfig
 from olb.grid.lost import TrackingLost
 from olb.grid.messages import Status
 from olb.grid.plan import Cell
+from olb.grid.tracker import Tracker
 from olb.grid.worker import curve_csv
 
 log = logging.getLogger("olb.grid")
@@ -96,8 +97,8 @@ def sqlite_artifact_location(uri: str, experiment_name: str) -> str | None:
     return (Path(uri[len("sqlite:///") :]).resolve().parent / "mlruns" / experiment_name).as_uri()
 
 
-class Tracker:
-    """The driver's MLflow writer. Writes are retried with backoff while SQLite reports a lock."""
+class MlflowTracker(Tracker):
+    """The driver's MLflow writer (a SQLite file or a tracking server). Writes are retried with backoff while SQLite reports a lock."""
 
     def __init__(self, cfg: TrackingConfig, experiment_name: str, code_version: str = "unknown"):
         import mlflow
