@@ -262,7 +262,7 @@ def test_unreachable_tracking_server_fails_fast_before_any_work(tmp_path):
 
 
 def test_unknown_command_line_keys_get_did_you_mean_before_hydra():
-    from olb.grid.app import unknown_override_keys
+    from olb.grid.cli import unknown_override_keys
 
     assert (
         unknown_override_keys(
@@ -290,7 +290,7 @@ def test_unknown_command_line_keys_get_did_you_mean_before_hydra():
 def test_plugin_learners_get_top_level_shorthands(tmp_path, monkeypatch):
     """``imports=`` modules are imported before the schema is built: a plugin's own hyperparameter has its
     ``key=value`` shorthand, on the command line and in unknown-key checks."""
-    from olb.grid.app import unknown_override_keys
+    from olb.grid.cli import unknown_override_keys
     from olb.registry import ALGORITHMS
 
     (tmp_path / "olb_test_plugin.py").write_text(

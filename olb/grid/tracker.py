@@ -2,7 +2,7 @@
 
 The grid's driver writes against :class:`Tracker` only. Two trackers exist: :class:`olb.grid.tracking.MlflowTracker`
 (a SQLite file or an MLflow server) and :class:`NoopTracker` (``tracking=off``: nothing recorded, nothing resumed).
-``olb.grid.app.open_tracker`` picks one from the config. A new tracker is one subclass and a line there.
+``olb.grid.recording.open_tracker`` picks one from the config. A new tracker is one subclass and a line there.
 """
 
 from __future__ import annotations
