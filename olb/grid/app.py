@@ -13,13 +13,17 @@ import os
 import sys
 import time
 from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
+import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from olb.data import dataset_names
 from olb.grid.datacheck import DataCheck, check_data
-from olb.grid.fanout import fan_out
+from olb.grid.backend import Backend
+from olb.grid.fanout import FanoutStats, fan_out
 from olb.grid.plan import GridConfigError, Plan, Problems, collect_plan, describe
 from olb.grid.comparable import differences
 from olb.grid.results import (
@@ -39,6 +43,7 @@ from olb.grid.messages import (
     GridOutcome,
     Status,
 )
+from olb.grid.tracker import Tracker
 from olb.grid.recording import Recorder, code_version, open_tracker, resumed_outcomes
 from olb.grid.report import print_report, write_leaderboard, write_plots
 
@@ -165,60 +170,76 @@ def run_grid(
     backend, backend_reason = choose(cfg, plan, data.unavailable)
     backend.log_dir = Path(output_dir)  # where a local Ray's logs of lost cells are kept
     tracker = start_tracker_and_backend(cfg, backend)
+    run = GridRun(
+        cfg,
+        plan,
+        data,
+        backend,
+        backend_reason,
+        tracker,
+        Path(output_dir),
+        overrides or [],
+        stream or sys.stdout,
+        t_start,
+    )
     try:  # every stage runs on the one backend, stopped once at the end
-        return _run_stages(
-            cfg,
-            plan,
-            data,
-            backend,
-            backend_reason,
-            tracker,
-            Path(output_dir),
-            overrides,
-            stream or sys.stdout,
-            t_start,
-        )
+        return _run_stages(run)
     finally:
         backend.stop()
 
 
-def _run_stages(
-    cfg, plan, data, backend, backend_reason, tracker, out: Path, overrides, stream, t_start
-) -> GridOutcome:
+@dataclass
+class GridRun:
+    """What every stage of one invocation works with: the config, the plan and its data, where cells run and where
+    they are recorded, the output folder, the command line's overrides, the console and the start time."""
+
+    cfg: DictConfig
+    plan: Plan
+    data: DataCheck
+    backend: Backend
+    backend_reason: str
+    tracker: Tracker
+    out: Path
+    overrides: list[str]
+    stream: TextIO
+    t_start: float
+
+
+@dataclass
+class Stages:
+    """What the stages before the report produced: every cell's outcome, the fan-out's record and statistics,
+    how many cells were resumed or unavailable, the parent run, and the cross-validated choices."""
+
+    outcomes: dict
+    recorder: Recorder
+    fan: FanoutStats
+    n_resumed: int
+    n_unavailable: int
+    parent_id: str | None
+    choices: list
+    cv_stats: dict
+
+
+def _run_stages(run: GridRun) -> GridOutcome:
     """Cross-validation, resume, fan-out and the report, on a started backend."""
+    cfg, out = run.cfg, run.out
     out.mkdir(parents=True, exist_ok=True)
     log.info(
         "olb.grid: experiment %r, %d cells (%d unique) on %d data set(s)\n%s",
         cfg.name,
-        len(plan.cells),
-        len(plan.unique_cells),
-        len(plan.datasets),
-        describe(plan),
+        len(run.plan.cells),
+        len(run.plan.unique_cells),
+        len(run.plan.datasets),
+        describe(run.plan),
     )
-
-    plan, choices, cv_stats, unselected = cross_validate(cfg, plan, data, tracker, backend)
-    unique = plan.unique_cells
-    outcomes = resumed_outcomes(tracker, cfg, plan, data)
+    run.plan, choices, cv_stats, unselected = cross_validate(cfg, run.plan, run.data, run.tracker, run.backend)
+    outcomes = resumed_outcomes(run.tracker, cfg, run.plan, run.data)
     n_resumed = len(outcomes)
-    for c in unique:
-        if c.dataset in data.unavailable and c.cell_id not in outcomes:
-            outcomes[c.cell_id] = {
-                "status": Status.UNAVAILABLE,
-                "error": data.unavailable[c.dataset],
-                "metrics": {},
-                "source": "",
-            }
-        elif (c.entry, c.dataset) in unselected:
-            outcomes[c.cell_id] = {
-                "status": Status.FAILED,
-                "error": unselected[(c.entry, c.dataset)],
-                "metrics": {},
-                "source": "",
-            }
+    _mark_not_runnable(run, outcomes, unselected)
     n_unavailable = sum(1 for o in outcomes.values() if o["status"] == Status.UNAVAILABLE)
-    todo = [c for c in unique if c.cell_id not in outcomes]
+    todo = [c for c in run.plan.unique_cells if c.cell_id not in outcomes]
     data_dir = grid_data_dir(cfg)
-    tasks = [_cell_task(c, cfg, data_dir, tracker.cell_artifacts) for c in todo]
+    tasks = [_cell_task(c, cfg, data_dir, run.tracker.cell_artifacts) for c in todo]
     log.info(
         "olb.grid: %d to run, %d already finished (resume=%s), %d unavailable; output: %s",
         len(todo),
@@ -227,168 +248,172 @@ def _run_stages(
         n_unavailable,
         out,
     )
+    parent_id = _start_parent(run, len(todo), n_resumed)
+    recorder = Recorder(run.plan, run.data, run.tracker, outcomes, out)
+    fan = fan_out(run.backend, tasks, recorder, cfg.name, skipped=n_resumed)
+    return _finish(run, Stages(outcomes, recorder, fan, n_resumed, n_unavailable, parent_id, choices, cv_stats))
 
+
+def _mark_not_runnable(run: GridRun, outcomes: dict, unselected: dict) -> None:
+    """Outcomes for the cells that will not run: their data set is unavailable, or cross-validation chose no
+    setting for their entry."""
+    for c in run.plan.unique_cells:
+        if c.dataset in run.data.unavailable and c.cell_id not in outcomes:
+            error, status = run.data.unavailable[c.dataset], Status.UNAVAILABLE
+        elif (c.entry, c.dataset) in unselected:
+            error, status = unselected[(c.entry, c.dataset)], Status.FAILED
+        else:
+            continue
+        outcomes[c.cell_id] = {"status": status, "error": error, "metrics": {}, "source": ""}
+
+
+def _start_parent(run: GridRun, n_todo: int, n_resumed: int) -> str | None:
+    """Open the invocation's parent run in the tracker: what was planned, where, how and from which data."""
+    cfg, plan = run.cfg, run.plan
     params = {
         "experiment": cfg.name,
         "n_cells": len(plan.cells),
-        "n_unique_cells": len(unique),
-        "n_to_run": len(todo),
+        "n_unique_cells": len(plan.unique_cells),
+        "n_to_run": n_todo,
         "n_resumed": n_resumed,
         "algorithms": ",".join(cfg.algorithms),
         "datasets": ",".join(plan.datasets),
         "seeds": str(_plain_value(cfg.seeds)),
-        "backend": backend.name,
+        "backend": run.backend.name,
         "resume": cfg.resume,
         "verify_checksums": cfg.verify_checksums,
     }
     tags = {
-        "olb.backend_reason": backend_reason,
-        "olb.output_dir": str(out.resolve()),
-        "olb.overrides": " ".join(overrides or []),
-        "olb.data_fingerprints": " ".join(f"{n}={s.fingerprint}" for n, s in data.sources.items()),
+        "olb.backend_reason": run.backend_reason,
+        "olb.output_dir": str(run.out.resolve()),
+        "olb.overrides": " ".join(run.overrides),
+        "olb.data_fingerprints": " ".join(f"{n}={s.fingerprint}" for n, s in run.data.sources.items()),
     }
-    parent_id = tracker.start_parent(
+    return run.tracker.start_parent(
         f"{cfg.name} {datetime.now():%Y-%m-%d %H:%M:%S}", params, tags, OmegaConf.to_yaml(cfg)
     )
 
-    recorder = Recorder(plan, data, tracker, outcomes, out)
-    fan = fan_out(backend, tasks, recorder, cfg.name, skipped=n_resumed)
-    return _finish(
-        cfg,
-        plan,
-        data,
-        outcomes,
-        tracker,
-        out,
-        overrides,
-        stream,
-        fan,
-        recorder,
-        n_resumed,
-        n_unavailable,
-        parent_id,
-        t_start,
-        (choices, cv_stats),
-    )
 
-
-def _finish(
-    cfg,
-    plan,
-    data,
-    outcomes,
-    tracker,
-    out,
-    overrides,
-    stream,
-    fan,
-    recorder,
-    n_resumed,
-    n_unavailable,
-    parent_id,
-    t_start,
-    selection=((), {}),
-) -> GridOutcome:
-    """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report."""
-    cells = cells_frame(plan, outcomes, data)
+def _write_outputs(run: GridRun, st: Stages) -> tuple[pd.DataFrame, pd.DataFrame, str, dict]:
+    """cells.csv, table.csv, table.md (with the chosen settings and the leaderboard) and the plots: the cells, the
+    table, table.md's text and the files written by name."""
+    cfg, plan, out = run.cfg, run.plan, run.out
+    cells = cells_frame(plan, st.outcomes, run.data)
     table = build_table(
-        plan, outcomes, cfg.reference, data.unavailable, differences(plan, cfg.reference, cfg.verify_checksums)
+        plan, st.outcomes, cfg.reference, run.data.unavailable, differences(plan, cfg.reference, cfg.verify_checksums)
     )
     files = {"cells": out / "cells.csv", "table_csv": out / "table.csv", "table_md": out / "table.md"}
     cells.to_csv(files["cells"], index=False)
     table.to_csv(files["table_csv"], index=False)
     markdown = table_markdown(
         table,
-        grid_title(cfg, plan, overrides or []),
+        grid_title(cfg, plan, run.overrides),
         list(cfg.table.rows),
         list(cfg.table.columns),
         cfg.table.decimals,
         reference_source(cfg.reference),
         cfg.table.bold_best,
     )
-    choices, cv_stats = selection
-    if choices:
+    if st.choices:
         from olb.grid.crossval import selection_markdown
 
-        markdown += "\n" + selection_markdown(choices)
+        markdown += "\n" + selection_markdown(st.choices)
     if cfg.leaderboard:
         board_md, board_files = write_leaderboard(plan, table, cells, out / "leaderboard")
         markdown += "\n" + board_md
         if board_files:
             files["leaderboard"] = out / "leaderboard"
     files["table_md"].write_text(markdown)
-    plot_paths = write_plots(plan, outcomes, table, cells, tracker, out / "plots") if cfg.plots else []
+    plot_paths = write_plots(plan, st.outcomes, table, cells, run.tracker, out / "plots") if cfg.plots else []
     if plot_paths:
         files["plots"] = out / "plots"
+    return cells, table, markdown, files
 
+
+def _exit_code(fan: FanoutStats, n_failed: int, n_finished: int, untracked: list) -> int:
+    if fan.lost is not None:
+        return EXIT_LOST
+    if fan.interrupted:
+        return EXIT_INTERRUPTED
+    if n_failed or untracked:
+        return EXIT_FAILED_CELLS
+    return EXIT_NOTHING_COMPUTED if n_finished == 0 else EXIT_OK
+
+
+def _finish_parent(run: GridRun, st: Stages, outcome: GridOutcome, n_finished: int) -> bool:
+    """Close the parent run with the grid's status, summary metrics and files; False if the tracker failed."""
+    fan = st.fan
+    if fan.lost is not None and fan.lost.what == "tracking":
+        return True
+    status = (
+        Status.KILLED
+        if fan.interrupted
+        else (Status.FAILED if outcome.n_failed or n_finished == 0 else Status.FINISHED)
+    )
+    status = Status.FAILED if fan.lost is not None else status
+    metrics = {
+        "n_run": fan.n_done,
+        "n_resumed": st.n_resumed,
+        "n_failed": outcome.n_failed,
+        "n_unavailable": st.n_unavailable,
+        "wall_s": outcome.wall_s,
+        "startup_s": fan.startup_s,
+        **{k: float(v) for k, v in st.cv_stats.items() if k != "interrupted"},
+    }
+    if not math.isnan(outcome.efficiency):
+        metrics["fanout_efficiency"] = outcome.efficiency
+    files = outcome.files
+    try:
+        run.tracker.finish_parent(
+            status,
+            metrics,
+            [
+                files["cells"],
+                files["table_csv"],
+                files["table_md"],
+                *([run.out / "plots"] if "plots" in files else []),
+                *([files["leaderboard"]] if "leaderboard" in files else []),
+            ],
+            {"olb.ended_by": str(fan.lost)} if fan.lost is not None else None,
+        )
+    except Exception as err:  # noqa: BLE001 - the files are written; say so and go on
+        log.error("olb.grid: could not record the grid's parent run in MLflow (%s: %s)", type(err).__name__, err)
+        return False
+    return True
+
+
+def _finish(run: GridRun, st: Stages) -> GridOutcome:
+    """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report."""
+    cells, table, markdown, files = _write_outputs(run, st)
+    fan = st.fan
     unique_cells = cells.drop_duplicates("cell_id")
     n_failed = int((unique_cells["status"] == Status.FAILED).sum())
     n_finished = int((unique_cells["status"] == Status.FINISHED).sum())
-    wall_s = time.perf_counter() - t_start
     ran = cells[(cells["source"] == "run") & (cells["status"] == Status.FINISHED)].drop_duplicates("cell_id")
     busy = float(ran["runtime_s"].sum() + ran["compile_s"].fillna(0).sum()) if len(ran) else 0.0  # CPUs kept busy
     efficiency = busy / (fan.cpus * fan.seconds) if (fan.n_done and fan.seconds > 0) else math.nan
-    if fan.lost is not None:
-        code = EXIT_LOST
-    elif fan.interrupted:
-        code = EXIT_INTERRUPTED
-    elif n_failed or recorder.untracked:
-        code = EXIT_FAILED_CELLS
-    else:
-        code = EXIT_NOTHING_COMPUTED if n_finished == 0 else EXIT_OK
-    if not (fan.lost is not None and fan.lost.what == "tracking"):
-        status = (
-            Status.KILLED if fan.interrupted else (Status.FAILED if n_failed or n_finished == 0 else Status.FINISHED)
-        )
-        status = Status.FAILED if fan.lost is not None else status
-        metrics = {
-            "n_run": fan.n_done,
-            "n_resumed": n_resumed,
-            "n_failed": n_failed,
-            "n_unavailable": n_unavailable,
-            "wall_s": wall_s,
-            "startup_s": fan.startup_s,
-            **{k: float(v) for k, v in cv_stats.items() if k != "interrupted"},
-        }
-        if not math.isnan(efficiency):
-            metrics["fanout_efficiency"] = efficiency
-        try:
-            tracker.finish_parent(
-                status,
-                metrics,
-                [
-                    files["cells"],
-                    files["table_csv"],
-                    files["table_md"],
-                    *([out / "plots"] if plot_paths else []),
-                    *([files["leaderboard"]] if "leaderboard" in files else []),
-                ],
-                {"olb.ended_by": str(fan.lost)} if fan.lost is not None else None,
-            )
-        except Exception as err:  # noqa: BLE001 - the files are written; say so and go on
-            log.error("olb.grid: could not record the grid's parent run in MLflow (%s: %s)", type(err).__name__, err)
-            code = code or EXIT_FAILED_CELLS
-
     outcome = GridOutcome(
-        exit_code=code,
-        output_dir=out,
+        exit_code=_exit_code(fan, n_failed, n_finished, st.recorder.untracked),
+        output_dir=run.out,
         cells=cells,
         table=table,
-        plan=plan,
+        plan=run.plan,
         n_run=fan.n_done,
-        n_resumed=n_resumed,
+        n_resumed=st.n_resumed,
         n_failed=n_failed,
-        n_unavailable=n_unavailable,
-        wall_s=wall_s,
+        n_unavailable=st.n_unavailable,
+        wall_s=time.perf_counter() - run.t_start,
         startup_s=fan.startup_s,
         fanout_s=fan.seconds if fan.n_done else 0.0,
         efficiency=efficiency,
         cpus=fan.cpus,
-        parent_run_id=parent_id,
-        tracking_uri=tracker.uri,
+        parent_run_id=st.parent_id,
+        tracking_uri=run.tracker.uri,
         files=files,
-        failures=recorder.failures,
-        untracked=recorder.untracked,
+        failures=st.recorder.failures,
+        untracked=st.recorder.untracked,
     )
-    print_report(outcome, markdown, cfg, efficiency, stream)
+    if not _finish_parent(run, st, outcome, n_finished):
+        outcome.exit_code = outcome.exit_code or EXIT_FAILED_CELLS
+    print_report(outcome, markdown, run.cfg, efficiency, run.stream)
     return outcome
