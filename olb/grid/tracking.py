@@ -283,28 +283,10 @@ class MlflowTracker(Tracker):
     def log_cell(self, cell: Cell, payload: dict, data_tags: dict | None = None) -> str:
         """One child run with the cell's parameters, metrics, curve (one batch), tags (``data_tags``: which
         data it read) and artifacts."""
-        from mlflow.entities import Metric
-
         status = payload["status"]
         start_ms = int(payload.get("start_time", time.time()) * 1000)
         end_ms = int(payload.get("end_time", time.time()) * 1000)
-        tags = {
-            "mlflow.runName": cell.run_name,
-            "olb.kind": "cell",
-            "olb.cell_id": cell.cell_id,
-            "olb.experiment": self.experiment_name,
-            "olb.code_version": self.code_version,
-            "olb.entry": cell.entry,
-            "olb.label": cell.label,
-            "olb.host": str(payload.get("host", "")),
-            "olb.node_ip": str(payload.get("node_ip", "")),
-            "olb.status": status,
-            **(data_tags or {}),
-        }
-        if self.parent_run_id:
-            tags["mlflow.parentRunId"] = self.parent_run_id
-        if status != Status.FINISHED:
-            tags["olb.error"] = payload.get("error", "")
+        tags = self._cell_tags(cell, payload, data_tags)
         run = self._retry(
             self.client.create_run,
             self.experiment_id,
@@ -313,44 +295,11 @@ class MlflowTracker(Tracker):
             tags={k: _clip(str(v), MAX_TAG) for k, v in tags.items() if k != "olb.status"},
         )
         run_id = run.info.run_id
-
-        params = {
-            "algorithm": cell.algorithm,
-            "dataset": cell.dataset,
-            "seed": cell.seed,
-            "protocol": cell.protocol,
-            "loops": cell.loops,
-            "metrics": ",".join(cell.metrics),
-            "curve_every": cell.curve_every,
-            "label": cell.label,
-            "cell_id": cell.cell_id,
-        }
-        for key, value in cell.params.items():
-            params[key if key not in params else f"param.{key}"] = value
-        metrics: list[Metric] = []
+        params = _cell_params(cell)
         if status == Status.FINISHED:
-            for key, value in payload["metrics"].items():
-                metrics.append(Metric(key, float(value), end_ms, 0))
-            for key in ("runtime_s", "cpu_s", "compile_s", "wall_s", "setup_s", "peak_rss_mb"):
-                metrics.append(Metric(key, float(payload[key]), end_ms, 0))
-            for phase, timing in payload["phases"].items():
-                for key, value in timing.items():
-                    metrics.append(Metric(f"phase/{phase}/{key}", float(value), end_ms, 0))
-            curve = payload["curve"]
-            name = f"curve/{payload['primary_metric']}"
-            metrics.extend(Metric(name, float(v), end_ms, int(s)) for s, v in zip(curve["step"], curve["value"]))
             params["phases"] = ",".join(payload["phases"])
-        else:
-            metrics.append(Metric("wall_s", float(payload.get("wall_s", 0.0)), end_ms, 0))
-        self._log_batch(run_id, metrics=metrics, params=params, tags={"olb.status": status})
-
-        files = {}
-        if status == Status.FINISHED and self.cell_artifacts:
-            files["curve.csv"] = curve_csv(payload).encode()
-            if payload.get("curve_png"):
-                files["curve.png"] = payload["curve_png"]
-        if status != Status.FINISHED:
-            files["traceback.txt"] = str(payload.get("traceback", payload.get("error", ""))).encode()
+        self._log_batch(run_id, metrics=_cell_metrics(payload, end_ms), params=params, tags={"olb.status": status})
+        files = self._cell_files(payload)
         if files:
             with tempfile.TemporaryDirectory(prefix="olb-cell-") as tmp:
                 for fname, data in files.items():
@@ -361,6 +310,37 @@ class MlflowTracker(Tracker):
         )
         return run_id
 
+    def _cell_tags(self, cell: Cell, payload: dict, data_tags: dict | None) -> dict:
+        tags = {
+            "mlflow.runName": cell.run_name,
+            "olb.kind": "cell",
+            "olb.cell_id": cell.cell_id,
+            "olb.experiment": self.experiment_name,
+            "olb.code_version": self.code_version,
+            "olb.entry": cell.entry,
+            "olb.label": cell.label,
+            "olb.host": str(payload.get("host", "")),
+            "olb.node_ip": str(payload.get("node_ip", "")),
+            "olb.status": payload["status"],
+            **(data_tags or {}),
+        }
+        if self.parent_run_id:
+            tags["mlflow.parentRunId"] = self.parent_run_id
+        if payload["status"] != Status.FINISHED:
+            tags["olb.error"] = payload.get("error", "")
+        return tags
+
+    def _cell_files(self, payload: dict) -> dict[str, bytes]:
+        """The cell's artifacts: its curve (CSV, and the worker's plot) when finished, else its traceback."""
+        if payload["status"] != Status.FINISHED:
+            return {"traceback.txt": str(payload.get("traceback", payload.get("error", ""))).encode()}
+        files = {}
+        if self.cell_artifacts:
+            files["curve.csv"] = curve_csv(payload).encode()
+            if payload.get("curve_png"):
+                files["curve.png"] = payload["curve_png"]
+        return files
+
     def _log_batch(self, run_id: str, metrics=(), params: dict | None = None, tags: dict | None = None) -> None:
         from mlflow.entities import Metric, Param, RunTag
 
@@ -370,6 +350,41 @@ class MlflowTracker(Tracker):
         plist = [Param(str(k), _clip(str(v), MAX_PARAM)) for k, v in (params or {}).items()]
         tlist = [RunTag(str(k), _clip(str(v), MAX_TAG)) for k, v in (tags or {}).items()]
         self._retry(self.client.log_batch, run_id, metrics=list(metrics), params=plist, tags=tlist)
+
+
+def _cell_params(cell: Cell) -> dict:
+    """A cell's run parameters: what decides its result; a hyperparameter named like one of them gets ``param.``."""
+    params = {
+        "algorithm": cell.algorithm,
+        "dataset": cell.dataset,
+        "seed": cell.seed,
+        "protocol": cell.protocol,
+        "loops": cell.loops,
+        "metrics": ",".join(cell.metrics),
+        "curve_every": cell.curve_every,
+        "label": cell.label,
+        "cell_id": cell.cell_id,
+    }
+    for key, value in cell.params.items():
+        params[key if key not in params else f"param.{key}"] = value
+    return params
+
+
+def _cell_metrics(payload: dict, end_ms: int) -> list:
+    """A finished cell's metrics, timings, phase timings and curve (one point per step); a failed one's wall time."""
+    from mlflow.entities import Metric
+
+    if payload["status"] != Status.FINISHED:
+        return [Metric("wall_s", float(payload.get("wall_s", 0.0)), end_ms, 0)]
+    metrics = [Metric(key, float(value), end_ms, 0) for key, value in payload["metrics"].items()]
+    for key in ("runtime_s", "cpu_s", "compile_s", "wall_s", "setup_s", "peak_rss_mb"):
+        metrics.append(Metric(key, float(payload[key]), end_ms, 0))
+    for phase, timing in payload["phases"].items():
+        for key, value in timing.items():
+            metrics.append(Metric(f"phase/{phase}/{key}", float(value), end_ms, 0))
+    curve, name = payload["curve"], f"curve/{payload['primary_metric']}"
+    metrics.extend(Metric(name, float(v), end_ms, int(s)) for s, v in zip(curve["step"], curve["value"]))
+    return metrics
 
 
 @contextmanager
