@@ -75,7 +75,8 @@ class CellSpec:
 
     def resolved_params(self) -> dict:
         """Hyperparameters with defaults filled in; raises ValueError on unknown names or bad values."""
-        from olb.registry import did_you_mean, get_algorithm
+        from olb.registry import get_algorithm
+        from olb.text import did_you_mean
 
         cls = get_algorithm(self.algorithm)
         for name in self.params:
@@ -89,7 +90,8 @@ class CellSpec:
 
     def resolved_protocol(self) -> str:
         from olb.protocol import PROTOCOLS
-        from olb.registry import did_you_mean, get_algorithm
+        from olb.registry import get_algorithm
+        from olb.text import did_you_mean
 
         protocol = self.protocol or get_algorithm(self.algorithm).default_protocol
         if protocol not in PROTOCOLS:
@@ -158,7 +160,7 @@ def check_before_loading(spec: CellSpec, cls, protocol: str) -> None:
     from olb.data import dataset_spec
     from olb.metrics import METRICS
     from olb.protocol import metrics_fix, missing_outputs, split_problem, usable_metrics
-    from olb.registry import did_you_mean
+    from olb.text import did_you_mean
 
     unknown = [name for name in spec.metrics or () if name not in METRICS]
     if unknown:

@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 
 from olb.grid import compose, run_grid
 from olb.data import dataset_names, dataset_spec
-from olb.grid.app import planned_stream, planned_work
+from olb.grid.cost import planned_stream, planned_work
 from olb.grid.backends import choose_backend
 from olb.grid.config import BackendConfig
 from olb.grid.plan import plan_grid

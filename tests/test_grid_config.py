@@ -265,7 +265,7 @@ def test_unreachable_tracking_server_fails_fast_before_any_work(tmp_path):
 
 
 def test_unknown_command_line_keys_get_did_you_mean_before_hydra():
-    from olb.grid.app import unknown_override_keys
+    from olb.grid.cli import unknown_override_keys
 
     assert (
         unknown_override_keys(
@@ -290,8 +290,38 @@ def test_unknown_command_line_keys_get_did_you_mean_before_hydra():
     assert problems[2].startswith("tracking.urii: unknown key (did you mean 'uri'?)")
 
 
+def test_plugin_learners_get_top_level_shorthands(tmp_path, monkeypatch):
+    """``imports=`` modules are imported before the schema is built: a plugin's own hyperparameter has its
+    ``key=value`` shorthand, on the command line and in unknown-key checks."""
+    from olb.grid.cli import unknown_override_keys
+    from olb.registry import ALGORITHMS
+
+    (tmp_path / "olb_test_plugin.py").write_text(
+        "from olb.grid.testing import GridStub\n"
+        "from olb.learners.base import Param\n"
+        "from olb.registry import register\n\n\n"
+        "@register\n"
+        "class PluginStub(GridStub):\n"
+        "    name = '_plugin_stub'\n"
+        "    params = {**GridStub.params, 'plugin_knob': Param(int, 0, low=0, doc='a plugin-only knob')}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "_plugin_stub" not in ALGORITHMS
+    try:
+        p = plan("imports=[olb_test_plugin]", "algorithms=[_plugin_stub]", "plugin_knob=3", "seeds=1")
+        assert [c.params["plugin_knob"] for c in p.cells] == [3]
+        assert unknown_override_keys(["plugin_knob=3"]) == []
+    finally:
+        ALGORITHMS.pop("_plugin_stub", None)
+        sys.modules.pop("olb_test_plugin", None)
+        from olb.grid.config import register_configs
+
+        register_configs()
+
+
 def test_did_you_mean_ranks_a_swap_first():
-    from olb.registry import algorithm_names, did_you_mean
+    from olb.registry import algorithm_names
+    from olb.text import did_you_mean
 
     assert did_you_mean("adaolrm", algorithm_names()) == " (did you mean 'adaolmr'?)"
     assert did_you_mean("onlienbmr", algorithm_names()) == " (did you mean 'onlinebmr'?)"

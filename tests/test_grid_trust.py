@@ -17,7 +17,7 @@ import yaml
 from olb.data import dataset_spec
 from olb.data.files import EMBEDDED_DIR
 from olb.grid import GridConfigError, compose, run_grid
-from olb.grid.app import EXIT_INTERRUPTED, EXIT_NOTHING_COMPUTED
+from olb.grid.messages import EXIT_INTERRUPTED, EXIT_NOTHING_COMPUTED
 from olb.grid.backends import SerialBackend
 from olb.grid.datacheck import FINGERPRINT_TAG
 from olb.grid.testing import GridStub

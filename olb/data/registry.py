@@ -11,6 +11,7 @@ import olb
 from olb.data.dataset import Dataset
 from olb.data.errors import DataFormatError, UnknownDatasetError
 from olb.data.splits import SplitSpec
+from olb.text import did_you_mean
 
 _COMMON_KEYS = ("name", "task", "format", "source", "files", "shape", "embedded", "quirks", "split")
 _REQUIRED_KEYS = ("name", "task", "format", "shape")
@@ -103,8 +104,6 @@ def dataset_spec(name: str) -> DatasetSpec:
     """The parsed registry entry of ``name``; `UnknownDatasetError` if there is none."""
     path = next((d / f"{name}.yaml" for d in registry_dirs() if (d / f"{name}.yaml").is_file()), None)
     if "/" in name or path is None:
-        from olb.registry import did_you_mean  # only on this error path: it imports the learners
-
         raise UnknownDatasetError(
             f"unknown data set {name!r}{did_you_mean(name, dataset_names())}; known data sets: "
             f"{', '.join(dataset_names())} "

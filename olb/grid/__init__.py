@@ -13,7 +13,9 @@ if _missing:  # a core install (pip install olb): name the extra before any impo
         f'olb.grid needs {", ".join(_missing)}, not installed: pip install "olb[grid]"', name=_missing[0]
     )
 
-from olb.grid.app import GridOutcome, compose, run_grid  # noqa: E402
+from olb.grid.app import run_grid  # noqa: E402
+from olb.grid.cli import compose  # noqa: E402
+from olb.grid.messages import GridOutcome  # noqa: E402
 from olb.grid.plan import Cell, GridConfigError, Plan, cell_id, plan_grid  # noqa: E402
 
 __all__ = ["Cell", "GridConfigError", "GridOutcome", "Plan", "cell_id", "compose", "plan_grid", "run_grid"]

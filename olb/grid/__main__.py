@@ -1,6 +1,6 @@
-"""``python -m olb.grid``: see olb/grid/app.py and docs/grid.md."""
+"""``python -m olb.grid``: see olb/grid/cli.py and docs/grid.md."""
 
-from olb.grid.app import main
+from olb.grid.cli import main
 
 if __name__ == "__main__":
     main()

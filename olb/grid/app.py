@@ -1,131 +1,53 @@
-"""``python -m olb.grid``: plan, check, fan out, record, report.
+"""Orchestration: a grid run's stages, in order: validate (plan and data), choose the backend, open the tracker
+while Ray starts, cross-validate, resume, fan out the cells, finish (tables, plots, the parent run, the summary).
 
-From Python (tests, notebooks)::
-
-    from olb.grid import compose, run_grid
-    cfg = compose(["datasets=[emotions]", "seeds=2", "num_learners=3", "backend=serial"])
-    outcome = run_grid(cfg, "outputs/try")
-    outcome.table  # pandas DataFrame of table.csv
+The command line and :func:`olb.grid.cli.compose` are in :mod:`olb.grid.cli`; planning's cost model in
+:mod:`olb.grid.cost`; recording in :mod:`olb.grid.recording`; reporting in :mod:`olb.grid.report`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
-import signal
-import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-import olb
 from olb.data import dataset_names
-from olb.grid.backends import choose_backend, make_backend
-from olb.grid.config import PRIMARY_CONFIG, register_configs
-from olb.grid.lost import TrackingLost
-from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, check_data, matches_data, provenance_tags
-from olb.grid.fanout import fan_out
-from olb.grid.plan import Cell, GridConfigError, Plan, Problems, collect_plan, describe
+from olb.grid.datacheck import DataCheck, check_data
+from olb.grid.backend import Backend
+from olb.grid.fanout import FanoutStats, fan_out
+from olb.grid.plan import GridConfigError, Plan, Problems, collect_plan, describe
 from olb.grid.comparable import differences
 from olb.grid.results import (
     build_table,
     cells_frame,
     grid_title,
-    outcome_from_payload,
-    outcome_from_run,
     reference_source,
     table_markdown,
 )
-from olb.registry import get_algorithm
+from olb.grid.cost import choose
+from olb.grid.messages import (
+    EXIT_FAILED_CELLS,
+    EXIT_INTERRUPTED,
+    EXIT_LOST,
+    EXIT_NOTHING_COMPUTED,
+    EXIT_OK,
+    GridOutcome,
+    Status,
+)
+from olb.grid.tracker import Tracker
+from olb.grid.recording import Recorder, code_version, open_tracker, resumed_outcomes
+from olb.grid.report import print_report, write_leaderboard, write_plots
 
 log = logging.getLogger("olb.grid")
-
-# 1: some cell failed (or could not be recorded); 2: refused before start; 3: no cell failed but none has a
-# result either (every data set unavailable); 130: interrupted.
-EXIT_OK, EXIT_FAILED_CELLS, EXIT_CONFIG, EXIT_NOTHING_COMPUTED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-EXIT_LOST = 4  # the Ray head or the tracking server stopped answering (olb/grid/lost.py)
-
-
-@dataclass
-class GridOutcome:
-    exit_code: int
-    output_dir: Path
-    cells: pd.DataFrame
-    table: pd.DataFrame
-    plan: Plan
-    n_run: int = 0
-    n_resumed: int = 0
-    n_failed: int = 0
-    n_unavailable: int = 0
-    wall_s: float = 0.0
-    startup_s: float = 0.0
-    fanout_s: float = 0.0  # wall time from the first submitted cell to the last result
-    efficiency: float = math.nan  # sum of cell runtimes and compile times / (CPUs x fanout_s)
-    cpus: int = 1
-    parent_run_id: str | None = None
-    tracking_uri: str | None = None
-    files: dict = field(default_factory=dict)
-    failures: list = field(default_factory=list)
-    untracked: list = field(default_factory=list)  # cells that finished but could not be logged to MLflow
-
-
-def code_version() -> str:
-    """olb's version and, in a git checkout, the commit (+dirty). Read-only git calls."""
-    version = olb.__version__
-    repo = Path(olb.__file__).resolve().parents[1]
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=5, env=env
-        )
-        if sha.returncode == 0 and sha.stdout.strip():
-            dirty = (
-                subprocess.run(
-                    ["git", "diff-index", "--quiet", "HEAD", "--"], cwd=repo, capture_output=True, timeout=5, env=env
-                ).returncode
-                != 0
-            )
-            return f"{version}+g{sha.stdout.strip()}{'.dirty' if dirty else ''}"
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return version
-
-
-def compose(overrides: list[str] | None = None) -> DictConfig:
-    """The grid config for ``overrides`` (as on the command line), through Hydra's compose API."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    register_configs()
-    overrides = with_search_path(with_default_experiment(list(overrides or [])))
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(olb.conf_dirs()[0]), version_base="1.3", job_name="olb.grid"):
-        return hydra_compose(config_name=PRIMARY_CONFIG, overrides=overrides)
-
-
-def with_search_path(overrides: list[str]) -> list[str]:
-    """Hydra reads the first config dir of :func:`olb.conf_dirs` (one's own, ``$OLB_CONF_DIR``, when set), then
-    the others (olb's own last): a config dir of one's own adds to olb's configs instead of replacing them.
-    The primary config comes from the config store (:func:`olb.grid.config.register_configs`): Hydra looks for
-    it in the first dir only."""
-    rest = olb.conf_dirs()[1:]
-    if not rest or any(o.lstrip("+~").startswith("hydra.searchpath=") for o in overrides):
-        return overrides
-    return [f"hydra.searchpath=[{','.join(f'file://{d}' for d in rest)}]", *overrides]
-
-
-def with_default_experiment(overrides: list[str]) -> list[str]:
-    """Put ``+experiment=default`` first unless an experiment is chosen."""
-    chosen = any(o.lstrip("+~").startswith("experiment=") or o.lstrip("~") == "experiment" for o in overrides)
-    return overrides if chosen else ["+experiment=default", *overrides]
 
 
 def _cell_task(cell, cfg: DictConfig, data_dir, plot: bool) -> dict:
@@ -164,76 +86,6 @@ def prepare(cfg: DictConfig) -> tuple[Plan, DataCheck]:
         )
     problems.raise_if_any()
     return plan, data
-
-
-def open_tracker(cfg: DictConfig, version: str):
-    """The MLflow tracker (None with tracking off); GridConfigError if the store cannot be opened."""
-    if not cfg.tracking.enabled:
-        return None
-    from olb.grid.tracking import Tracker
-
-    try:
-        tracker = Tracker(cfg.tracking, cfg.tracking.experiment or f"olb/{cfg.name}", version)
-        tracker.mark_stale_parents()
-    except Exception as err:  # noqa: BLE001 - unreachable server, unwritable file, bad URI
-        raise GridConfigError(
-            f"tracking.uri={cfg.tracking.uri or 'default'}: cannot open the MLflow tracking "
-            f"store: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''} "
-            "(tracking=off runs without MLflow)"
-        ) from None
-    return tracker
-
-
-def planned_stream(algorithm: str, params: dict, dataset: str, loops: int = 1) -> tuple[float, int, int]:
-    """``(cost per example, training rows, rows of the stream)`` of one cell as the grid plans it: the learner's
-    ``cost_per_example_s`` (resolved ``params``) on the data set's registered shape, and a stream of ``loops``
-    passes over the training rows (every row when the data set has no split) then the test rows."""
-    from olb.data import dataset_spec
-    from olb.learners.base import StreamShape
-
-    spec = dataset_spec(dataset)
-    n_train = spec.n_train or spec.shape.n_examples
-    cost = get_algorithm(algorithm).cost_per_example_s(
-        params, StreamShape(spec.shape.n_features, spec.shape.n_labels, n_train)
-    )
-    return cost, n_train, loops * n_train + spec.shape.n_examples - n_train
-
-
-def planned_work(plan: Plan, unavailable=()) -> tuple[float, int]:
-    """Rough CPU seconds and number of tasks of ``plan`` (for ``backend=auto``): every cell, finished ones too
-    (resume is known only once the store is open), none on the ``unavailable`` data sets; for a cross-validated
-    entry, every candidate's folds (each fold streams the training split once: 9/10 learned, 1/10 tested)
-    and one candidate's cells (the average candidate's)."""
-    settings: dict[tuple[str, str], dict[str, list[Cell]]] = {}  # (entry, data set) -> setting -> its cells
-    for cell in plan.unique_cells:
-        if cell.dataset not in unavailable:
-            key = json.dumps([cell.params, cell.loops], sort_keys=True, default=str)
-            settings.setdefault((cell.entry, cell.dataset), {}).setdefault(key, []).append(cell)
-    seconds, tasks = 0.0, 0
-    for (entry, dataset), candidates in settings.items():
-        streams = [
-            (planned_stream(cells[0].algorithm, cells[0].params, dataset, cells[0].loops), len(cells))
-            for cells in candidates.values()
-        ]
-        cells_s = sum(cost * rows * n for (cost, _, rows), n in streams)
-        n_cells = sum(n for _, n in streams)
-        select = plan.entries[entry].get("select")
-        if select:
-            seconds += sum(cost * n_train * select["folds"] for (cost, n_train, _), _ in streams)
-            tasks += len(streams)
-            cells_s, n_cells = cells_s / len(streams), math.ceil(n_cells / len(streams))
-        seconds += cells_s
-        tasks += n_cells
-    return seconds, tasks
-
-
-def choose(cfg: DictConfig, plan: Plan, unavailable=()):
-    """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.backends.choose_backend) and why; the
-    cells of ``unavailable`` data sets are no work."""
-    work_s, n_tasks = planned_work(plan, unavailable)
-    name, reason = choose_backend(cfg.backend, work_s, n_tasks)
-    log.info("olb.grid: backend %s: %s", name, reason)
-    return make_backend(cfg.backend, name), reason
 
 
 def start_tracker_and_backend(cfg: DictConfig, backend):
@@ -296,66 +148,6 @@ def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backen
     return plan, choices, stats, unselected
 
 
-def resumed_outcomes(tracker, cfg: DictConfig, plan: Plan, data: DataCheck) -> dict[str, dict]:
-    """Finished runs of earlier invocations computed from the current data (see ``matches_data``)."""
-    if tracker is None or not cfg.resume:
-        return {}
-    by_id = {c.cell_id: c for c in plan.unique_cells}
-
-    def same_cell_same_data(run) -> bool:
-        cell = by_id.get(run.cell_id)
-        return cell is not None and matches_data(run.tags, data.sources.get(cell.dataset))
-
-    return {cid: outcome_from_run(run, by_id[cid]) for cid, run in tracker.finished_cells(same_cell_same_data).items()}
-
-
-class _Recorder:
-    """The driver's handler of each cell result: MLflow child run, outcome, a periodic cells.csv."""
-
-    def __init__(self, plan: Plan, data: DataCheck, tracker, outcomes: dict, out: Path):
-        self.plan, self.data, self.tracker, self.outcomes, self.out = plan, data, tracker, outcomes, out
-        self.by_id = {c.cell_id: c for c in plan.unique_cells}
-        self.failures: list[tuple[str, str]] = []
-        self.untracked: list[str] = []
-        self.last_write = time.perf_counter()
-
-    def __call__(self, payload: dict) -> None:
-        cell = self.by_id[payload["cell_id"]]
-        tags = provenance_tags(self.data.sources[cell.dataset])
-        if payload.get("data_fingerprint", tags[FINGERPRINT_TAG]) != tags[FINGERPRINT_TAG]:
-            log.warning(
-                "olb.grid: cell %s read other data than planned (files changed during the grid): "
-                "fingerprint %s, planned %s; its run records what it read",
-                cell.cell_id,
-                payload["data_fingerprint"],
-                tags[FINGERPRINT_TAG],
-            )
-            tags = {FINGERPRINT_TAG: payload["data_fingerprint"], FILES_TAG: payload["data_files"]}
-        run_id = None
-        if self.tracker is not None:
-            try:
-                run_id = self.tracker.log_cell(cell, payload, tags)
-            except TrackingLost:  # the grid ends (fan_out); this cell's result stays in cells.csv
-                self.untracked.append(cell.cell_id)
-                self.outcomes[cell.cell_id] = outcome_from_payload(payload, None)
-                raise
-            except Exception as err:  # noqa: BLE001 - keep the grid going; the result stays in cells.csv
-                self.untracked.append(cell.cell_id)
-                log.error(
-                    "olb.grid: could not record cell %s in MLflow (%s: %s); a rerun will run it again",
-                    cell.cell_id,
-                    type(err).__name__,
-                    err,
-                )
-        self.outcomes[cell.cell_id] = outcome_from_payload(payload, run_id)
-        if payload["status"] != "FINISHED":
-            self.failures.append((cell.run_name, payload.get("traceback") or payload.get("error", "")))
-            log.error("olb.grid: cell %s (%s) FAILED: %s", cell.cell_id, cell.run_name, payload.get("error"))
-        if time.perf_counter() - self.last_write > 10:  # a local copy of the progress, besides MLflow
-            cells_frame(self.plan, self.outcomes, self.data).to_csv(self.out / "cells.csv", index=False)
-            self.last_write = time.perf_counter()
-
-
 def run_grid(
     cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str] | None = None, stream=None
 ) -> GridOutcome:
@@ -378,60 +170,76 @@ def run_grid(
     backend, backend_reason = choose(cfg, plan, data.unavailable)
     backend.log_dir = Path(output_dir)  # where a local Ray's logs of lost cells are kept
     tracker = start_tracker_and_backend(cfg, backend)
+    run = GridRun(
+        cfg,
+        plan,
+        data,
+        backend,
+        backend_reason,
+        tracker,
+        Path(output_dir),
+        overrides or [],
+        stream or sys.stdout,
+        t_start,
+    )
     try:  # every stage runs on the one backend, stopped once at the end
-        return _run_stages(
-            cfg,
-            plan,
-            data,
-            backend,
-            backend_reason,
-            tracker,
-            Path(output_dir),
-            overrides,
-            stream or sys.stdout,
-            t_start,
-        )
+        return _run_stages(run)
     finally:
         backend.stop()
 
 
-def _run_stages(
-    cfg, plan, data, backend, backend_reason, tracker, out: Path, overrides, stream, t_start
-) -> GridOutcome:
+@dataclass
+class GridRun:
+    """What every stage of one invocation works with: the config, the plan and its data, where cells run and where
+    they are recorded, the output folder, the command line's overrides, the console and the start time."""
+
+    cfg: DictConfig
+    plan: Plan
+    data: DataCheck
+    backend: Backend
+    backend_reason: str
+    tracker: Tracker
+    out: Path
+    overrides: list[str]
+    stream: TextIO
+    t_start: float
+
+
+@dataclass
+class Stages:
+    """What the stages before the report produced: every cell's outcome, the fan-out's record and statistics,
+    how many cells were resumed or unavailable, the parent run, and the cross-validated choices."""
+
+    outcomes: dict
+    recorder: Recorder
+    fan: FanoutStats
+    n_resumed: int
+    n_unavailable: int
+    parent_id: str | None
+    choices: list
+    cv_stats: dict
+
+
+def _run_stages(run: GridRun) -> GridOutcome:
     """Cross-validation, resume, fan-out and the report, on a started backend."""
+    cfg, out = run.cfg, run.out
     out.mkdir(parents=True, exist_ok=True)
     log.info(
         "olb.grid: experiment %r, %d cells (%d unique) on %d data set(s)\n%s",
         cfg.name,
-        len(plan.cells),
-        len(plan.unique_cells),
-        len(plan.datasets),
-        describe(plan),
+        len(run.plan.cells),
+        len(run.plan.unique_cells),
+        len(run.plan.datasets),
+        describe(run.plan),
     )
-
-    plan, choices, cv_stats, unselected = cross_validate(cfg, plan, data, tracker, backend)
-    unique = plan.unique_cells
-    outcomes = resumed_outcomes(tracker, cfg, plan, data)
+    run.plan, choices, cv_stats, unselected = cross_validate(cfg, run.plan, run.data, run.tracker, run.backend)
+    outcomes = resumed_outcomes(run.tracker, cfg, run.plan, run.data)
     n_resumed = len(outcomes)
-    for c in unique:
-        if c.dataset in data.unavailable and c.cell_id not in outcomes:
-            outcomes[c.cell_id] = {
-                "status": "UNAVAILABLE",
-                "error": data.unavailable[c.dataset],
-                "metrics": {},
-                "source": "",
-            }
-        elif (c.entry, c.dataset) in unselected:
-            outcomes[c.cell_id] = {
-                "status": "FAILED",
-                "error": unselected[(c.entry, c.dataset)],
-                "metrics": {},
-                "source": "",
-            }
-    n_unavailable = sum(1 for o in outcomes.values() if o["status"] == "UNAVAILABLE")
-    todo = [c for c in unique if c.cell_id not in outcomes]
+    _mark_not_runnable(run, outcomes, unselected)
+    n_unavailable = sum(1 for o in outcomes.values() if o["status"] == Status.UNAVAILABLE)
+    todo = [c for c in run.plan.unique_cells if c.cell_id not in outcomes]
     data_dir = grid_data_dir(cfg)
-    tasks = [_cell_task(c, cfg, data_dir, bool(tracker is not None and cfg.tracking.cell_artifacts)) for c in todo]
+    tasks = [_cell_task(c, cfg, data_dir, run.tracker.cell_artifacts) for c in todo]
     log.info(
         "olb.grid: %d to run, %d already finished (resume=%s), %d unavailable; output: %s",
         len(todo),
@@ -440,348 +248,172 @@ def _run_stages(
         n_unavailable,
         out,
     )
+    parent_id = _start_parent(run, len(todo), n_resumed)
+    recorder = Recorder(run.plan, run.data, run.tracker, outcomes, out)
+    fan = fan_out(run.backend, tasks, recorder, cfg.name, skipped=n_resumed)
+    return _finish(run, Stages(outcomes, recorder, fan, n_resumed, n_unavailable, parent_id, choices, cv_stats))
 
-    parent_id = None
-    if tracker is not None:
-        params = {
-            "experiment": cfg.name,
-            "n_cells": len(plan.cells),
-            "n_unique_cells": len(unique),
-            "n_to_run": len(todo),
-            "n_resumed": n_resumed,
-            "algorithms": ",".join(cfg.algorithms),
-            "datasets": ",".join(plan.datasets),
-            "seeds": str(_plain_value(cfg.seeds)),
-            "backend": backend.name,
-            "resume": cfg.resume,
-            "verify_checksums": cfg.verify_checksums,
-        }
-        tags = {
-            "olb.backend_reason": backend_reason,
-            "olb.output_dir": str(out.resolve()),
-            "olb.overrides": " ".join(overrides or []),
-            "olb.data_fingerprints": " ".join(f"{n}={s.fingerprint}" for n, s in data.sources.items()),
-        }
-        parent_id = tracker.start_parent(
-            f"{cfg.name} {datetime.now():%Y-%m-%d %H:%M:%S}", params, tags, OmegaConf.to_yaml(cfg)
-        )
 
-    recorder = _Recorder(plan, data, tracker, outcomes, out)
-    fan = fan_out(backend, tasks, recorder, cfg.name, skipped=n_resumed)
-    return _finish(
-        cfg,
-        plan,
-        data,
-        outcomes,
-        tracker,
-        out,
-        overrides,
-        stream,
-        fan,
-        recorder,
-        n_resumed,
-        n_unavailable,
-        parent_id,
-        t_start,
-        (choices, cv_stats),
+def _mark_not_runnable(run: GridRun, outcomes: dict, unselected: dict) -> None:
+    """Outcomes for the cells that will not run: their data set is unavailable, or cross-validation chose no
+    setting for their entry."""
+    for c in run.plan.unique_cells:
+        if c.dataset in run.data.unavailable and c.cell_id not in outcomes:
+            error, status = run.data.unavailable[c.dataset], Status.UNAVAILABLE
+        elif (c.entry, c.dataset) in unselected:
+            error, status = unselected[(c.entry, c.dataset)], Status.FAILED
+        else:
+            continue
+        outcomes[c.cell_id] = {"status": status, "error": error, "metrics": {}, "source": ""}
+
+
+def _start_parent(run: GridRun, n_todo: int, n_resumed: int) -> str | None:
+    """Open the invocation's parent run in the tracker: what was planned, where, how and from which data."""
+    cfg, plan = run.cfg, run.plan
+    params = {
+        "experiment": cfg.name,
+        "n_cells": len(plan.cells),
+        "n_unique_cells": len(plan.unique_cells),
+        "n_to_run": n_todo,
+        "n_resumed": n_resumed,
+        "algorithms": ",".join(cfg.algorithms),
+        "datasets": ",".join(plan.datasets),
+        "seeds": str(_plain_value(cfg.seeds)),
+        "backend": run.backend.name,
+        "resume": cfg.resume,
+        "verify_checksums": cfg.verify_checksums,
+    }
+    tags = {
+        "olb.backend_reason": run.backend_reason,
+        "olb.output_dir": str(run.out.resolve()),
+        "olb.overrides": " ".join(run.overrides),
+        "olb.data_fingerprints": " ".join(f"{n}={s.fingerprint}" for n, s in run.data.sources.items()),
+    }
+    return run.tracker.start_parent(
+        f"{cfg.name} {datetime.now():%Y-%m-%d %H:%M:%S}", params, tags, OmegaConf.to_yaml(cfg)
     )
 
 
-def _finish(
-    cfg,
-    plan,
-    data,
-    outcomes,
-    tracker,
-    out,
-    overrides,
-    stream,
-    fan,
-    recorder,
-    n_resumed,
-    n_unavailable,
-    parent_id,
-    t_start,
-    selection=((), {}),
-) -> GridOutcome:
-    """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report."""
-    cells = cells_frame(plan, outcomes, data)
+def _write_outputs(run: GridRun, st: Stages) -> tuple[pd.DataFrame, pd.DataFrame, str, dict]:
+    """cells.csv, table.csv, table.md (with the chosen settings and the leaderboard) and the plots: the cells, the
+    table, table.md's text and the files written by name."""
+    cfg, plan, out = run.cfg, run.plan, run.out
+    cells = cells_frame(plan, st.outcomes, run.data)
     table = build_table(
-        plan, outcomes, cfg.reference, data.unavailable, differences(plan, cfg.reference, cfg.verify_checksums)
+        plan, st.outcomes, cfg.reference, run.data.unavailable, differences(plan, cfg.reference, cfg.verify_checksums)
     )
     files = {"cells": out / "cells.csv", "table_csv": out / "table.csv", "table_md": out / "table.md"}
     cells.to_csv(files["cells"], index=False)
     table.to_csv(files["table_csv"], index=False)
     markdown = table_markdown(
         table,
-        grid_title(cfg, plan, overrides or []),
+        grid_title(cfg, plan, run.overrides),
         list(cfg.table.rows),
         list(cfg.table.columns),
         cfg.table.decimals,
         reference_source(cfg.reference),
         cfg.table.bold_best,
     )
-    choices, cv_stats = selection
-    if choices:
+    if st.choices:
         from olb.grid.crossval import selection_markdown
 
-        markdown += "\n" + selection_markdown(choices)
+        markdown += "\n" + selection_markdown(st.choices)
     if cfg.leaderboard:
-        board_md, board_files = _leaderboard(plan, table, cells, out / "leaderboard")
+        board_md, board_files = write_leaderboard(plan, table, cells, out / "leaderboard")
         markdown += "\n" + board_md
         if board_files:
             files["leaderboard"] = out / "leaderboard"
     files["table_md"].write_text(markdown)
-    plot_paths = _plots(plan, outcomes, table, cells, tracker, out / "plots") if cfg.plots else []
+    plot_paths = write_plots(plan, st.outcomes, table, cells, run.tracker, out / "plots") if cfg.plots else []
     if plot_paths:
         files["plots"] = out / "plots"
+    return cells, table, markdown, files
 
+
+def _exit_code(fan: FanoutStats, n_failed: int, n_finished: int, untracked: list) -> int:
+    if fan.lost is not None:
+        return EXIT_LOST
+    if fan.interrupted:
+        return EXIT_INTERRUPTED
+    if n_failed or untracked:
+        return EXIT_FAILED_CELLS
+    return EXIT_NOTHING_COMPUTED if n_finished == 0 else EXIT_OK
+
+
+def _finish_parent(run: GridRun, st: Stages, outcome: GridOutcome, n_finished: int) -> bool:
+    """Close the parent run with the grid's status, summary metrics and files; False if the tracker failed."""
+    fan = st.fan
+    if fan.lost is not None and fan.lost.what == "tracking":
+        return True
+    status = (
+        Status.KILLED
+        if fan.interrupted
+        else (Status.FAILED if outcome.n_failed or n_finished == 0 else Status.FINISHED)
+    )
+    status = Status.FAILED if fan.lost is not None else status
+    metrics = {
+        "n_run": fan.n_done,
+        "n_resumed": st.n_resumed,
+        "n_failed": outcome.n_failed,
+        "n_unavailable": st.n_unavailable,
+        "wall_s": outcome.wall_s,
+        "startup_s": fan.startup_s,
+        **{k: float(v) for k, v in st.cv_stats.items() if k != "interrupted"},
+    }
+    if not math.isnan(outcome.efficiency):
+        metrics["fanout_efficiency"] = outcome.efficiency
+    files = outcome.files
+    try:
+        run.tracker.finish_parent(
+            status,
+            metrics,
+            [
+                files["cells"],
+                files["table_csv"],
+                files["table_md"],
+                *([run.out / "plots"] if "plots" in files else []),
+                *([files["leaderboard"]] if "leaderboard" in files else []),
+            ],
+            {"olb.ended_by": str(fan.lost)} if fan.lost is not None else None,
+        )
+    except Exception as err:  # noqa: BLE001 - the files are written; say so and go on
+        log.error("olb.grid: could not record the grid's parent run in MLflow (%s: %s)", type(err).__name__, err)
+        return False
+    return True
+
+
+def _finish(run: GridRun, st: Stages) -> GridOutcome:
+    """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report."""
+    cells, table, markdown, files = _write_outputs(run, st)
+    fan = st.fan
     unique_cells = cells.drop_duplicates("cell_id")
-    n_failed = int((unique_cells["status"] == "FAILED").sum())
-    n_finished = int((unique_cells["status"] == "FINISHED").sum())
-    wall_s = time.perf_counter() - t_start
-    ran = cells[(cells["source"] == "run") & (cells["status"] == "FINISHED")].drop_duplicates("cell_id")
+    n_failed = int((unique_cells["status"] == Status.FAILED).sum())
+    n_finished = int((unique_cells["status"] == Status.FINISHED).sum())
+    ran = cells[(cells["source"] == "run") & (cells["status"] == Status.FINISHED)].drop_duplicates("cell_id")
     busy = float(ran["runtime_s"].sum() + ran["compile_s"].fillna(0).sum()) if len(ran) else 0.0  # CPUs kept busy
     efficiency = busy / (fan.cpus * fan.seconds) if (fan.n_done and fan.seconds > 0) else math.nan
-    if fan.lost is not None:
-        code = EXIT_LOST
-    elif fan.interrupted:
-        code = EXIT_INTERRUPTED
-    elif n_failed or recorder.untracked:
-        code = EXIT_FAILED_CELLS
-    else:
-        code = EXIT_NOTHING_COMPUTED if n_finished == 0 else EXIT_OK
-    if tracker is not None and not (fan.lost is not None and fan.lost.what == "tracking"):
-        status = "KILLED" if fan.interrupted else ("FAILED" if n_failed or n_finished == 0 else "FINISHED")
-        status = "FAILED" if fan.lost is not None else status
-        metrics = {
-            "n_run": fan.n_done,
-            "n_resumed": n_resumed,
-            "n_failed": n_failed,
-            "n_unavailable": n_unavailable,
-            "wall_s": wall_s,
-            "startup_s": fan.startup_s,
-            **{k: float(v) for k, v in cv_stats.items() if k != "interrupted"},
-        }
-        if not math.isnan(efficiency):
-            metrics["fanout_efficiency"] = efficiency
-        try:
-            tracker.finish_parent(
-                status,
-                metrics,
-                [
-                    files["cells"],
-                    files["table_csv"],
-                    files["table_md"],
-                    *([out / "plots"] if plot_paths else []),
-                    *([files["leaderboard"]] if "leaderboard" in files else []),
-                ],
-                {"olb.ended_by": str(fan.lost)} if fan.lost is not None else None,
-            )
-        except Exception as err:  # noqa: BLE001 - the files are written; say so and go on
-            log.error("olb.grid: could not record the grid's parent run in MLflow (%s: %s)", type(err).__name__, err)
-            code = code or EXIT_FAILED_CELLS
-
     outcome = GridOutcome(
-        exit_code=code,
-        output_dir=out,
+        exit_code=_exit_code(fan, n_failed, n_finished, st.recorder.untracked),
+        output_dir=run.out,
         cells=cells,
         table=table,
-        plan=plan,
+        plan=run.plan,
         n_run=fan.n_done,
-        n_resumed=n_resumed,
+        n_resumed=st.n_resumed,
         n_failed=n_failed,
-        n_unavailable=n_unavailable,
-        wall_s=wall_s,
+        n_unavailable=st.n_unavailable,
+        wall_s=time.perf_counter() - run.t_start,
         startup_s=fan.startup_s,
         fanout_s=fan.seconds if fan.n_done else 0.0,
         efficiency=efficiency,
         cpus=fan.cpus,
-        parent_run_id=parent_id,
-        tracking_uri=tracker.uri if tracker else None,
+        parent_run_id=st.parent_id,
+        tracking_uri=run.tracker.uri,
         files=files,
-        failures=recorder.failures,
-        untracked=recorder.untracked,
+        failures=st.recorder.failures,
+        untracked=st.recorder.untracked,
     )
-    _report(outcome, markdown, cfg, efficiency, stream)
+    if not _finish_parent(run, st, outcome, n_finished):
+        outcome.exit_code = outcome.exit_code or EXIT_FAILED_CELLS
+    print_report(outcome, markdown, run.cfg, efficiency, run.stream)
     return outcome
-
-
-def _leaderboard(plan: Plan, table, cells, out_dir: Path):
-    """Mean ranks, critical-difference diagrams and runtime plots of ``table`` (olb/grid/leaderboard.py)."""
-    from olb.data import dataset_spec
-    from olb.grid.leaderboard import write_report
-    from olb.grid.plan import RUNTIME_COLUMNS
-
-    ranked = {m: lower for m, lower in plan.lower_is_better.items() if m not in RUNTIME_COLUMNS}
-    examples = {d: dataset_spec(d).shape.n_examples for d in plan.datasets}
-    try:
-        return write_report(table, cells, ranked, examples, out_dir)
-    except Exception as err:  # noqa: BLE001 - a report never fails a grid; say why it is missing
-        log.warning("olb.grid: leaderboard failed: %s: %s", type(err).__name__, err)
-        return f"## Leaderboard\n\nnot written: {type(err).__name__}: {err}\n", []
-
-
-def _plots(plan, outcomes, table, cells, tracker, plot_dir: Path) -> list[Path]:
-    from olb.grid import plots
-
-    plot_dir.mkdir(parents=True, exist_ok=True)
-
-    def curve_of(cell, out):
-        if out.get("curve"):
-            return out["curve"]
-        if tracker is not None and out.get("run_id"):
-            try:
-                return tracker.curve(out["run_id"], out.get("primary_metric") or cell.metrics[0])
-            except Exception:  # noqa: BLE001 - a missing curve only thins a plot
-                return None
-        return None
-
-    try:
-        paths = plots.learning_curves(plan, outcomes, table, curve_of, plot_dir)
-        paths += plots.sweeps(plan, cells, plot_dir)
-    except Exception as err:  # noqa: BLE001 - plots never fail a grid
-        log.warning("olb.grid: plots failed: %s", err)
-        paths = []
-    if not paths:
-        try:
-            plot_dir.rmdir()
-        except OSError:
-            pass
-    return paths
-
-
-def _report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: float, stream) -> None:
-    pivot = markdown.split("## All values")[0].strip()
-    print("\n" + pivot + "\n", file=stream)
-    eff = "" if math.isnan(efficiency) else f", fan-out efficiency {efficiency:.0%}"
-    print(
-        f"olb.grid: {len(o.plan.unique_cells)} cells: {o.n_run} run, {o.n_resumed} resumed, {o.n_failed} failed, "
-        f"{o.n_unavailable} unavailable; wall {o.wall_s:.1f} s (start-up {o.startup_s:.1f} s{eff})",
-        file=stream,
-    )
-    for name, path in o.files.items():
-        print(f"olb.grid: {name:<9} {path}", file=stream)
-    if o.tracking_uri:
-        print(
-            f"olb.grid: MLflow    {o.tracking_uri} (experiment {cfg.tracking.experiment or 'olb/' + cfg.name!r}, "
-            f"parent run {o.parent_run_id})",
-            file=stream,
-        )
-    failed = o.cells[o.cells["status"] == "FAILED"].drop_duplicates("cell_id")
-    if len(failed):
-        print(f"olb.grid: {len(failed)} FAILED cell(s) (tracebacks in their MLflow runs, traceback.txt):", file=stream)
-        for _, r in failed.iterrows():
-            print(f"  {r['cell_id']} {r['algorithm']} {r['dataset']} seed={r['seed']}: {r['error']}", file=stream)
-    if o.untracked:
-        print(
-            f"olb.grid: {len(o.untracked)} finished cell(s) could not be recorded in MLflow (in cells.csv only; "
-            "a rerun runs them again)",
-            file=stream,
-        )
-    if o.exit_code == EXIT_INTERRUPTED:
-        print("olb.grid: interrupted; rerun the same command to complete the grid", file=stream)
-    if o.exit_code == EXIT_LOST:
-        print("olb.grid: ended early (see the error above); rerun the same command to complete the grid", file=stream)
-    stream.flush()
-
-
-# -- command line ----------------------------------------------------------------------------------------
-def _sigterm(signum, frame):
-    raise KeyboardInterrupt
-
-
-_TASK_STARTED = False
-
-
-def _hydra_task(cfg: DictConfig) -> None:
-    from hydra.core.hydra_config import HydraConfig
-
-    global _TASK_STARTED
-    _TASK_STARTED = True
-    hc = HydraConfig.get()
-    try:
-        signal.signal(signal.SIGTERM, _sigterm)
-    except ValueError:  # not the main thread
-        pass
-    try:
-        outcome = run_grid(cfg, hc.runtime.output_dir, list(hc.overrides.task))
-    except GridConfigError as err:
-        _remove_hydra_run_dir(Path(hc.runtime.output_dir))
-        print(f"olb.grid: error: {err}", file=sys.stderr)
-        sys.exit(EXIT_CONFIG)
-    if outcome.exit_code:
-        sys.exit(outcome.exit_code)
-
-
-def _remove_hydra_run_dir(run_dir: Path) -> None:
-    """A refused grid leaves nothing behind: Hydra creates the run dir (and its log file) before the task
-    starts, so remove it, and its parents up to the working directory, if nothing else is in them."""
-    for handler in logging.getLogger().handlers[:]:
-        if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).parent == run_dir:
-            handler.close()
-            logging.getLogger().removeHandler(handler)
-    if not run_dir.is_dir() or any(p.name != "olb.grid.log" for p in run_dir.iterdir()):
-        return
-    for p in run_dir.iterdir():
-        p.unlink()
-    cwd = Path.cwd().resolve()
-    for directory in [run_dir.resolve(), *run_dir.resolve().parents]:
-        if directory == cwd or cwd not in directory.parents:
-            break
-        try:
-            directory.rmdir()
-        except OSError:  # not empty: another run's outputs
-            break
-
-
-def unknown_override_keys(args: list[str]) -> list[str]:
-    """One message per command-line override naming a key the grid's schema does not know, with "did you
-    mean" (Hydra would only answer "Could not override" and suggest ``+key``, which the planner refuses)."""
-    import dataclasses
-    import typing
-
-    from olb.grid.config import make_schema
-    from olb.registry import did_you_mean
-
-    schema = make_schema()
-    groups = {p.name for d in olb.conf_dirs() if d.is_dir() for p in d.iterdir() if p.is_dir()}
-    problems = []
-    for arg in args:
-        if arg.startswith("-") or "=" not in arg:
-            continue
-        key = arg.lstrip("+~").split("=", 1)[0].split("@", 1)[0]
-        level, where = schema, ""
-        for part in key.split("."):
-            if not dataclasses.is_dataclass(level):
-                break  # a mapping or a free value (algorithm entries, hyperparameter shorthands)
-            fields = {f.name for f in dataclasses.fields(level)}
-            if not where and (part == "hydra" or (part in groups and "." not in key)):  # Hydra's own, backend=serial
-                break
-            if part not in fields:
-                problems.append(
-                    f"{where}{part}: unknown key{did_you_mean(part, fields)} (in {arg!r}); "
-                    f"allowed: {', '.join(sorted(fields))}"
-                )
-                break
-            level, where = typing.get_type_hints(level).get(part), f"{where}{part}."
-    return problems
-
-
-def main() -> None:
-    register_configs()
-    import hydra
-
-    problems = unknown_override_keys(sys.argv[1:])
-    if problems:
-        for problem in problems:
-            print(f"olb.grid: error: {problem}", file=sys.stderr)
-        raise SystemExit(EXIT_CONFIG)
-    sys.argv[1:] = with_search_path(with_default_experiment(sys.argv[1:]))
-    app = hydra.main(config_path=str(olb.conf_dirs()[0]), config_name=PRIMARY_CONFIG, version_base="1.3")(_hydra_task)
-    try:
-        app()
-    except SystemExit as exit_:
-        if exit_.code == 1 and not _TASK_STARTED:  # Hydra could not compose the config (message printed above)
-            raise SystemExit(EXIT_CONFIG) from None
-        raise

@@ -34,8 +34,10 @@ from collections import deque
 from collections.abc import Iterator
 
 from olb.grid.auth import LOOPBACK, LocalRayAuth
+from olb.grid.backend import HEARTBEAT, Backend
 from olb.grid.config import BACKENDS, BackendConfig
 from olb.grid.lost import RayLost, answers
+from olb.grid.messages import Status
 from olb.grid.worker import execute_cell
 
 # Token authentication (also to join a cluster), no usage statistics (nor their prompt), and no C++ failure
@@ -48,16 +50,18 @@ QUIET_RAY_ENV = {
     "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1",
 }
 
-HEARTBEAT = None  # yielded when nothing finished within a second, so that the progress bar can refresh
 
+class SerialBackend(Backend):
+    """Every task in the driver process, one after the other."""
 
-class SerialBackend:
     name = "serial"
 
     def __init__(self, cfg: BackendConfig | None = None):
-        self.cpus = 1
-        self.running = 0
-        self.startup_s = 0.0
+        self._running = 0
+
+    @property
+    def running(self) -> int:
+        return self._running
 
     def start(self) -> None:
         pass
@@ -70,13 +74,15 @@ class SerialBackend:
 
     def run(self, tasks: list[dict]) -> Iterator[dict | None]:
         for task in tasks:
-            self.running = 1
+            self._running = 1
             payload = execute_cell(task)
-            self.running = 0
+            self._running = 0
             yield payload
 
 
-class RayBackend:
+class RayBackend(Backend):
+    """One Ray task per cell on a local Ray (started and stopped here) or on a Ray cluster (``address``)."""
+
     name = "ray"
 
     def __init__(self, cfg: BackendConfig):
@@ -214,7 +220,7 @@ def _lost(task: dict, err: Exception, max_retries: int) -> dict:
     now = time.time()
     payload = {
         "cell_id": task["cell_id"],
-        "status": "FAILED",
+        "status": Status.FAILED,
         "error": f"{type(err).__name__}: {err}".strip(),
         "traceback": f"{type(err).__name__}: {err}",
         "start_time": now,
@@ -308,11 +314,12 @@ def choose_backend(cfg: BackendConfig, work_s: float, n_tasks: int) -> tuple[str
     )
 
 
-def make_backend(cfg: BackendConfig, name: str | None = None):
+BACKEND_CLASSES: dict[str, type[Backend]] = {"serial": SerialBackend, "ray": RayBackend}
+
+
+def make_backend(cfg: BackendConfig, name: str | None = None) -> Backend:
     """The backend ``name`` (default ``cfg.name``; ``auto`` must be resolved by :func:`choose_backend` first)."""
     name = name or cfg.name
-    if name == "serial":
-        return SerialBackend(cfg)
-    if name == "ray":
-        return RayBackend(cfg)
+    if name in BACKEND_CLASSES:
+        return BACKEND_CLASSES[name](cfg)
     raise ValueError(f"backend.name={name!r} is not allowed; allowed: {', '.join(BACKENDS)}")

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from olb.grid.messages import Status
 from olb.grid.plan import Cell, Plan
 
 log = logging.getLogger("olb.grid")
@@ -67,11 +68,11 @@ def execute_cv(task: dict) -> dict:
     except Exception as err:  # noqa: BLE001 - recorded, never raised in a worker
         return {
             **base,
-            "status": "FAILED",
+            "status": Status.FAILED,
             "error": f"{type(err).__name__}: {err}",
             "traceback": traceback.format_exc(),
         }
-    return {**base, "status": "FINISHED", **result, "wall_s": time.perf_counter() - t0}
+    return {**base, "status": Status.FINISHED, **result, "wall_s": time.perf_counter() - t0}
 
 
 @dataclasses.dataclass
@@ -163,11 +164,11 @@ def run_selection(
             task["cell_id"] = task_id(task)
             task_ids.setdefault((entry, dataset), []).append(task["cell_id"])
             tasks.append(task)
-    todo = [t for t in tasks if store.results.get(t["cell_id"], {}).get("status") != "FINISHED"]
+    todo = [t for t in tasks if store.results.get(t["cell_id"], {}).get("status") != Status.FINISHED]
     failed: list[str] = []
 
     def on_result(payload: dict) -> None:
-        if payload["status"] == "FINISHED":
+        if payload["status"] == Status.FINISHED:
             store.add(payload)
         else:
             failed.append(payload.get("error", ""))
@@ -222,9 +223,8 @@ def run_selection(
             Choice(entry, dataset, dict(cell.params), cell.loops, reason, choice.rule, pd.DataFrame(rows), partial)
         )
         keep[(entry, dataset)] = (cell.params, cell.loops)
-    if tracker is not None:
-        for choice in choices:
-            _log_choice(tracker, choice, selected[choice.entry])
+    for choice in choices:
+        _log_choice(tracker, choice, selected[choice.entry])
     cells = []
     for cell in plan.cells:
         if cell.entry not in selected:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from olb.grid.backends import HEARTBEAT
+from olb.grid.backend import HEARTBEAT, Backend
 from olb.grid.lost import InfrastructureLost
 from olb.grid.progress import Progress
 
@@ -32,7 +32,12 @@ class FanoutStats:
 
 
 def fan_out(
-    backend, tasks: list[dict], on_result: Callable[[dict], None], desc: str, skipped: int = 0, unit: str = "cell"
+    backend: Backend,
+    tasks: list[dict],
+    on_result: Callable[[dict], None],
+    desc: str,
+    skipped: int = 0,
+    unit: str = "cell",
 ) -> FanoutStats:
     """Run ``tasks`` (``execute_cell`` payloads) on ``backend``; ``on_result(payload)`` runs in the driver for
     each result. ``skipped`` (tasks done earlier) only shapes the progress bar, which counts in ``unit``s."""

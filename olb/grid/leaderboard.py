@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from olb.grid.messages import Status
+
 
 def complete(board: pd.DataFrame) -> pd.DataFrame:
     """The complete block the rank tests need: data sets without any figure go, then learners missing on half
@@ -132,7 +134,7 @@ def runtime_quality_plot(
 
 def board(cells: pd.DataFrame, metric: str, learner: str = "label", aggfunc="mean") -> pd.DataFrame:
     """Data set x learner table of ``metric`` over seeds (``aggfunc``), from a grid's cells (FINISHED only)."""
-    done = cells[cells["status"] == "FINISHED"]
+    done = cells[cells["status"] == Status.FINISHED]
     return done.pivot_table(index="dataset", columns=learner, values=metric, aggfunc=aggfunc)
 
 

@@ -21,7 +21,8 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from olb.grid.config import BACKENDS, SPEC_AXES, AlgorithmEntry, hyperparameter_names
-from olb.registry import algorithm_names, did_you_mean, get_algorithm
+from olb.registry import algorithm_names, get_algorithm
+from olb.text import did_you_mean
 
 CELL_ID_VERSION = 1
 RUNTIME_COLUMNS = ("runtime_s", "cpu_s", "compile_s", "peak_rss_mb")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from olb.grid.messages import Status
 from olb.grid.plan import Plan
 
 
@@ -59,7 +60,7 @@ def learning_curves(plan: Plan, outcomes: dict[str, dict], table: pd.DataFrame, 
             frames = []
             for c in cells:
                 out = outcomes.get(c.cell_id)
-                if not out or out["status"] != "FINISHED":
+                if not out or out["status"] != Status.FINISHED:
                     continue
                 curve = curve_of(c, out)
                 if curve and curve.get("step"):
@@ -99,7 +100,7 @@ def sweeps(plan: Plan, cells: pd.DataFrame, out_dir: Path) -> list[Path]:
     """For every entry and numeric hyperparameter it varies: the select_by metric against it, per data set."""
     paths = []
     metric = plan.select_by
-    done = cells[cells["status"] == "FINISHED"]
+    done = cells[cells["status"] == Status.FINISHED]
     if done.empty or metric not in done.columns:
         return paths
     for key, info in plan.entries.items():

@@ -13,6 +13,8 @@ import time
 
 from tqdm import tqdm
 
+from olb.grid.messages import Status
+
 
 def _hms(seconds: float) -> str:
     if seconds != seconds or seconds == float("inf"):
@@ -78,7 +80,7 @@ class Progress:
 
     def update(self, status: str, running: int, compile_s: float = 0.0) -> None:
         self.compile_s += compile_s
-        if status == "FINISHED":
+        if status == Status.FINISHED:
             self.done += 1
         else:
             self.failed += 1

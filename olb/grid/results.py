@@ -12,9 +12,8 @@ import yaml
 
 import olb
 
+from olb.grid.messages import Status
 from olb.grid.plan import RUNTIME_COLUMNS, Cell, Plan
-
-STATUS_ORDER = ("FINISHED", "FAILED", "UNAVAILABLE", "NOT_RUN")
 
 
 def outcome_from_payload(payload: dict, run_id: str | None) -> dict:
@@ -37,7 +36,7 @@ def outcome_from_payload(payload: dict, run_id: str | None) -> dict:
 def outcome_from_run(run, cell: Cell) -> dict:
     """A cell finished by an earlier invocation, from its MLflow run."""
     out = {
-        "status": "FINISHED",
+        "status": Status.FINISHED,
         "run_id": run.run_id,
         "source": "resumed",
         "error": "",
@@ -60,7 +59,7 @@ def cells_frame(plan: Plan, outcomes: dict[str, dict], data=None) -> pd.DataFram
     rows = []
     for cell in plan.cells:
         row = cell.record()
-        out = outcomes.get(cell.cell_id, {"status": "NOT_RUN", "error": "", "metrics": {}})
+        out = outcomes.get(cell.cell_id, {"status": Status.NOT_RUN, "error": "", "metrics": {}})
         row["status"] = out["status"]
         for key in RUNTIME_COLUMNS:
             row[key] = out.get(key, math.nan)
@@ -169,12 +168,12 @@ def build_table(
 
     def value(cell: Cell, metric: str) -> float:
         out = outcomes.get(cell.cell_id)
-        if not out or out["status"] != "FINISHED":
+        if not out or out["status"] != Status.FINISHED:
             return math.nan
         return out.get(metric, math.nan) if metric in RUNTIME_COLUMNS else out["metrics"].get(metric, math.nan)
 
     def status(cell: Cell) -> str:
-        return outcomes.get(cell.cell_id, {}).get("status", "NOT_RUN")
+        return outcomes.get(cell.cell_id, {}).get("status", Status.NOT_RUN)
 
     for key, info in plan.entries.items():
         for ds in plan.datasets:
@@ -194,11 +193,11 @@ def build_table(
                     pick = next(iter(groups))
                 chosen = groups[pick]
                 every = [c for cs in groups.values() for c in cs]
-                n_failed = sum(1 for c in every if status(c) == "FAILED")
+                n_failed = sum(1 for c in every if status(c) == Status.FAILED)
                 note = "unavailable" if ds in unavailable else ""
                 if not note and n_failed:
                     note = f"{n_failed} failed"
-                if not note and all(status(c) == "NOT_RUN" for c in every):
+                if not note and all(status(c) == Status.NOT_RUN for c in every):
                     note = "not run"
                 selected = ", ".join(f"{k}={v}" for k, v in pick) if (pick and finite) else ""
                 differ = [] if differences is None else differences.get((key, ds), [])

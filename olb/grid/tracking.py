@@ -26,7 +26,9 @@ from pathlib import Path
 
 from olb.grid.config import TrackingConfig
 from olb.grid.lost import TrackingLost
+from olb.grid.messages import Status
 from olb.grid.plan import Cell
+from olb.grid.tracker import Tracker
 from olb.grid.worker import curve_csv
 
 log = logging.getLogger("olb.grid")
@@ -95,8 +97,8 @@ def sqlite_artifact_location(uri: str, experiment_name: str) -> str | None:
     return (Path(uri[len("sqlite:///") :]).resolve().parent / "mlruns" / experiment_name).as_uri()
 
 
-class Tracker:
-    """The driver's MLflow writer. Writes are retried with backoff while SQLite reports a lock."""
+class MlflowTracker(Tracker):
+    """The driver's MLflow writer (a SQLite file or a tracking server). Writes are retried with backoff while SQLite reports a lock."""
 
     def __init__(self, cfg: TrackingConfig, experiment_name: str, code_version: str = "unknown"):
         import mlflow
@@ -225,7 +227,7 @@ class Tracker:
                 children = self._search(f"tags.`mlflow.parentRunId` = '{parent}' and attributes.status = 'RUNNING'")
                 for stale in [*children, run]:
                     self._retry(self.client.set_tag, stale.info.run_id, "olb.closed_by", why)
-                    self._retry(self.client.set_terminated, stale.info.run_id, "KILLED")
+                    self._retry(self.client.set_terminated, stale.info.run_id, Status.KILLED)
                     n += 1
         return n
 
@@ -275,17 +277,40 @@ class Tracker:
         self._log_batch(run.info.run_id, params=params)
         for path in files:
             self._retry(self.client.log_artifact, run.info.run_id, str(path))
-        self._retry(self.client.set_terminated, run.info.run_id, "FINISHED")
+        self._retry(self.client.set_terminated, run.info.run_id, Status.FINISHED)
         return run.info.run_id
 
     def log_cell(self, cell: Cell, payload: dict, data_tags: dict | None = None) -> str:
         """One child run with the cell's parameters, metrics, curve (one batch), tags (``data_tags``: which
         data it read) and artifacts."""
-        from mlflow.entities import Metric
-
         status = payload["status"]
         start_ms = int(payload.get("start_time", time.time()) * 1000)
         end_ms = int(payload.get("end_time", time.time()) * 1000)
+        tags = self._cell_tags(cell, payload, data_tags)
+        run = self._retry(
+            self.client.create_run,
+            self.experiment_id,
+            start_time=start_ms,
+            run_name=cell.run_name,
+            tags={k: _clip(str(v), MAX_TAG) for k, v in tags.items() if k != "olb.status"},
+        )
+        run_id = run.info.run_id
+        params = _cell_params(cell)
+        if status == Status.FINISHED:
+            params["phases"] = ",".join(payload["phases"])
+        self._log_batch(run_id, metrics=_cell_metrics(payload, end_ms), params=params, tags={"olb.status": status})
+        files = self._cell_files(payload)
+        if files:
+            with tempfile.TemporaryDirectory(prefix="olb-cell-") as tmp:
+                for fname, data in files.items():
+                    Path(tmp, fname).write_bytes(data)
+                self._retry(self.client.log_artifacts, run_id, tmp)
+        self._retry(
+            self.client.set_terminated, run_id, Status.FINISHED if status == Status.FINISHED else Status.FAILED, end_ms
+        )
+        return run_id
+
+    def _cell_tags(self, cell: Cell, payload: dict, data_tags: dict | None) -> dict:
         tags = {
             "mlflow.runName": cell.run_name,
             "olb.kind": "cell",
@@ -296,66 +321,25 @@ class Tracker:
             "olb.label": cell.label,
             "olb.host": str(payload.get("host", "")),
             "olb.node_ip": str(payload.get("node_ip", "")),
-            "olb.status": status,
+            "olb.status": payload["status"],
             **(data_tags or {}),
         }
         if self.parent_run_id:
             tags["mlflow.parentRunId"] = self.parent_run_id
-        if status != "FINISHED":
+        if payload["status"] != Status.FINISHED:
             tags["olb.error"] = payload.get("error", "")
-        run = self._retry(
-            self.client.create_run,
-            self.experiment_id,
-            start_time=start_ms,
-            run_name=cell.run_name,
-            tags={k: _clip(str(v), MAX_TAG) for k, v in tags.items() if k != "olb.status"},
-        )
-        run_id = run.info.run_id
+        return tags
 
-        params = {
-            "algorithm": cell.algorithm,
-            "dataset": cell.dataset,
-            "seed": cell.seed,
-            "protocol": cell.protocol,
-            "loops": cell.loops,
-            "metrics": ",".join(cell.metrics),
-            "curve_every": cell.curve_every,
-            "label": cell.label,
-            "cell_id": cell.cell_id,
-        }
-        for key, value in cell.params.items():
-            params[key if key not in params else f"param.{key}"] = value
-        metrics: list[Metric] = []
-        if status == "FINISHED":
-            for key, value in payload["metrics"].items():
-                metrics.append(Metric(key, float(value), end_ms, 0))
-            for key in ("runtime_s", "cpu_s", "compile_s", "wall_s", "setup_s", "peak_rss_mb"):
-                metrics.append(Metric(key, float(payload[key]), end_ms, 0))
-            for phase, timing in payload["phases"].items():
-                for key, value in timing.items():
-                    metrics.append(Metric(f"phase/{phase}/{key}", float(value), end_ms, 0))
-            curve = payload["curve"]
-            name = f"curve/{payload['primary_metric']}"
-            metrics.extend(Metric(name, float(v), end_ms, int(s)) for s, v in zip(curve["step"], curve["value"]))
-            params["phases"] = ",".join(payload["phases"])
-        else:
-            metrics.append(Metric("wall_s", float(payload.get("wall_s", 0.0)), end_ms, 0))
-        self._log_batch(run_id, metrics=metrics, params=params, tags={"olb.status": status})
-
+    def _cell_files(self, payload: dict) -> dict[str, bytes]:
+        """The cell's artifacts: its curve (CSV, and the worker's plot) when finished, else its traceback."""
+        if payload["status"] != Status.FINISHED:
+            return {"traceback.txt": str(payload.get("traceback", payload.get("error", ""))).encode()}
         files = {}
-        if status == "FINISHED" and self.cell_artifacts:
+        if self.cell_artifacts:
             files["curve.csv"] = curve_csv(payload).encode()
             if payload.get("curve_png"):
                 files["curve.png"] = payload["curve_png"]
-        if status != "FINISHED":
-            files["traceback.txt"] = str(payload.get("traceback", payload.get("error", ""))).encode()
-        if files:
-            with tempfile.TemporaryDirectory(prefix="olb-cell-") as tmp:
-                for fname, data in files.items():
-                    Path(tmp, fname).write_bytes(data)
-                self._retry(self.client.log_artifacts, run_id, tmp)
-        self._retry(self.client.set_terminated, run_id, "FINISHED" if status == "FINISHED" else "FAILED", end_ms)
-        return run_id
+        return files
 
     def _log_batch(self, run_id: str, metrics=(), params: dict | None = None, tags: dict | None = None) -> None:
         from mlflow.entities import Metric, Param, RunTag
@@ -366,6 +350,41 @@ class Tracker:
         plist = [Param(str(k), _clip(str(v), MAX_PARAM)) for k, v in (params or {}).items()]
         tlist = [RunTag(str(k), _clip(str(v), MAX_TAG)) for k, v in (tags or {}).items()]
         self._retry(self.client.log_batch, run_id, metrics=list(metrics), params=plist, tags=tlist)
+
+
+def _cell_params(cell: Cell) -> dict:
+    """A cell's run parameters: what decides its result; a hyperparameter named like one of them gets ``param.``."""
+    params = {
+        "algorithm": cell.algorithm,
+        "dataset": cell.dataset,
+        "seed": cell.seed,
+        "protocol": cell.protocol,
+        "loops": cell.loops,
+        "metrics": ",".join(cell.metrics),
+        "curve_every": cell.curve_every,
+        "label": cell.label,
+        "cell_id": cell.cell_id,
+    }
+    for key, value in cell.params.items():
+        params[key if key not in params else f"param.{key}"] = value
+    return params
+
+
+def _cell_metrics(payload: dict, end_ms: int) -> list:
+    """A finished cell's metrics, timings, phase timings and curve (one point per step); a failed one's wall time."""
+    from mlflow.entities import Metric
+
+    if payload["status"] != Status.FINISHED:
+        return [Metric("wall_s", float(payload.get("wall_s", 0.0)), end_ms, 0)]
+    metrics = [Metric(key, float(value), end_ms, 0) for key, value in payload["metrics"].items()]
+    for key in ("runtime_s", "cpu_s", "compile_s", "wall_s", "setup_s", "peak_rss_mb"):
+        metrics.append(Metric(key, float(payload[key]), end_ms, 0))
+    for phase, timing in payload["phases"].items():
+        for key, value in timing.items():
+            metrics.append(Metric(f"phase/{phase}/{key}", float(value), end_ms, 0))
+    curve, name = payload["curve"], f"curve/{payload['primary_metric']}"
+    metrics.extend(Metric(name, float(v), end_ms, int(s)) for s, v in zip(curve["step"], curve["value"]))
+    return metrics
 
 
 @contextmanager

@@ -15,6 +15,8 @@ import sys
 import time
 import traceback
 
+from olb.grid.messages import Status
+
 
 def execute_cell(task: dict) -> dict:
     """Run ``task["spec"]`` (CellSpec keyword arguments) and return the payload the driver records.
@@ -43,7 +45,7 @@ def execute_cell(task: dict) -> dict:
     except Exception as err:  # noqa: BLE001 - everything a cell raises is recorded, nothing escapes
         return {
             **base,
-            "status": "FAILED",
+            "status": Status.FAILED,
             "error": f"{type(err).__name__}: {err}",
             "traceback": traceback.format_exc(),
             "wall_s": time.perf_counter() - wall0,
@@ -54,8 +56,7 @@ def execute_cell(task: dict) -> dict:
     curve = {key: [v.item() if hasattr(v, "item") else v for v in values] for key, values in stream.curve.items()}
     payload = {
         **base,
-        "status": "FINISHED",
-        "params": result.params,
+        "status": Status.FINISHED,
         "metrics": {k: float(v) for k, v in stream.metrics.items()},
         "primary_metric": stream.primary_metric,
         "data_fingerprint": result.data.fingerprint,  # what the cell read (the driver checks it against its plan)

@@ -1,0 +1,42 @@
+"""The backend interface: where cell tasks run. :mod:`olb.grid.fanout` drives any backend through it.
+
+Two backends exist (:mod:`olb.grid.backends`): ``serial`` (in the driver process) and ``ray`` (a local Ray, or a
+Ray cluster when an address is given). A new backend is one subclass and its entry in
+``olb.grid.backends.BACKEND_CLASSES`` (and its name in ``olb.grid.config.BACKENDS``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+
+HEARTBEAT = None  # yielded when nothing finished within a second, so that the progress bar can refresh
+
+
+class Backend(ABC):
+    """Runs tasks (:func:`olb.grid.worker.execute_cell` arguments) and yields their payloads as they finish."""
+
+    name: str  # as in backend.name
+    cpus: int = 1  # tasks it runs at once (the progress bar's slots, the fan-out's efficiency)
+    startup_s: float = 0.0  # what starting it cost
+
+    @property
+    @abstractmethod
+    def running(self) -> int:
+        """Tasks running now."""
+
+    @abstractmethod
+    def start(self) -> None:
+        """Get ready to run tasks; idempotent (every stage of a grid calls it)."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Release what :meth:`start` took (once, after the grid's last stage)."""
+
+    @abstractmethod
+    def cancel(self) -> None:
+        """Drop the tasks still queued or running (Ctrl-C, a lost head or tracker)."""
+
+    @abstractmethod
+    def run(self, tasks: list[dict]) -> Iterator[dict | None]:
+        """Each task's payload as it finishes, in any order; :data:`HEARTBEAT` when nothing finished for a while."""

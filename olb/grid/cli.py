@@ -1,0 +1,188 @@
+"""The command line and composition: Hydra overrides -> the grid config (plugins imported first), ``main``.
+
+From Python (tests, notebooks)::
+
+    from olb.grid import compose, run_grid
+    cfg = compose(["datasets=[emotions]", "seeds=2", "num_learners=3", "backend=serial"])
+    outcome = run_grid(cfg, "outputs/try")
+    outcome.table  # pandas DataFrame of table.csv
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+import olb
+from olb.grid.config import PRIMARY_CONFIG, register_configs
+from olb.grid.plan import GridConfigError
+from olb.grid.app import run_grid
+from olb.grid.messages import EXIT_CONFIG
+
+
+def compose(overrides: list[str] | None = None) -> DictConfig:
+    """The grid config for ``overrides`` (as on the command line), through Hydra's compose API."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    overrides = with_search_path(with_default_experiment(list(overrides or [])))
+    import_plugins(overrides)
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(olb.conf_dirs()[0]), version_base="1.3", job_name="olb.grid"):
+        return hydra_compose(config_name=PRIMARY_CONFIG, overrides=overrides)
+
+
+_PLUGIN_KEYS = ("experiment", "imports", "hydra.searchpath")
+
+
+def import_plugins(overrides: list[str]) -> None:
+    """Import the modules the grid's ``imports`` names, then build the config schema (:func:`register_configs`),
+    so that a plugin's hyperparameters have their top-level shorthand (``fail_at=3``) like olb's own. The modules
+    come from a first composition with only the experiment choice, ``imports`` and the search path. A module that
+    cannot be imported, or a config that does not compose, is left to the real composition and the planner, which
+    report it."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    register_configs()
+    kept = [o for o in overrides if o.lstrip("+~").split("=", 1)[0].split("@", 1)[0] in _PLUGIN_KEYS]
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(olb.conf_dirs()[0]), version_base="1.3", job_name="olb.grid"):
+            modules = list(hydra_compose(config_name=PRIMARY_CONFIG, overrides=kept).imports)
+    except Exception:  # noqa: BLE001 -- the real composition reports it, with the user's full overrides
+        modules = []
+    finally:
+        GlobalHydra.instance().clear()
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # plan.import_plugins names it among the config's problems
+    register_configs()
+
+
+def with_search_path(overrides: list[str]) -> list[str]:
+    """Hydra reads the first config dir of :func:`olb.conf_dirs` (one's own, ``$OLB_CONF_DIR``, when set), then
+    the others (olb's own last): a config dir of one's own adds to olb's configs instead of replacing them.
+    The primary config comes from the config store (:func:`olb.grid.config.register_configs`): Hydra looks for
+    it in the first dir only."""
+    rest = olb.conf_dirs()[1:]
+    if not rest or any(o.lstrip("+~").startswith("hydra.searchpath=") for o in overrides):
+        return overrides
+    return [f"hydra.searchpath=[{','.join(f'file://{d}' for d in rest)}]", *overrides]
+
+
+def with_default_experiment(overrides: list[str]) -> list[str]:
+    """Put ``+experiment=default`` first unless an experiment is chosen."""
+    chosen = any(o.lstrip("+~").startswith("experiment=") or o.lstrip("~") == "experiment" for o in overrides)
+    return overrides if chosen else ["+experiment=default", *overrides]
+
+
+# -- command line ----------------------------------------------------------------------------------------
+def _sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
+_TASK_STARTED = False
+
+
+def _hydra_task(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    global _TASK_STARTED
+    _TASK_STARTED = True
+    hc = HydraConfig.get()
+    try:
+        signal.signal(signal.SIGTERM, _sigterm)
+    except ValueError:  # not the main thread
+        pass
+    try:
+        outcome = run_grid(cfg, hc.runtime.output_dir, list(hc.overrides.task))
+    except GridConfigError as err:
+        _remove_hydra_run_dir(Path(hc.runtime.output_dir))
+        print(f"olb.grid: error: {err}", file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
+    if outcome.exit_code:
+        sys.exit(outcome.exit_code)
+
+
+def _remove_hydra_run_dir(run_dir: Path) -> None:
+    """A refused grid leaves nothing behind: Hydra creates the run dir (and its log file) before the task
+    starts, so remove it, and its parents up to the working directory, if nothing else is in them."""
+    for handler in logging.getLogger().handlers[:]:
+        if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).parent == run_dir:
+            handler.close()
+            logging.getLogger().removeHandler(handler)
+    if not run_dir.is_dir() or any(p.name != "olb.grid.log" for p in run_dir.iterdir()):
+        return
+    for p in run_dir.iterdir():
+        p.unlink()
+    cwd = Path.cwd().resolve()
+    for directory in [run_dir.resolve(), *run_dir.resolve().parents]:
+        if directory == cwd or cwd not in directory.parents:
+            break
+        try:
+            directory.rmdir()
+        except OSError:  # not empty: another run's outputs
+            break
+
+
+def unknown_override_keys(args: list[str]) -> list[str]:
+    """One message per command-line override naming a key the grid's schema does not know, with "did you
+    mean" (Hydra would only answer "Could not override" and suggest ``+key``, which the planner refuses)."""
+    import dataclasses
+    import typing
+
+    from olb.grid.config import make_schema
+    from olb.text import did_you_mean
+
+    schema = make_schema()
+    groups = {p.name for d in olb.conf_dirs() if d.is_dir() for p in d.iterdir() if p.is_dir()}
+    problems = []
+    for arg in args:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key = arg.lstrip("+~").split("=", 1)[0].split("@", 1)[0]
+        level, where = schema, ""
+        for part in key.split("."):
+            if not dataclasses.is_dataclass(level):
+                break  # a mapping or a free value (algorithm entries, hyperparameter shorthands)
+            fields = {f.name for f in dataclasses.fields(level)}
+            if not where and (part == "hydra" or (part in groups and "." not in key)):  # Hydra's own, backend=serial
+                break
+            if part not in fields:
+                problems.append(
+                    f"{where}{part}: unknown key{did_you_mean(part, fields)} (in {arg!r}); "
+                    f"allowed: {', '.join(sorted(fields))}"
+                )
+                break
+            level, where = typing.get_type_hints(level).get(part), f"{where}{part}."
+    return problems
+
+
+def main() -> None:
+    import hydra
+
+    overrides = with_search_path(with_default_experiment(sys.argv[1:]))
+    import_plugins(overrides)
+    problems = unknown_override_keys(sys.argv[1:])
+    if problems:
+        for problem in problems:
+            print(f"olb.grid: error: {problem}", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG)
+    sys.argv[1:] = overrides
+    app = hydra.main(config_path=str(olb.conf_dirs()[0]), config_name=PRIMARY_CONFIG, version_base="1.3")(_hydra_task)
+    try:
+        app()
+    except SystemExit as exit_:
+        if exit_.code == 1 and not _TASK_STARTED:  # Hydra could not compose the config (message printed above)
+            raise SystemExit(EXIT_CONFIG) from None
+        raise

@@ -1,0 +1,125 @@
+"""Recording: the tracker a grid writes to, the cells earlier runs finished (resume), and the driver's handler
+of each cell result (tracker run, outcome, a periodic cells.csv)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+import olb
+from olb.grid.lost import TrackingLost
+from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, matches_data, provenance_tags
+from olb.grid.messages import Status
+from olb.grid.plan import GridConfigError, Plan
+from olb.grid.results import (
+    cells_frame,
+    outcome_from_payload,
+    outcome_from_run,
+)
+from olb.grid.tracker import NoopTracker, Tracker
+
+log = logging.getLogger("olb.grid")
+
+
+def code_version() -> str:
+    """olb's version and, in a git checkout, the commit (+dirty). Read-only git calls."""
+    version = olb.__version__
+    repo = Path(olb.__file__).resolve().parents[1]
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=5, env=env
+        )
+        if sha.returncode == 0 and sha.stdout.strip():
+            dirty = (
+                subprocess.run(
+                    ["git", "diff-index", "--quiet", "HEAD", "--"], cwd=repo, capture_output=True, timeout=5, env=env
+                ).returncode
+                != 0
+            )
+            return f"{version}+g{sha.stdout.strip()}{'.dirty' if dirty else ''}"
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return version
+
+
+def open_tracker(cfg: DictConfig, version: str) -> Tracker:
+    """The MLflow tracker (a no-op one with tracking off); GridConfigError if the store cannot be opened."""
+    if not cfg.tracking.enabled:
+        return NoopTracker()
+    from olb.grid.tracking import MlflowTracker
+
+    try:
+        tracker = MlflowTracker(cfg.tracking, cfg.tracking.experiment or f"olb/{cfg.name}", version)
+        tracker.mark_stale_parents()
+    except Exception as err:  # noqa: BLE001 - unreachable server, unwritable file, bad URI
+        raise GridConfigError(
+            f"tracking.uri={cfg.tracking.uri or 'default'}: cannot open the MLflow tracking "
+            f"store: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''} "
+            "(tracking=off runs without MLflow)"
+        ) from None
+    return tracker
+
+
+def resumed_outcomes(tracker, cfg: DictConfig, plan: Plan, data: DataCheck) -> dict[str, dict]:
+    """Finished runs of earlier invocations computed from the current data (see ``matches_data``)."""
+    if not cfg.resume:
+        return {}
+    by_id = {c.cell_id: c for c in plan.unique_cells}
+
+    def same_cell_same_data(run) -> bool:
+        cell = by_id.get(run.cell_id)
+        return cell is not None and matches_data(run.tags, data.sources.get(cell.dataset))
+
+    return {cid: outcome_from_run(run, by_id[cid]) for cid, run in tracker.finished_cells(same_cell_same_data).items()}
+
+
+class Recorder:
+    """The driver's handler of each cell result: MLflow child run, outcome, a periodic cells.csv."""
+
+    def __init__(self, plan: Plan, data: DataCheck, tracker, outcomes: dict, out: Path):
+        self.plan, self.data, self.tracker, self.outcomes, self.out = plan, data, tracker, outcomes, out
+        self.by_id = {c.cell_id: c for c in plan.unique_cells}
+        self.failures: list[tuple[str, str]] = []
+        self.untracked: list[str] = []
+        self.last_write = time.perf_counter()
+
+    def __call__(self, payload: dict) -> None:
+        cell = self.by_id[payload["cell_id"]]
+        tags = provenance_tags(self.data.sources[cell.dataset])
+        if payload.get("data_fingerprint", tags[FINGERPRINT_TAG]) != tags[FINGERPRINT_TAG]:
+            log.warning(
+                "olb.grid: cell %s read other data than planned (files changed during the grid): "
+                "fingerprint %s, planned %s; its run records what it read",
+                cell.cell_id,
+                payload["data_fingerprint"],
+                tags[FINGERPRINT_TAG],
+            )
+            tags = {FINGERPRINT_TAG: payload["data_fingerprint"], FILES_TAG: payload["data_files"]}
+        run_id = None
+        try:
+            run_id = self.tracker.log_cell(cell, payload, tags)
+        except TrackingLost:  # the grid ends (fan_out); this cell's result stays in cells.csv
+            self.untracked.append(cell.cell_id)
+            self.outcomes[cell.cell_id] = outcome_from_payload(payload, None)
+            raise
+        except Exception as err:  # noqa: BLE001 - keep the grid going; the result stays in cells.csv
+            self.untracked.append(cell.cell_id)
+            log.error(
+                "olb.grid: could not record cell %s in MLflow (%s: %s); a rerun will run it again",
+                cell.cell_id,
+                type(err).__name__,
+                err,
+            )
+        self.outcomes[cell.cell_id] = outcome_from_payload(payload, run_id)
+        if payload["status"] != Status.FINISHED:
+            self.failures.append((cell.run_name, payload.get("traceback") or payload.get("error", "")))
+            log.error("olb.grid: cell %s (%s) FAILED: %s", cell.cell_id, cell.run_name, payload.get("error"))
+        if time.perf_counter() - self.last_write > 10:  # a local copy of the progress, besides MLflow
+            cells_frame(self.plan, self.outcomes, self.data).to_csv(self.out / "cells.csv", index=False)
+            self.last_write = time.perf_counter()

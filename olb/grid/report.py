@@ -1,0 +1,93 @@
+"""Reporting: the leaderboard, the plots and the console summary of a finished grid."""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from olb.grid.plan import Plan
+from olb.grid.messages import EXIT_INTERRUPTED, EXIT_LOST, GridOutcome, Status
+
+log = logging.getLogger("olb.grid")
+
+
+def write_leaderboard(plan: Plan, table, cells, out_dir: Path):
+    """Mean ranks, critical-difference diagrams and runtime plots of ``table`` (olb/grid/leaderboard.py)."""
+    from olb.data import dataset_spec
+    from olb.grid.leaderboard import write_report
+    from olb.grid.plan import RUNTIME_COLUMNS
+
+    ranked = {m: lower for m, lower in plan.lower_is_better.items() if m not in RUNTIME_COLUMNS}
+    examples = {d: dataset_spec(d).shape.n_examples for d in plan.datasets}
+    try:
+        return write_report(table, cells, ranked, examples, out_dir)
+    except Exception as err:  # noqa: BLE001 - a report never fails a grid; say why it is missing
+        log.warning("olb.grid: leaderboard failed: %s: %s", type(err).__name__, err)
+        return f"## Leaderboard\n\nnot written: {type(err).__name__}: {err}\n", []
+
+
+def write_plots(plan, outcomes, table, cells, tracker, plot_dir: Path) -> list[Path]:
+    from olb.grid import plots
+
+    plot_dir.mkdir(parents=True, exist_ok=True)
+
+    def curve_of(cell, out):
+        if out.get("curve"):
+            return out["curve"]
+        if out.get("run_id"):
+            try:
+                return tracker.curve(out["run_id"], out.get("primary_metric") or cell.metrics[0])
+            except Exception:  # noqa: BLE001 - a missing curve only thins a plot
+                return None
+        return None
+
+    try:
+        paths = plots.learning_curves(plan, outcomes, table, curve_of, plot_dir)
+        paths += plots.sweeps(plan, cells, plot_dir)
+    except Exception as err:  # noqa: BLE001 - plots never fail a grid
+        log.warning("olb.grid: plots failed: %s", err)
+        paths = []
+    if not paths:
+        try:
+            plot_dir.rmdir()
+        except OSError:
+            pass
+    return paths
+
+
+def print_report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: float, stream) -> None:
+    pivot = markdown.split("## All values")[0].strip()
+    print("\n" + pivot + "\n", file=stream)
+    eff = "" if math.isnan(efficiency) else f", fan-out efficiency {efficiency:.0%}"
+    print(
+        f"olb.grid: {len(o.plan.unique_cells)} cells: {o.n_run} run, {o.n_resumed} resumed, {o.n_failed} failed, "
+        f"{o.n_unavailable} unavailable; wall {o.wall_s:.1f} s (start-up {o.startup_s:.1f} s{eff})",
+        file=stream,
+    )
+    for name, path in o.files.items():
+        print(f"olb.grid: {name:<9} {path}", file=stream)
+    if o.tracking_uri:
+        print(
+            f"olb.grid: MLflow    {o.tracking_uri} (experiment {cfg.tracking.experiment or 'olb/' + cfg.name!r}, "
+            f"parent run {o.parent_run_id})",
+            file=stream,
+        )
+    failed = o.cells[o.cells["status"] == Status.FAILED].drop_duplicates("cell_id")
+    if len(failed):
+        print(f"olb.grid: {len(failed)} FAILED cell(s) (tracebacks in their MLflow runs, traceback.txt):", file=stream)
+        for _, r in failed.iterrows():
+            print(f"  {r['cell_id']} {r['algorithm']} {r['dataset']} seed={r['seed']}: {r['error']}", file=stream)
+    if o.untracked:
+        print(
+            f"olb.grid: {len(o.untracked)} finished cell(s) could not be recorded in MLflow (in cells.csv only; "
+            "a rerun runs them again)",
+            file=stream,
+        )
+    if o.exit_code == EXIT_INTERRUPTED:
+        print("olb.grid: interrupted; rerun the same command to complete the grid", file=stream)
+    if o.exit_code == EXIT_LOST:
+        print("olb.grid: ended early (see the error above); rerun the same command to complete the grid", file=stream)
+    stream.flush()
