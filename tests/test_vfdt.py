@@ -47,12 +47,14 @@ def _decide(class_0, class_1):
     """The compiled merit and Hoeffding test of one leaf with one covariate where class 0 lies in [0, 0.05] and
     class 1 in [0.95, 1]: every candidate threshold (1/11 .. 10/11) separates them."""
     mass = np.array([[class_0, class_1]])
-    g_weight, g_mean, g_m2 = mass[:, None, :].copy(), np.full((1, 1, 2), 0.5), np.full((1, 1, 2), 0.01)
-    g_min, g_max = np.array([[[0.0, 0.95]]]), np.array([[[0.05, 1.0]]])
+    # one pool row per label (pair_of), one covariate
+    g_weight, g_mean, g_m2 = mass.T.copy(), np.full((2, 1), 0.5), np.full((2, 1), 0.01)
+    g_min, g_max = np.array([[0.0], [0.95]]), np.array([[0.05], [1.0]])
     splits, _, _, usable, per_feature, *_ = vfdt_core.evaluate_splits(
         np.array([0]),
         np.array([0]),
         np.array([0]),
+        np.array([[0, 1]], np.int32),
         mass,
         mass > 0,
         g_weight,
@@ -98,7 +100,7 @@ def test_missing_values_are_skipped_in_statistics_and_routed():
     X, y = _stream(300, rng)
     X[::7, 0] = np.nan
     _train(forest, X, y)
-    assert np.isfinite(forest.g_mean[: forest.n_slots]).all()
+    assert np.isfinite(forest.g_mean[: forest.pairs[0]]).all()
     p = forest.predict_proba(np.array([np.nan, np.nan, np.nan]))
     assert np.allclose(p.sum(axis=1), 1.0)
 
@@ -132,6 +134,14 @@ def test_storage_grows_beyond_initial_capacity():
     assert forest.n_slots == forest.n_leaves == leaves.sum()
     assert (forest.slot[: forest.n_nodes][~leaves] == -1).all()
     assert sorted(forest.slot[: forest.n_nodes][leaves]) == list(range(forest.n_slots))
+    # Gaussian statistics only for the labels a leaf has seen, in distinct pool rows; a split frees its rows
+    owned = forest.pair_of[: forest.n_slots]
+    rows = owned[owned >= 0]
+    assert len(set(rows)) == len(rows) == forest.pairs[0] - forest.pairs[1]
+    leaf_nodes = np.flatnonzero(leaves)
+    assert ((forest.pair_of[forest.slot[leaf_nodes]] >= 0) <= forest.seen[leaf_nodes]).all()
+    assert forest.pairs[0] <= 2 * forest.n_leaves  # freed rows are reused: at most one per (leaf, label)
+    assert (forest.g_weight[forest.free_pairs[: forest.pairs[1]]] == 0).all()
 
 
 def test_river_adapter_boosts_river_classifiers():
