@@ -83,11 +83,54 @@ CASES = [
 
 
 def compute(case: dict, data_dir=None) -> dict:
-    """The cell's metrics and its learning curve every 20 examples (the curve pins the predictions along the way)."""
+    """The cell's metrics and its learning curve every 20 examples (the curve pins the predictions along the way);
+    for the row-loop learners also a fingerprint of the final model (:func:`model_fingerprint`)."""
+    import olb.protocol
     from olb.run import CellSpec, run_cell
 
-    stream = run_cell(CellSpec(data_dir=data_dir, curve_every=20, **case)).stream
-    return {"metrics": dict(stream.metrics), "curve": [float(v) for v in stream.curve["value"]]}
+    learners = []
+    run_stream = olb.protocol.run_stream
+
+    def keeping_learner(learner, *args, **kwargs):
+        learners.append(learner)
+        return run_stream(learner, *args, **kwargs)
+
+    olb.protocol.run_stream = keeping_learner  # run_cell imports it at call time
+    try:
+        stream = run_cell(CellSpec(data_dir=data_dir, curve_every=20, **case)).stream
+    finally:
+        olb.protocol.run_stream = run_stream
+    result = {"metrics": dict(stream.metrics), "curve": [float(v) for v in stream.curve["value"]]}
+    if case["algorithm"] in MODEL_PINNED:
+        result["model"] = model_fingerprint(learners[0])
+    return result
+
+
+# Learners whose final model is pinned bit for bit (metrics and curves barely see a model's last bits).
+MODEL_PINNED = ("falt", "salt", "pa1_br", "pa2_br", "falt_kernel", "pa1_br_kernel", "pa2_br_kernel", "olansgd_star")
+
+
+def model_fingerprint(learner) -> str:
+    """sha256 of the learner's float arrays (its own attributes and those of the objects it holds), by name; an
+    object with an integer ``size`` (a store with spare capacity) contributes its first ``size`` rows only."""
+    import hashlib
+
+    import numpy as np
+
+    digest = hashlib.sha256()
+
+    def visit(obj, prefix, depth):
+        used = getattr(obj, "size", None)
+        for name, value in sorted(vars(obj).items()):
+            if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+                value = value[:used] if isinstance(used, int) else value
+                digest.update(f"{prefix}{name}{value.shape}".encode())
+                digest.update(np.ascontiguousarray(value).tobytes())
+            elif depth < 2 and hasattr(value, "__dict__") and not isinstance(value, type):
+                visit(value, f"{prefix}{name}.", depth + 1)
+
+    visit(learner, "", 0)
+    return digest.hexdigest()[:16]
 
 
 # Experiments whose cell ids (what resume matches finished MLflow runs by) must never change by accident.
