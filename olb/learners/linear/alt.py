@@ -13,6 +13,7 @@ import numpy as np
 
 from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, StreamShape
 from olb.learners.linear import passes
+from olb.learners.linear.passes import NO_STATE
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import BIAS, DELTA, ETA, FEATURE_SCALING, REPEATS
 
@@ -56,11 +57,10 @@ class _LinearALT(OnlineLearner):
 
     def learn_pass(self, X, Y) -> None:
         """``learn_one`` on every row of the block X (n, d), dense or CSR, in order, as one compiled call."""
-        G = getattr(self, "G", self.W)  # SALT's squared gradients; FALT has none (the argument is unused)
-        delta = getattr(self, "delta", 0.0)
         indptr, indices, data = passes.csr_entries(X)
         Y = self._labels(Y)
-        passes.learn_pass(self._rule, self.W, G, indptr, indices, data, self.bias, Y, self.eta, delta, self.repeats)
+        G, hyper = self._pass_state()
+        passes.learn_pass(self._rule, self.W, G, NO_STATE, indptr, indices, data, self.bias, Y, hyper)
 
 
 class FALT(_LinearALT):
@@ -80,6 +80,9 @@ class FALT(_LinearALT):
     name = "falt"
     _rule = passes.FALT
     test_params = {"eta": 0.5, "repeats": 5}
+
+    def _pass_state(self):
+        return self.W, np.array([self.eta, self.repeats], float)  # (FALT has no G: unused)
 
     def learn_one(self, x, feedback) -> None:
         idx, val = nonzero_entries(x, self.bias)
@@ -110,6 +113,9 @@ class SALT(_LinearALT):
     def __init__(self, n_features, n_labels, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
         self.G = np.zeros_like(self.W)
+
+    def _pass_state(self):
+        return self.G, np.array([self.eta, self.delta, self.repeats], float)
 
     def learn_one(self, x, feedback) -> None:
         idx, val = nonzero_entries(x, self.bias)

@@ -62,7 +62,9 @@ class _PABR(OnlineLearner):
         indptr, indices, data = passes.csr_entries(X)
         Y = np.ascontiguousarray(Y, dtype=np.int8)
         rule = passes.PA_I if self.variant == "I" else passes.PA_II
-        passes.learn_pass(rule, self.W, self.W, indptr, indices, data, self.bias, Y, self.C, 0.0, 0)
+        passes.learn_pass(
+            rule, self.W, self.W, passes.NO_STATE, indptr, indices, data, self.bias, Y, np.array([self.C])
+        )
 
 
 class PA1BR(_PABR):

@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 
 from olb.learners.linear.alt_loss import alt_coefficients, repeat_on_scores
+from olb.weak.vfdt_core import pairwise_sum
 
 
 def csr_entries(X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -148,14 +149,73 @@ def pa_round(W, idx, val, y, C, first_order, s, steps):  # pragma: no cover - co
     add_outer(W, idx, val, 1.0, steps)
 
 
-# The update rules a pass can run (:func:`learn_pass`).
-FALT, SALT, PA_I, PA_II = 0, 1, 2, 3
+@njit(cache=True)
+def rank_gradient_into(scores, y, smoothing, grad):  # pragma: no cover - compiled
+    """OLANSGD*'s gradient (:func:`olb.learners.linear.olansgd.smoothed_rank_gradient`) into ``grad``: the pair
+    weights u = clip((1 - (s_k - s_l)) / gamma, 0, 1) / (|Y| |Ybar|) in a (|Y|, |Ybar|) matrix; a relevant label
+    gets minus its row's sum (numpy's pairwise order), an irrelevant one its column's sum (rows in order; pairwise
+    when it is the only irrelevant label), as numpy's ``u.sum(axis=1)`` and ``u.sum(axis=0)`` add."""
+    q = y.shape[0]
+    rel, irr = np.empty(q, np.int64), np.empty(q, np.int64)
+    n_rel = n_irr = 0
+    for k in range(q):
+        if y[k] > 0:
+            rel[n_rel] = k
+            n_rel += 1
+        else:
+            irr[n_irr] = k
+            n_irr += 1
+    grad[:] = 0.0
+    if n_rel == 0 or n_irr == 0:
+        return grad
+    u = np.empty((n_rel, n_irr))
+    size = float(n_rel * n_irr)
+    for a in range(n_rel):
+        for b in range(n_irr):
+            v = (1.0 - (scores[rel[a]] - scores[irr[b]])) / smoothing
+            u[a, b] = min(max(v, 0.0), 1.0) / size
+    for a in range(n_rel):
+        grad[rel[a]] = -pairwise_sum(u[a], 0, n_irr)
+    if n_irr == 1:  # numpy's iterator drops the length-1 axis: the column is one contiguous run, summed pairwise
+        grad[irr[0]] = pairwise_sum(u.ravel(), 0, n_rel)
+        return grad
+    for b in range(n_irr):
+        column = u[0, b]
+        for a in range(1, n_rel):
+            column += u[a, b]
+        grad[irr[b]] = column
+    return grad
 
 
 @njit(cache=True)
-def learn_pass(rule, W, G, indptr, indices, data, bias, Y, eta, delta, repeats):  # pragma: no cover - compiled
-    """One round of ``rule`` on every row of a block, in order: :func:`falt_round` (``eta``, ``repeats``),
-    :func:`salt_round` (also ``G``, ``delta``) or :func:`pa_round` (``eta`` is C; ``G`` unused)."""
+def olansgd_round(W, idx, val, y, state, eta, regularization, smoothing, s, grad):  # pragma: no cover - compiled
+    """One OLANSGD* step on one row; ``state`` holds [scale, t] (W's shrinkage factor, the rows seen)."""
+    state[1] += 1.0
+    step = eta / np.sqrt(state[1])
+    row_scores(W, idx, val, s)
+    for i in range(s.shape[0]):
+        s[i] = state[0] * s[i]
+    rank_gradient_into(s, y, smoothing, grad)
+    state[0] *= 1.0 - step * regularization if step * regularization < 1 else 0.0
+    if state[0] < 1e-9:  # fold the scale back in before it underflows (or after a full shrink)
+        for j in range(W.shape[0]):
+            for i in range(W.shape[1]):
+                W[j, i] *= state[0]
+        state[0] = 1.0
+    add_outer(W, idx, val, -(step / state[0]), grad)
+
+
+# The update rules a pass can run (:func:`learn_pass`).
+FALT, SALT, PA_I, PA_II, OLANSGD = 0, 1, 2, 3, 4
+NO_STATE = np.zeros(2)  # the ``state`` argument of the rules that have none
+
+
+@njit(cache=True)
+def learn_pass(rule, W, G, state, indptr, indices, data, bias, Y, hyper):  # pragma: no cover - compiled
+    """One round of ``rule`` on every row of a block, in order, with the hyperparameters ``hyper``:
+    FALT :func:`falt_round` [eta, repeats]; SALT :func:`salt_round` [eta, delta, repeats] and its squared
+    gradients ``G``; PA_I/PA_II :func:`pa_round` [C]; OLANSGD :func:`olansgd_round` [eta, regularization,
+    smoothing] and its ``state`` [scale, t]. A rule ignores the ``G`` or ``state`` it does not have."""
     longest = 0
     for r in range(indptr.shape[0] - 1):
         longest = max(longest, indptr[r + 1] - indptr[r])
@@ -164,8 +224,10 @@ def learn_pass(rule, W, G, indptr, indices, data, bias, Y, eta, delta, repeats):
     for r in range(Y.shape[0]):
         m = row_entries(indptr, indices, data, r, W.shape[0] - 1, bias, idx, val)
         if rule == FALT:
-            falt_round(W, idx[:m], val[:m], Y[r], eta, repeats, s, work)
+            falt_round(W, idx[:m], val[:m], Y[r], hyper[0], int(hyper[1]), s, work)
         elif rule == SALT:
-            salt_round(W, G, idx[:m], val[:m], Y[r], eta, delta, repeats)
+            salt_round(W, G, idx[:m], val[:m], Y[r], hyper[0], hyper[1], int(hyper[2]))
+        elif rule == OLANSGD:
+            olansgd_round(W, idx[:m], val[:m], Y[r], state, hyper[0], hyper[1], hyper[2], s, work)
         else:
-            pa_round(W, idx[:m], val[:m], Y[r], eta, rule == PA_I, s, work)
+            pa_round(W, idx[:m], val[:m], Y[r], hyper[0], rule == PA_I, s, work)
