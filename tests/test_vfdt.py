@@ -144,6 +144,21 @@ def test_storage_grows_beyond_initial_capacity():
     assert (forest.g_weight[forest.free_pairs[: forest.pairs[1]]] == 0).all()
 
 
+def test_a_pool_that_outgrows_its_reservation_gives_the_same_trees(monkeypatch):
+    rng = np.random.default_rng(5)
+    X, y = _stream(1500, rng)
+    y = (X[:, 0] * 10).astype(int) % 2
+    reserved = VFDTForest(2, 3, 2, seed=4, tau_range=(0.5, 0.9), grace_range=(1, 2))
+    monkeypatch.setattr(VFDTForest, "_POOL_LEAVES_PER_TREE", 1)
+    small = VFDTForest(2, 3, 2, seed=4, tau_range=(0.5, 0.9), grace_range=(1, 2))
+    assert len(small.g_weight) == 4
+    _train(reserved, X, y)
+    _train(small, X, y)
+    assert len(small.g_weight) > 4 and small.n_leaves > 4
+    np.testing.assert_array_equal(reserved.threshold[: reserved.n_nodes], small.threshold[: small.n_nodes])
+    np.testing.assert_array_equal(reserved.predict_proba(X[0]), small.predict_proba(X[0]))
+
+
 def test_river_adapter_boosts_river_classifiers():
     pool = make_weak_learners("river_hoeffding_tree", 3, 5, 3, num_covariates=2, importance_scale_range=None, seed=0)
     assert isinstance(pool, RiverWeakLearners)

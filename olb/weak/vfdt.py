@@ -162,16 +162,19 @@ class VFDTForest(WeakLearners):
         self.pairs = np.zeros(2, np.int64)  # rows used so far, rows free (free_pairs[:pairs[1]])
 
     def _reserve_pool(self, rows: int) -> None:
-        """Room for ``rows`` more pool rows (never needed within the reserved rows of typical streams)."""
-        size = len(self.g_weight)
-        if self.pairs[0] + rows <= size:
+        """Room for ``rows`` more pool rows; beyond the reservation the pool doubles, copying only the rows in use
+        (and the free list), so the untouched rest stays free of memory."""
+        used, n_free = int(self.pairs[0]), int(self.pairs[1])
+        if used + rows <= len(self.g_weight):
             return
-        new_size = max(2 * size, int(self.pairs[0]) + rows)
-        for name in (*self._POOL_ARRAYS, "free_pairs"):
-            arr = getattr(self, name)
-            grown = np.zeros((new_size,) + arr.shape[1:], arr.dtype)
-            grown[:size] = arr
+        new_size = max(2 * len(self.g_weight), used + rows)
+        for name in self._POOL_ARRAYS:
+            grown = np.zeros((new_size, self._d))
+            grown[:used] = getattr(self, name)[:used]
             setattr(self, name, grown)
+        free_pairs = np.zeros(new_size, np.int64)
+        free_pairs[:n_free] = self.free_pairs[:n_free]
+        self.free_pairs = free_pairs
 
     def _grow(self, names: tuple[str, ...]) -> None:
         for name in names:
