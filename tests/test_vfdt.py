@@ -77,10 +77,10 @@ def test_info_gain_of_a_perfect_split_is_the_prior_entropy():
     assert _decide(5.0, 5.0) == (pytest.approx(1.0), True)
     # a branch holding less than 1% of the weight makes the candidate invalid
     assert _decide(10.0, 0.01) == (-np.inf, False)
-    terms = np.empty(3)
-    assert vfdt_core._entropy(np.array([1.0, 1.0, 2.0]), 4.0, terms) == pytest.approx(1.5)
-    assert vfdt_core._entropy(np.array([2.0, 0.0, 2.0]), 4.0, terms) == 1.0  # a zero share adds nothing
-    assert vfdt_core._entropy(np.zeros(3), 0.0, terms) == 0.0
+    terms, every = np.empty(3), np.arange(3)
+    assert vfdt_core._entropy(np.array([1.0, 1.0, 2.0]), 4.0, terms, every, 3) == pytest.approx(1.5)
+    assert vfdt_core._entropy(np.array([2.0, 0.0, 2.0]), 4.0, terms, every, 3) == 1.0  # a zero share adds nothing
+    assert vfdt_core._entropy(np.zeros(3), 0.0, terms, every, 3) == 0.0
 
 
 def test_compiled_sums_add_in_numpys_order_bit_for_bit():

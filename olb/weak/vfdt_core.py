@@ -265,61 +265,68 @@ def evaluate_splits(
     per_feature = np.full((n_leaves, d), -np.inf)
     best_left = np.empty((n_leaves, d, k))  # read only where the covariate is usable
     best_right = np.empty((n_leaves, d, k))
-    sigma, left, right, terms = np.empty(k), np.empty(k), np.empty(k), np.empty(k)
-    own, rows = np.empty(k, np.int64), np.empty(k, np.int64)  # the leaf's labels with estimators, their pool rows
+    left, right, terms = np.empty(k), np.empty(k), np.empty(k)
+    every = np.arange(k)
+    # the covariate's labels with weight (the others have 0 on both sides of every threshold), gathered once per
+    # covariate into contiguous arrays: label, weight, mean, sigma, min, max
+    active = np.empty(k, np.int64)
+    a_weight, a_mean, a_sigma, a_min, a_max = np.empty(k), np.empty(k), np.empty(k), np.empty(k), np.empty(k)
+    left[:] = 0.0
+    right[:] = 0.0
     for b in range(n_leaves):
         leaf = leaves[b]
         s = slot[leaf]
-        left[:] = 0.0
-        right[:] = 0.0
-        n_own = 0
-        for c in range(k):
-            if pair_of[s, c] >= 0:
-                own[n_own], rows[n_own] = c, pair_of[s, c]
-                n_own += 1
         n_weight = pairwise_sum(class_mass[leaf], 0, k)
-        pre = _entropy(class_mass[leaf], n_weight, terms)
+        pre = _entropy(class_mass[leaf], n_weight, terms, every, k)
+        terms[:] = 0.0  # from here on, only the active labels' terms are written
         for f in range(d):
+            n_active = 0
             lo, hi = np.inf, -np.inf
-            for a in range(n_own):
-                p = rows[a]
-                if g_weight[p, f] > 0:
+            for c in range(k):
+                p = pair_of[s, c]
+                if p >= 0 and g_weight[p, f] > 0:
+                    active[n_active] = c
+                    W = a_weight[n_active] = g_weight[p, f]
+                    a_mean[n_active] = g_mean[p, f]
+                    a_sigma[n_active] = np.sqrt(max(g_m2[p, f] / W, min_variance))
                     lo = min(lo, g_min[p, f])
                     hi = max(hi, g_max[p, f])
-            if not hi > lo:
-                continue
-            usable[b, f] = True
-            for a in range(n_own):
-                p = rows[a]
-                W = g_weight[p, f]
-                if W > 0:
-                    sigma[own[a]] = np.sqrt(max(g_m2[p, f] / W, min_variance))
-            for j in range(n_thr):
-                t = thresholds[b, f, j] = lo + (hi - lo) * fractions[j]
-                for a in range(n_own):  # labels without estimators have no weight: 0 on both sides
-                    c, p = own[a], rows[a]
-                    W = g_weight[p, f]
-                    m = 0.0
-                    if W > 0 and not t < g_min[p, f]:
-                        if t > g_max[p, f]:
-                            m = W
-                        else:
-                            m = W * ndtr((t - g_mean[p, f]) / sigma[c])
-                    left[c] = m
-                    right[c] = W - m
-                wl = pairwise_sum(left, 0, k)
-                wr = pairwise_sum(right, 0, k)
-                merit = -np.inf
-                if _two_branches(wl, wr, min_branch_fraction):
-                    total = wl + wr
-                    h_left = _entropy(left, wl, terms)
-                    h_right = _entropy(right, wr, terms)
-                    merit = pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
-                if merit > per_feature[b, f] or j == 0:
-                    per_feature[b, f] = merit
-                    best_threshold[b, f] = j
-                    best_left[b, f] = left
-                    best_right[b, f] = right
+                    a_min[n_active], a_max[n_active] = g_min[p, f], g_max[p, f]
+                    n_active += 1
+            if hi > lo:
+                usable[b, f] = True
+                for j in range(n_thr):
+                    t = thresholds[b, f, j] = lo + (hi - lo) * fractions[j]
+                    for a in range(n_active):
+                        W = a_weight[a]
+                        m = 0.0
+                        if not t < a_min[a]:
+                            if t > a_max[a]:
+                                m = W
+                            else:
+                                m = W * ndtr((t - a_mean[a]) / a_sigma[a])
+                        left[active[a]] = m
+                        right[active[a]] = W - m
+                    _candidate(
+                        b,
+                        f,
+                        j,
+                        k,
+                        left,
+                        right,
+                        active,
+                        n_active,
+                        pre,
+                        terms,
+                        min_branch_fraction,
+                        per_feature,
+                        best_threshold,
+                        best_left,
+                        best_right,
+                    )
+            for a in range(n_active):  # back to zeros for the next covariate
+                left[active[a]] = right[active[a]] = terms[active[a]] = 0.0
+
         best, second, where = -np.inf, -np.inf, 0
         for f in range(d):
             v = per_feature[b, f]
@@ -343,6 +350,42 @@ def evaluate_splits(
 
 
 @njit(cache=True, nogil=True)
+def _candidate(
+    b,
+    f,
+    j,
+    k,
+    left,
+    right,
+    active,
+    n_active,
+    pre,
+    terms,
+    min_branch_fraction,
+    per_feature,
+    best_threshold,
+    best_left,
+    best_right,
+):  # pragma: no cover - compiled
+    """Score candidate j of covariate f of leaf b from its branch masses (only ``active`` labels nonzero) and keep
+    it if it is the covariate's best so far: merit = prior entropy - weighted branch entropies, -inf unless both
+    branches hold enough weight."""
+    wl = pairwise_sum(left, 0, k)
+    wr = pairwise_sum(right, 0, k)
+    merit = -np.inf
+    if _two_branches(wl, wr, min_branch_fraction):
+        total = wl + wr
+        h_left = _entropy(left, wl, terms, active, n_active)
+        h_right = _entropy(right, wr, terms, active, n_active)
+        merit = pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
+    if merit > per_feature[b, f] or j == 0:
+        per_feature[b, f] = merit
+        best_threshold[b, f] = j
+        best_left[b, f] = left
+        best_right[b, f] = right
+
+
+@njit(cache=True, nogil=True)
 def _two_branches(wl, wr, min_branch_fraction):  # pragma: no cover - compiled
     """Whether both branches hold more than ``min_branch_fraction`` of the weight (else the candidate is void)."""
     total = wl + wr
@@ -350,10 +393,12 @@ def _two_branches(wl, wr, min_branch_fraction):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _entropy(mass, total, terms):  # pragma: no cover - compiled
-    """Entropy in bits of the class shares mass / total (0 if the total is 0), summed in numpy's order;
-    ``terms`` is scratch space. A zero mass adds 0 without a division (its share 0 / total would be 0)."""
-    for c in range(mass.shape[0]):
+def _entropy(mass, total, terms, labels, n_labels):  # pragma: no cover - compiled
+    """Entropy in bits of the class shares mass / total (0 if the total is 0), summed in numpy's order over all
+    classes. Only the classes ``labels[:n_labels]`` may have mass: their terms are written into ``terms``, whose
+    other entries must be 0. A zero mass adds 0 without a division (its share 0 / total would be 0)."""
+    for a in range(n_labels):
+        c = labels[a]
         terms[c] = 0.0
         if total > 0 and mass[c] != 0.0:
             p = mass[c] / total
