@@ -5,10 +5,21 @@ per tree, and the ratio to the authors' code on the same settings (see docs/spee
     python benchmarks/bench_speed.py --repeats 1 --cells adaolmr-emotions-authors
     python benchmarks/bench_speed.py --jit         # numba's import, and the first examples with a cold/warm cache
     python benchmarks/bench_speed.py --profile --cells adaolmr-yeast-authors   # where a cell's time goes
+    python benchmarks/bench_speed.py --against f1baebd            # CPU and peak-memory ratios against a commit
+    python benchmarks/bench_speed.py --against f1baebd --quick    # its light cells only (passes, CV stage)
+    python benchmarks/bench_speed.py --against f1baebd --paired-cells falt-pass-bibtex pa1-br-pass-bibtex
 
 Each cell runs in its own child process (so its peak RSS is its own); inside it, the cell runs once untimed
 (imports and compiled-code warm-up) and then ``--repeats`` times; the stream's CPU seconds (the protocol's
 ``cpu_s``: learning and scoring, no data loading) are reported as the median.
+
+``--against REV`` compares this checkout with commit REV on the heaviest cells (``PAIRED_CELLS``): REV is
+extracted (``git archive``) into a scratch directory and run with ``PYTHONPATH`` pointing at it; each checkout
+has its own numba cache (warmed first, untimed). Every repeat runs each cell once per checkout, one right after
+the other (which goes first alternates), each in a fresh process; the ratios REV / this checkout of CPU seconds
+and of peak memory (the whole process's, as ``olb.run`` reports it) are taken pair by pair, and their medians
+reported. Light cells (passes, the CV stage) run twice per process and report the second run (the first loads
+the compiled code).
 """
 
 from __future__ import annotations
@@ -38,6 +49,116 @@ CELLS = {
     "adaolm-balance-authors": ("adaolm", "balance", {"authors_weights": True}),
     "onlinembbm-balance-authors": ("onlinembbm", "balance", {"authors_weights": True, "gamma": 0.1}),
 }
+
+
+# Paired cells (--against): name -> (what runs, algorithm, dataset, hyperparameters, light). The boosters at 40
+# trees with the board's settings (conf/experiment/leaderboard.yaml, gamma 0.1); the passes: the training phase
+# of one train_frozen cell (one pass over the training split, no predictions); the CV stage: one setting's
+# 10-fold cross-validation on the training split (olb.grid.selection.cv_task_result).
+_BOARD = {"num_learners": 40, "num_covariates": 20, "authors_weights": True, "threshold_rule": "alt_scores"}
+PAIRED_CELLS = {
+    "onlinebmr-corel5k-40": ("stream", "onlinebmr+threshold", "corel5k", {**_BOARD, "gamma": 0.1}, False),
+    "adaolmr-corel5k-40": ("stream", "adaolmr+threshold", "corel5k", _BOARD, False),
+    "onlinebmr-bibtex-40": ("stream", "onlinebmr+threshold", "bibtex", {**_BOARD, "gamma": 0.1}, False),
+    "adaolmr-bibtex-40": ("stream", "adaolmr+threshold", "bibtex", _BOARD, False),
+    "falt-pass-bibtex": ("pass", "falt", "bibtex", {}, True),
+    "salt-pass-bibtex": ("pass", "salt", "bibtex", {}, True),
+    "pa1-br-pass-bibtex": ("pass", "pa1_br", "bibtex", {}, True),
+    "falt-cv10-bibtex": ("cv", "falt", "bibtex", {}, True),
+}
+
+
+def paired_child(name: str, seed: int) -> dict:
+    """One paired cell in this process (whichever olb PYTHONPATH gives): CPU seconds, peak memory, metrics."""
+    import resource
+
+    kind, algorithm, dataset, params, light = PAIRED_CELLS[name]
+    for _ in range(2 if light else 1):
+        if kind == "cv":
+            from olb.data import load_dataset
+            from olb.grid.selection import cv_task_result
+
+            data = load_dataset(dataset)
+            r = cv_task_result(algorithm, params, data, ("rank_loss", "hamming_loss"), 10, seed)
+            out = {"cpu_s": r["cpu_s"], "metrics": r["folds"][0]}
+            out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        else:
+            from olb.run import CellSpec, run_cell
+
+            stream = run_cell(CellSpec(algorithm, dataset, seed=seed, params=params, protocol="train_frozen")).stream
+            cpu = stream.phases["train"]["cpu_s"] if kind == "pass" else stream.cpu_s
+            out = {"cpu_s": cpu, "metrics": dict(stream.metrics), "peak_rss_mb": stream.peak_rss_mb}
+    return out
+
+
+def extract(rev: str, directory: str) -> str:
+    """The tree of commit ``rev`` of this repository, extracted into ``directory``; returns its path."""
+    import io
+    import tarfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", rev], capture_output=True, check=True)
+    target = Path(directory) / "rev"
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(target, filter="data")
+    return str(target)
+
+
+def against(rev: str, names: list[str], repeats: int, seed: int) -> None:
+    """Paired CPU and peak-memory ratios of REV against this checkout (see the module docstring)."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    here = str(Path(__file__).resolve().parents[1])
+    with tempfile.TemporaryDirectory(prefix="olb-bench-") as scratch:
+        trees = {rev: extract(rev, scratch), "this": here}
+        envs = {
+            label: {**os.environ, "PYTHONPATH": tree, "NUMBA_CACHE_DIR": os.path.join(scratch, f"numba-{i}")}
+            for i, (label, tree) in enumerate(trees.items())
+        }
+
+        def run(label: str, name: str) -> dict:
+            cmd = [sys.executable, __file__, "--paired-child", name, "--seed", str(seed)]
+            out = subprocess.run(cmd, capture_output=True, text=True, env=envs[label], cwd=scratch)
+            if out.returncode:
+                raise SystemExit(f"bench_speed: {name} failed under {label}:\n{out.stderr[-2000:]}")
+            return json.loads(out.stdout.strip().splitlines()[-1])
+
+        for label in trees:  # compile into each checkout's numba cache, untimed
+            run(label, "falt-pass-bibtex")
+            if any(not PAIRED_CELLS[n][4] for n in names):
+                subprocess.run(
+                    [sys.executable, "-m", "olb.run", "algorithm=onlinebmr", "dataset=emotions", "num_learners=2"],
+                    capture_output=True,
+                    env=envs[label],
+                    cwd=scratch,
+                    check=True,
+                )
+        results = {name: {label: [] for label in trees} for name in names}
+        for r in range(repeats):
+            for name in names:
+                for label in (rev, "this") if r % 2 == 0 else ("this", rev):
+                    results[name][label].append(run(label, name))
+                    print(f"  {name} {label}: {results[name][label][-1]}", file=sys.stderr, flush=True)
+    print(f"{rev} / this checkout, paired, medians of {repeats} (min-max of the paired ratios)")
+    header = f"{'cell':<22} {'CPU s ' + rev:>14} {'CPU s this':>11} {'CPU ratio':>17} {'peak MB':>15} {'mem ratio':>17}  same"
+    print(header)
+    print("-" * len(header))
+    for name in names:
+        old, new = results[name][rev], results[name]["this"]
+        cpu = [o["cpu_s"] / n["cpu_s"] for o, n in zip(old, new)]
+        mem = [o["peak_rss_mb"] / n["peak_rss_mb"] for o, n in zip(old, new)]
+        same = all(o["metrics"] == n["metrics"] for o, n in zip(old, new))
+        med = statistics.median
+        print(
+            f"{name:<22} {med(o['cpu_s'] for o in old):>14.3f} {med(n['cpu_s'] for n in new):>11.3f} "
+            f"{med(cpu):>6.2f}x ({min(cpu):.2f}-{max(cpu):.2f}) "
+            f"{med(o['peak_rss_mb'] for o in old):>6.0f}/{med(n['peak_rss_mb'] for n in new):<6.0f} "
+            f"{med(mem):>6.2f}x ({min(mem):.2f}-{max(mem):.2f})  {'yes' if same else 'NO'}",
+            flush=True,
+        )
 
 
 def measure(algorithm: str, dataset: str, params: dict, repeats: int, seed: int) -> dict:
@@ -136,12 +257,17 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int) -> None:
 
     def cdf_values(args, result):
         """How many normal-CDF values the call computed: a class with weight whose range holds the threshold."""
-        leaves, _, slot, _, _, g_weight, _, _, g_min, g_max = args[:10]
+        leaves, _, slot, pair_of, _, _, g_weight, _, _, g_min, g_max = args[:11]
         usable, thresholds = result[3], result[-1]
-        s = slot[leaves]
-        t = thresholds[:, :, :, None]
-        inside = (g_weight[s][:, :, None, :] > 0) & ~(t < g_min[s][:, :, None, :]) & ~(t > g_max[s][:, :, None, :])
-        return int((inside & usable[:, :, None, None]).sum())
+        count = 0
+        for b, leaf in enumerate(leaves):
+            rows = pair_of[slot[leaf]]
+            rows = rows[rows >= 0]  # the leaf's labels with estimators: (labels, d) below
+            t = thresholds[b][:, :, None]  # (d, T, 1)
+            w, lo, hi = (a[rows].T[:, None, :] for a in (g_weight, g_min, g_max))
+            inside = (w > 0) & ~(t < lo) & ~(t > hi)
+            count += int((inside & usable[b][:, None, None]).sum())
+        return count
 
     counting = False
 
@@ -201,9 +327,20 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jit", action="store_true", help="only the compiled code's start-up, cold and warm")
     parser.add_argument("--profile", action="store_true", help="where each cell's time goes (kernels, CDF count)")
+    parser.add_argument("--against", metavar="REV", help="paired CPU and peak-memory ratios against commit REV")
+    parser.add_argument("--paired-cells", nargs="+", choices=list(PAIRED_CELLS), default=list(PAIRED_CELLS))
+    parser.add_argument("--quick", action="store_true", help="with --against: only the light cells (passes, CV)")
+    parser.add_argument("--paired-child", help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--jit-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.paired_child:
+        print(json.dumps(paired_child(args.paired_child, args.seed)))
+        return
+    if args.against:
+        names = [n for n in args.paired_cells if PAIRED_CELLS[n][4] or not args.quick]
+        against(args.against, names, args.repeats, args.seed)
+        return
     if args.jit_child:
         print(json.dumps(first_examples()))
         return

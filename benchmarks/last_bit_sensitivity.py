@@ -45,7 +45,7 @@ def _nudged_ndtr(z):  # pragma: no cover - compiled
 
 # the nudged function -> (its call in vfdt_core.py, the nudged call)
 PATCHES = {
-    "cdf": ("m = W * ndtr((t - g_mean[s, f, c]) / sigma[c])", "m = W * _nudged_ndtr((t - g_mean[s, f, c]) / sigma[c])"),
+    "cdf": ("m = W * ndtr((t - a_mean[a]) / a_sigma[a])", "m = W * _nudged_ndtr((t - a_mean[a]) / a_sigma[a])"),
     "log2": ("terms[c] = p * math.log2(p)", "terms[c] = p * _nudge(math.log2(p), p)"),
 }
 

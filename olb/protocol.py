@@ -26,6 +26,9 @@ What the learner declares (``olb.learners.base.OnlineLearner``) shapes its strea
   that zeros stay zeros;
 - ``accepts_sparse``: on a data set held sparse (CSR) the learner receives rows as ``scipy.sparse.csr_array``
   of shape (1, d); any other learner receives dense rows.
+- ``learns_passes`` True: a phase that updates without predicting (nor scoring) is given whole to
+  ``learn_pass(X, Y)``, which must learn the rows in order exactly as ``learn_one`` would, one by one, with full
+  feedback (one compiled call instead of a Python call per row; the phase has no curve either way).
 
 The feedback a learner receives is built by ``FEEDBACK[learner.feedback]`` from its prediction and the
 true labels: the full label vector for full-information learners; for top-k learners (paper 004) a
@@ -212,6 +215,7 @@ def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_e
     rows = RowReader(dataset, learner, np.concatenate([p.rows for p in phases if not p.scored] or [[]]).astype(np.intp))
     Y = dataset.Y
     always_predict = getattr(learner, "predict_before_learn", True)
+    passes = getattr(learner, "learns_passes", False) and learner.feedback == "full"
     _reset_peak_rss()
     timings: dict[str, dict[str, float]] = {}
     curve: dict[str, list] = {"step": [], "phase": [], "value": []}
@@ -220,10 +224,12 @@ def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_e
         running = primary.accumulator()
         predicts = phase.scored or always_predict
         with Stopwatch() as clock:
-            if phase.block:
-                learner.learn_many(rows.block(phase.rows), Y[phase.rows].copy())
+            whole = phase.block or (passes and phase.update and not predicts)
+            if whole:
+                learn = learner.learn_many if phase.block else learner.learn_pass
+                learn(rows.block(phase.rows), Y[phase.rows].copy())
                 step += len(phase.rows)
-            for n, row in enumerate(() if phase.block else phase.rows, start=1):
+            for n, row in enumerate(() if whole else phase.rows, start=1):
                 x, y = rows.row(row), Y[row]  # a copy: a view would reach the whole data matrix through .base
                 prediction = learner.predict_one(x) if predicts else None
                 if predicts:

@@ -185,6 +185,42 @@ def test_sparse_and_dense_rows_give_identical_results(cls, hyper, bias):
     np.testing.assert_array_equal(dense.predict_one(X[7])["scores"], sparse.predict_one(row)["scores"])
 
 
+@pytest.mark.parametrize(
+    "cls, hyper", [(FALT, {"eta": 0.3, "repeats": 4}), (SALT, {"eta": 0.3, "repeats": 4}), (PA1BR, {}), (PA2BR, {})]
+)
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_compiled_pass_learns_what_learn_one_learns_row_by_row(cls, hyper, bias, sparse):
+    X, Y = stream(6, n=80, d=9, density=0.4)
+    X[5] = 0.0  # an empty row
+    by_row = learn(cls(9, 4, bias=bias, **hyper), X, Y)
+    whole = cls(9, 4, bias=bias, **hyper)
+    whole.learn_pass(sp.csr_array(X) if sparse else X, Y)
+    np.testing.assert_array_equal(by_row.W, whole.W)
+    if cls is SALT:
+        np.testing.assert_array_equal(by_row.G, whole.G)
+
+
+def test_the_protocol_gives_a_training_phase_that_does_not_predict_to_learn_pass(monkeypatch):
+    from olb.data.dataset import Dataset
+    from olb.protocol import make_phases, run_stream
+
+    X, Y = stream(7, n=50, d=6, density=0.5)
+    data = Dataset("toy", X, Y, "multilabel", tuple("abcdef"), tuple("wxyz"), n_train=35)
+    results, calls = [], []
+    for passes in (True, False):
+        learner = FALT(6, 4, eta=0.3, repeats=3)
+        learner.learns_passes = passes
+        monkeypatch.setattr(learner, "learn_pass", lambda X, Y, f=learner.learn_pass: calls.append(len(Y)) or f(X, Y))
+        phases = make_phases(data, "train_frozen", loops=2, rng=np.random.default_rng(0))
+        results.append((run_stream(learner, data, phases, ("rank_loss",), curve_every=5), learner.W))
+    assert calls == [35, 35]  # both training loops, once each, and only with learns_passes
+    (with_passes, w_passes), (by_row, w_rows) = results
+    np.testing.assert_array_equal(w_passes, w_rows)
+    assert with_passes.metrics == by_row.metrics
+    np.testing.assert_array_equal(with_passes.curve["value"], by_row.curve["value"])
+
+
 def test_bias_adds_a_learned_intercept():
     learner = FALT(2, 3, eta=0.5, repeats=1, bias=True)
     learner.learn_one(X1, Y1)

@@ -47,12 +47,14 @@ def _decide(class_0, class_1):
     """The compiled merit and Hoeffding test of one leaf with one covariate where class 0 lies in [0, 0.05] and
     class 1 in [0.95, 1]: every candidate threshold (1/11 .. 10/11) separates them."""
     mass = np.array([[class_0, class_1]])
-    g_weight, g_mean, g_m2 = mass[:, None, :].copy(), np.full((1, 1, 2), 0.5), np.full((1, 1, 2), 0.01)
-    g_min, g_max = np.array([[[0.0, 0.95]]]), np.array([[[0.05, 1.0]]])
+    # one pool row per label (pair_of), one covariate
+    g_weight, g_mean, g_m2 = mass.T.copy(), np.full((2, 1), 0.5), np.full((2, 1), 0.01)
+    g_min, g_max = np.array([[0.0], [0.95]]), np.array([[0.05], [1.0]])
     splits, _, _, usable, per_feature, *_ = vfdt_core.evaluate_splits(
         np.array([0]),
         np.array([0]),
         np.array([0]),
+        np.array([[0, 1]], np.int32),
         mass,
         mass > 0,
         g_weight,
@@ -75,10 +77,10 @@ def test_info_gain_of_a_perfect_split_is_the_prior_entropy():
     assert _decide(5.0, 5.0) == (pytest.approx(1.0), True)
     # a branch holding less than 1% of the weight makes the candidate invalid
     assert _decide(10.0, 0.01) == (-np.inf, False)
-    terms = np.empty(3)
-    assert vfdt_core._entropy(np.array([1.0, 1.0, 2.0]), 4.0, terms) == pytest.approx(1.5)
-    assert vfdt_core._entropy(np.array([2.0, 0.0, 2.0]), 4.0, terms) == 1.0  # a zero share adds nothing
-    assert vfdt_core._entropy(np.zeros(3), 0.0, terms) == 0.0
+    terms, every = np.empty(3), np.arange(3)
+    assert vfdt_core._entropy(np.array([1.0, 1.0, 2.0]), 4.0, terms, every, 3) == pytest.approx(1.5)
+    assert vfdt_core._entropy(np.array([2.0, 0.0, 2.0]), 4.0, terms, every, 3) == 1.0  # a zero share adds nothing
+    assert vfdt_core._entropy(np.zeros(3), 0.0, terms, every, 3) == 0.0
 
 
 def test_compiled_sums_add_in_numpys_order_bit_for_bit():
@@ -98,7 +100,7 @@ def test_missing_values_are_skipped_in_statistics_and_routed():
     X, y = _stream(300, rng)
     X[::7, 0] = np.nan
     _train(forest, X, y)
-    assert np.isfinite(forest.g_mean[: forest.n_slots]).all()
+    assert np.isfinite(forest.g_mean[: forest.pairs[0]]).all()
     p = forest.predict_proba(np.array([np.nan, np.nan, np.nan]))
     assert np.allclose(p.sum(axis=1), 1.0)
 
@@ -132,6 +134,29 @@ def test_storage_grows_beyond_initial_capacity():
     assert forest.n_slots == forest.n_leaves == leaves.sum()
     assert (forest.slot[: forest.n_nodes][~leaves] == -1).all()
     assert sorted(forest.slot[: forest.n_nodes][leaves]) == list(range(forest.n_slots))
+    # Gaussian statistics only for the labels a leaf has seen, in distinct pool rows; a split frees its rows
+    owned = forest.pair_of[: forest.n_slots]
+    rows = owned[owned >= 0]
+    assert len(set(rows)) == len(rows) == forest.pairs[0] - forest.pairs[1]
+    leaf_nodes = np.flatnonzero(leaves)
+    assert ((forest.pair_of[forest.slot[leaf_nodes]] >= 0) <= forest.seen[leaf_nodes]).all()
+    assert forest.pairs[0] <= 2 * forest.n_leaves  # freed rows are reused: at most one per (leaf, label)
+    assert (forest.g_weight[forest.free_pairs[: forest.pairs[1]]] == 0).all()
+
+
+def test_a_pool_that_outgrows_its_reservation_gives_the_same_trees(monkeypatch):
+    rng = np.random.default_rng(5)
+    X, y = _stream(1500, rng)
+    y = (X[:, 0] * 10).astype(int) % 2
+    reserved = VFDTForest(2, 3, 2, seed=4, tau_range=(0.5, 0.9), grace_range=(1, 2))
+    monkeypatch.setattr(VFDTForest, "_POOL_LEAVES_PER_TREE", 1)
+    small = VFDTForest(2, 3, 2, seed=4, tau_range=(0.5, 0.9), grace_range=(1, 2))
+    assert len(small.g_weight) == 4
+    _train(reserved, X, y)
+    _train(small, X, y)
+    assert len(small.g_weight) > 4 and small.n_leaves > 4
+    np.testing.assert_array_equal(reserved.threshold[: reserved.n_nodes], small.threshold[: small.n_nodes])
+    np.testing.assert_array_equal(reserved.predict_proba(X[0]), small.predict_proba(X[0]))
 
 
 def test_river_adapter_boosts_river_classifiers():

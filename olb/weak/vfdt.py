@@ -120,9 +120,12 @@ class VFDTForest(WeakLearners):
         )
 
     # ------------------------------------------------------------------ storage
-    # Nodes (internal and leaves) live in small per-node arrays. The Gaussian statistics, d' x k estimators
-    # per leaf (80 KB for d' = 20, k = 101), live in a pool of slots indexed by ``slot[node]``: a splitting
-    # leaf hands its slot, cleared, to its left child, so the pool holds one slot per leaf, not per node.
+    # Nodes (internal and leaves) live in small per-node arrays. Every leaf has a slot (``slot[node]``): a
+    # splitting leaf hands its slot, cleared, to its left child, so there is one slot per leaf, not per node.
+    # The Gaussian statistics are kept only for the labels a leaf has seen (a leaf sees a few of the k labels):
+    # d' estimators per (slot, label) in a row of the pool (``pair_of[slot, label]``, -1: none), and a split
+    # frees its leaf's rows for reuse. The pool is reserved once, as zeros, for every label of every tree
+    # ``_POOL_LEAVES_PER_TREE`` times over: the operating system gives memory only to the rows in use.
     _NODE_ARRAYS = (
         "split_feature",
         "threshold",
@@ -134,8 +137,10 @@ class VFDTForest(WeakLearners):
         "seen",
         "weight_at_last_attempt",
     )
-    _SLOT_ARRAYS = ("g_weight", "g_mean", "g_m2", "g_min", "g_max")
-    _FILL = {"split_feature": -1, "slot": -1, "g_min": np.inf, "g_max": -np.inf}
+    _SLOT_ARRAYS = ("pair_of",)
+    _POOL_ARRAYS = ("g_weight", "g_mean", "g_m2", "g_min", "g_max")
+    _POOL_LEAVES_PER_TREE = 64
+    _FILL = {"split_feature": -1, "slot": -1, "pair_of": -1}
 
     def _init_storage(self, capacity: int) -> None:
         k, d = self.n_labels, self._d
@@ -149,8 +154,27 @@ class VFDTForest(WeakLearners):
         self.class_mass = np.zeros((capacity, k))
         self.seen = np.zeros((capacity, k), bool)
         self.weight_at_last_attempt = np.zeros(capacity)
-        for name in self._SLOT_ARRAYS:
-            setattr(self, name, np.full((capacity, d, k), self._FILL.get(name, 0.0)))
+        self.pair_of = np.full((capacity, k), -1, np.int32)
+        rows = self._POOL_LEAVES_PER_TREE * self.n_learners * k
+        for name in self._POOL_ARRAYS:
+            setattr(self, name, np.zeros((rows, d)))
+        self.free_pairs = np.zeros(rows, np.int64)
+        self.pairs = np.zeros(2, np.int64)  # rows used so far, rows free (free_pairs[:pairs[1]])
+
+    def _reserve_pool(self, rows: int) -> None:
+        """Room for ``rows`` more pool rows; beyond the reservation the pool doubles, copying only the rows in use
+        (and the free list), so the untouched rest stays free of memory."""
+        used, n_free = int(self.pairs[0]), int(self.pairs[1])
+        if used + rows <= len(self.g_weight):
+            return
+        new_size = max(2 * len(self.g_weight), used + rows)
+        for name in self._POOL_ARRAYS:
+            grown = np.zeros((new_size, self._d))
+            grown[:used] = getattr(self, name)[:used]
+            setattr(self, name, grown)
+        free_pairs = np.zeros(new_size, np.int64)
+        free_pairs[:n_free] = self.free_pairs[:n_free]
+        self.free_pairs = free_pairs
 
     def _grow(self, names: tuple[str, ...]) -> None:
         for name in names:
@@ -159,7 +183,7 @@ class VFDTForest(WeakLearners):
             setattr(self, name, np.concatenate([arr, extra]))
 
     def _new_slot(self) -> int:
-        if self.n_slots == len(self.g_weight):
+        if self.n_slots == len(self.pair_of):
             self._grow(self._SLOT_ARRAYS)
         self.n_slots += 1
         return self.n_slots - 1
@@ -203,12 +227,16 @@ class VFDTForest(WeakLearners):
             weights = weights * self.importance_scale[:, None]
         leaves = self._leaves(x)
         self._round_leaves = None
+        self._reserve_pool(weights.size)
         due, trees = vfdt_core.update_statistics(
             x,
             np.ascontiguousarray(weights, dtype=float),
             leaves,
             self.covariates,
             self.slot,
+            self.pair_of,
+            self.pairs,
+            self.free_pairs,
             self.class_mass,
             self.seen,
             self.g_weight,
@@ -230,6 +258,7 @@ class VFDTForest(WeakLearners):
             leaves,
             trees,
             self.slot,
+            self.pair_of,
             self.class_mass,
             self.seen,
             self.g_weight,
@@ -251,7 +280,7 @@ class VFDTForest(WeakLearners):
             return
         while self.n_nodes + 2 * n_splits > len(self.split_feature):
             self._grow(self._NODE_ARRAYS)
-        while self.n_slots + n_splits > len(self.g_weight):
+        while self.n_slots + n_splits > len(self.pair_of):
             self._grow(self._SLOT_ARRAYS)
         self.n_nodes, self.n_slots = vfdt_core.apply_splits(
             splits,
@@ -269,6 +298,9 @@ class VFDTForest(WeakLearners):
             self.right,
             self.nan_left,
             self.slot,
+            self.pair_of,
+            self.pairs,
+            self.free_pairs,
             self.class_mass,
             self.seen,
             self.weight_at_last_attempt,

@@ -66,6 +66,9 @@ def update_statistics(
     leaves,
     covariates,
     slot,
+    pair_of,
+    pairs,
+    free_pairs,
     class_mass,
     seen,
     g_weight,
@@ -84,6 +87,11 @@ def update_statistics(
     covariate's weighted Gaussian estimator (West's incremental update) and min/max take x, skipping NaN. A fed
     leaf is due when its weight grew by more than its tree's grace period since the last attempt and it has seen
     more than one class; its weight is then recorded as the last attempt's.
+
+    The estimators of label l at slot s live in row ``pair_of[s, l]`` of the pool (``g_*``, rows x d'), taken
+    at l's first weight there: from the free rows ``free_pairs[:pairs[1]]`` first, else the next unused row
+    ``pairs[0]`` (the caller keeps room for every label of every tree). A row's min/max are meaningful only
+    where its weight is positive (the pool starts as zeros, not +-inf, so its untouched pages cost no memory).
     """
     n_trees, k = weights.shape
     d = covariates.shape[1]
@@ -99,21 +107,31 @@ def update_statistics(
             first = 0.0 if seen[node, label] else 1.0
             class_mass[node, label] += w + pseudo_count * first
             seen[node, label] = True
+            p = pair_of[s, label]
+            if p < 0:
+                if pairs[1] > 0:
+                    pairs[1] -= 1
+                    p = free_pairs[pairs[1]]
+                else:
+                    p = pairs[0]
+                    pairs[0] += 1
+                pair_of[s, label] = p
             for j in range(d):
                 xv = x[covariates[i, j]]
                 wv = w
                 if np.isnan(xv):
                     xv, wv = 0.0, 0.0
-                mean = g_mean[s, j, label]
-                total = g_weight[s, j, label] + wv
+                mean = g_mean[p, j]
+                before = g_weight[p, j]
+                total = before + wv
                 diff = xv - mean
                 new_mean = mean + (wv * diff / total if total > 0 else 0.0)
-                g_m2[s, j, label] += wv * diff * (xv - new_mean)
-                g_mean[s, j, label] = new_mean
-                g_weight[s, j, label] = total
-                if wv > 0:
-                    g_min[s, j, label] = min(g_min[s, j, label], xv)
-                    g_max[s, j, label] = max(g_max[s, j, label], xv)
+                g_m2[p, j] += wv * diff * (xv - new_mean)
+                g_mean[p, j] = new_mean
+                g_weight[p, j] = total
+                if wv > 0:  # the first positive weight sets min/max (as min(+inf, x) and max(-inf, x) would)
+                    g_min[p, j] = min(g_min[p, j], xv) if before > 0 else xv
+                    g_max[p, j] = max(g_max[p, j], xv) if before > 0 else xv
     due = np.zeros(n_trees, np.bool_)
     for i in range(n_trees):
         node = leaves[i]
@@ -209,6 +227,7 @@ def evaluate_splits(
     leaves,
     trees,
     slot,
+    pair_of,
     class_mass,
     seen,
     g_weight,
@@ -236,7 +255,7 @@ def evaluate_splits(
     the merit, index and class masses left and right of its best threshold; and the thresholds (L, d', T).
     """
     n_leaves, n_thr = leaves.shape[0], fractions.shape[0]
-    _, d, k = g_weight.shape
+    d, k = g_weight.shape[1], class_mass.shape[1]
     usable = np.zeros((n_leaves, d), np.bool_)
     thresholds = np.zeros((n_leaves, d, n_thr))
     splits = np.zeros(n_leaves, np.bool_)
@@ -246,50 +265,68 @@ def evaluate_splits(
     per_feature = np.full((n_leaves, d), -np.inf)
     best_left = np.empty((n_leaves, d, k))  # read only where the covariate is usable
     best_right = np.empty((n_leaves, d, k))
-    sigma, left, right, terms = np.empty(k), np.empty(k), np.empty(k), np.empty(k)
+    left, right, terms = np.empty(k), np.empty(k), np.empty(k)
+    every = np.arange(k)
+    # the covariate's labels with weight (the others have 0 on both sides of every threshold), gathered once per
+    # covariate into contiguous arrays: label, weight, mean, sigma, min, max
+    active = np.empty(k, np.int64)
+    a_weight, a_mean, a_sigma, a_min, a_max = np.empty(k), np.empty(k), np.empty(k), np.empty(k), np.empty(k)
+    left[:] = 0.0
+    right[:] = 0.0
     for b in range(n_leaves):
         leaf = leaves[b]
         s = slot[leaf]
         n_weight = pairwise_sum(class_mass[leaf], 0, k)
-        pre = _entropy(class_mass[leaf], n_weight, terms)
+        pre = _entropy(class_mass[leaf], n_weight, terms, every, k)
+        terms[:] = 0.0  # from here on, only the active labels' terms are written
         for f in range(d):
+            n_active = 0
             lo, hi = np.inf, -np.inf
             for c in range(k):
-                if g_weight[s, f, c] > 0:
-                    lo = min(lo, g_min[s, f, c])
-                    hi = max(hi, g_max[s, f, c])
-            if not hi > lo:
-                continue
-            usable[b, f] = True
-            for c in range(k):
-                W = g_weight[s, f, c]
-                if W > 0:
-                    sigma[c] = np.sqrt(max(g_m2[s, f, c] / W, min_variance))
-            for j in range(n_thr):
-                t = thresholds[b, f, j] = lo + (hi - lo) * fractions[j]
-                for c in range(k):
-                    W = g_weight[s, f, c]
-                    m = 0.0
-                    if W > 0 and not t < g_min[s, f, c]:
-                        if t > g_max[s, f, c]:
-                            m = W
-                        else:
-                            m = W * ndtr((t - g_mean[s, f, c]) / sigma[c])
-                    left[c] = m
-                    right[c] = W - m
-                wl = pairwise_sum(left, 0, k)
-                wr = pairwise_sum(right, 0, k)
-                merit = -np.inf
-                if _two_branches(wl, wr, min_branch_fraction):
-                    total = wl + wr
-                    h_left = _entropy(left, wl, terms)
-                    h_right = _entropy(right, wr, terms)
-                    merit = pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
-                if merit > per_feature[b, f] or j == 0:
-                    per_feature[b, f] = merit
-                    best_threshold[b, f] = j
-                    best_left[b, f] = left
-                    best_right[b, f] = right
+                p = pair_of[s, c]
+                if p >= 0 and g_weight[p, f] > 0:
+                    active[n_active] = c
+                    W = a_weight[n_active] = g_weight[p, f]
+                    a_mean[n_active] = g_mean[p, f]
+                    a_sigma[n_active] = np.sqrt(max(g_m2[p, f] / W, min_variance))
+                    lo = min(lo, g_min[p, f])
+                    hi = max(hi, g_max[p, f])
+                    a_min[n_active], a_max[n_active] = g_min[p, f], g_max[p, f]
+                    n_active += 1
+            if hi > lo:
+                usable[b, f] = True
+                for j in range(n_thr):
+                    t = thresholds[b, f, j] = lo + (hi - lo) * fractions[j]
+                    for a in range(n_active):
+                        W = a_weight[a]
+                        m = 0.0
+                        if not t < a_min[a]:
+                            if t > a_max[a]:
+                                m = W
+                            else:
+                                m = W * ndtr((t - a_mean[a]) / a_sigma[a])
+                        left[active[a]] = m
+                        right[active[a]] = W - m
+                    _candidate(
+                        b,
+                        f,
+                        j,
+                        k,
+                        left,
+                        right,
+                        active,
+                        n_active,
+                        pre,
+                        terms,
+                        min_branch_fraction,
+                        per_feature,
+                        best_threshold,
+                        best_left,
+                        best_right,
+                    )
+            for a in range(n_active):  # back to zeros for the next covariate
+                left[active[a]] = right[active[a]] = terms[active[a]] = 0.0
+
         best, second, where = -np.inf, -np.inf, 0
         for f in range(d):
             v = per_feature[b, f]
@@ -313,6 +350,42 @@ def evaluate_splits(
 
 
 @njit(cache=True, nogil=True)
+def _candidate(
+    b,
+    f,
+    j,
+    k,
+    left,
+    right,
+    active,
+    n_active,
+    pre,
+    terms,
+    min_branch_fraction,
+    per_feature,
+    best_threshold,
+    best_left,
+    best_right,
+):  # pragma: no cover - compiled
+    """Score candidate j of covariate f of leaf b from its branch masses (only ``active`` labels nonzero) and keep
+    it if it is the covariate's best so far: merit = prior entropy - weighted branch entropies, -inf unless both
+    branches hold enough weight."""
+    wl = pairwise_sum(left, 0, k)
+    wr = pairwise_sum(right, 0, k)
+    merit = -np.inf
+    if _two_branches(wl, wr, min_branch_fraction):
+        total = wl + wr
+        h_left = _entropy(left, wl, terms, active, n_active)
+        h_right = _entropy(right, wr, terms, active, n_active)
+        merit = pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
+    if merit > per_feature[b, f] or j == 0:
+        per_feature[b, f] = merit
+        best_threshold[b, f] = j
+        best_left[b, f] = left
+        best_right[b, f] = right
+
+
+@njit(cache=True, nogil=True)
 def _two_branches(wl, wr, min_branch_fraction):  # pragma: no cover - compiled
     """Whether both branches hold more than ``min_branch_fraction`` of the weight (else the candidate is void)."""
     total = wl + wr
@@ -320,12 +393,14 @@ def _two_branches(wl, wr, min_branch_fraction):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _entropy(mass, total, terms):  # pragma: no cover - compiled
-    """Entropy in bits of the class shares mass / total (0 if the total is 0), summed in numpy's order;
-    ``terms`` is scratch space."""
-    for c in range(mass.shape[0]):
+def _entropy(mass, total, terms, labels, n_labels):  # pragma: no cover - compiled
+    """Entropy in bits of the class shares mass / total (0 if the total is 0), summed in numpy's order over all
+    classes. Only the classes ``labels[:n_labels]`` may have mass: their terms are written into ``terms``, whose
+    other entries must be 0. A zero mass adds 0 without a division (its share 0 / total would be 0)."""
+    for a in range(n_labels):
+        c = labels[a]
         terms[c] = 0.0
-        if total > 0:
+        if total > 0 and mass[c] != 0.0:
             p = mass[c] / total
             if p > 0:
                 terms[c] = p * math.log2(p)
@@ -349,6 +424,9 @@ def apply_splits(
     right_child,
     nan_left,
     slot,
+    pair_of,
+    pairs,
+    free_pairs,
     class_mass,
     seen,
     weight_at_last_attempt,
@@ -362,8 +440,9 @@ def apply_splits(
 
     Its children are the next two nodes (left first), holding that threshold's branch masses (``best_left`` and
     ``best_right`` per leaf and covariate, from :func:`evaluate_splits`); the left child
-    takes the leaf's slot of Gaussian statistics, cleared, the right child the next unused slot. Missing values
-    will go to the heavier child. The arrays must have room for the new nodes and slots (the caller grows them).
+    takes the leaf's slot of Gaussian statistics, cleared (its pool rows zeroed and freed), the right child the
+    next unused slot. Missing values will go to the heavier child. The arrays must have room for the new nodes
+    and slots (the caller grows them; an unused slot maps no label: ``pair_of`` -1).
     """
     k = class_mass.shape[1]
     for b in range(splits.shape[0]):
@@ -372,11 +451,17 @@ def apply_splits(
         leaf, f = leaves[b], feature[b]
         j = best_threshold[b, f]
         s = slot[leaf]
-        g_weight[s] = 0.0
-        g_mean[s] = 0.0
-        g_m2[s] = 0.0
-        g_min[s] = np.inf
-        g_max[s] = -np.inf
+        for c in range(k):
+            p = pair_of[s, c]
+            if p >= 0:
+                g_weight[p] = 0.0
+                g_mean[p] = 0.0
+                g_m2[p] = 0.0
+                g_min[p] = 0.0
+                g_max[p] = 0.0
+                free_pairs[pairs[1]] = p
+                pairs[1] += 1
+                pair_of[s, c] = -1
         for child, mass, child_slot in ((n_nodes, best_left[b, f], s), (n_nodes + 1, best_right[b, f], n_slots)):
             slot[child] = child_slot
             for c in range(k):

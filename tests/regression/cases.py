@@ -1,9 +1,12 @@
-"""Reduced cells of every booster experiment (papers 000, 001, 004) whose exact results were recorded before the
-learners moved and before the compiled core: ``test_regression.py`` reproduces them.
+"""Reduced cells whose exact results were recorded before a change meant to keep them: every booster experiment
+(papers 000, 001, 004; recorded before the learners moved and before the compiled core) and every learner of
+papers 002/003 that loops over rows (recorded before their compiled passes). ``test_regression.py`` reproduces
+them.
 
 Record (only when a change is *meant* to alter results, and say why in the commit)::
 
-    python tests/regression/cases.py --record
+    python tests/regression/cases.py --record          # every case
+    python tests/regression/cases.py --record-new      # only the cases not in reference.json yet
 """
 
 from __future__ import annotations
@@ -60,15 +63,74 @@ CASES = [
     ),
     ("best_vfdt_cars", dict(algorithm="best_vfdt", dataset="cars", seed=1, params={"num_learners": 4})),
     ("oza_balance", dict(algorithm="oza", dataset="balance", seed=2, params={"num_learners": 5})),
+    # the learners of papers 002/003 (loops over rows), dense (emotions) and sparse (medical) rows
+    ("falt_emotions", dict(algorithm="falt", dataset="emotions", seed=1, loops=2)),
+    ("falt_medical", dict(algorithm="falt", dataset="medical", seed=2)),
+    ("salt_emotions", dict(algorithm="salt", dataset="emotions", seed=1, loops=2)),
+    ("salt_medical", dict(algorithm="salt", dataset="medical", seed=2)),
+    ("pa1_br_medical", dict(algorithm="pa1_br", dataset="medical", seed=1, loops=2)),
+    ("pa2_br_emotions", dict(algorithm="pa2_br", dataset="emotions", seed=3)),
+    ("falt_kernel_emotions", dict(algorithm="falt_kernel", dataset="emotions", seed=1)),
+    ("pa1_br_kernel_emotions", dict(algorithm="pa1_br_kernel", dataset="emotions", seed=1)),
+    ("pa2_br_kernel_emotions", dict(algorithm="pa2_br_kernel", dataset="emotions", seed=2)),
+    ("olansgd_star_emotions", dict(algorithm="olansgd_star", dataset="emotions", seed=1)),
+    ("olansgd_star_medical", dict(algorithm="olansgd_star", dataset="medical", seed=1)),
+    ("osml_elm_emotions", dict(algorithm="osml_elm", dataset="emotions", seed=1, params={"num_hidden": 20})),
+    ("elm_omll_star_emotions", dict(algorithm="elm_omll_star", dataset="emotions", seed=1, params={"num_hidden": 20})),
+    ("knn_emotions", dict(algorithm="knn", dataset="emotions", seed=1, params={"n_neighbors": 3})),
+    ("oml_emotions", dict(algorithm="oml", dataset="emotions", seed=1, params={"n_neighbors": 3})),
 ]
 
 
 def compute(case: dict, data_dir=None) -> dict:
-    """The cell's metrics and its learning curve every 20 examples (the curve pins the predictions along the way)."""
+    """The cell's metrics and its learning curve every 20 examples (the curve pins the predictions along the way);
+    for the row-loop learners also a fingerprint of the final model (:func:`model_fingerprint`)."""
+    import olb.protocol
     from olb.run import CellSpec, run_cell
 
-    stream = run_cell(CellSpec(data_dir=data_dir, curve_every=20, **case)).stream
-    return {"metrics": dict(stream.metrics), "curve": [float(v) for v in stream.curve["value"]]}
+    learners = []
+    run_stream = olb.protocol.run_stream
+
+    def keeping_learner(learner, *args, **kwargs):
+        learners.append(learner)
+        return run_stream(learner, *args, **kwargs)
+
+    olb.protocol.run_stream = keeping_learner  # run_cell imports it at call time
+    try:
+        stream = run_cell(CellSpec(data_dir=data_dir, curve_every=20, **case)).stream
+    finally:
+        olb.protocol.run_stream = run_stream
+    result = {"metrics": dict(stream.metrics), "curve": [float(v) for v in stream.curve["value"]]}
+    if case["algorithm"] in MODEL_PINNED:
+        result["model"] = model_fingerprint(learners[0])
+    return result
+
+
+# Learners whose final model is pinned bit for bit (metrics and curves barely see a model's last bits).
+MODEL_PINNED = ("falt", "salt", "pa1_br", "pa2_br", "falt_kernel", "pa1_br_kernel", "pa2_br_kernel", "olansgd_star")
+
+
+def model_fingerprint(learner) -> str:
+    """sha256 of the learner's float arrays (its own attributes and those of the objects it holds), by name; an
+    object with an integer ``size`` (a store with spare capacity) contributes its first ``size`` rows only."""
+    import hashlib
+
+    import numpy as np
+
+    digest = hashlib.sha256()
+
+    def visit(obj, prefix, depth):
+        used = getattr(obj, "size", None)
+        for name, value in sorted(vars(obj).items()):
+            if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+                value = value[:used] if isinstance(used, int) else value
+                digest.update(f"{prefix}{name}{value.shape}".encode())
+                digest.update(np.ascontiguousarray(value).tobytes())
+            elif depth < 2 and hasattr(value, "__dict__") and not isinstance(value, type):
+                visit(value, f"{prefix}{name}.", depth + 1)
+
+    visit(learner, "", 0)
+    return digest.hexdigest()[:16]
 
 
 # Experiments whose cell ids (what resume matches finished MLflow runs by) must never change by accident.
@@ -83,9 +145,13 @@ def cell_ids(experiment: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    if "--record" not in sys.argv:
+    if "--record" in sys.argv:
+        results = {name: compute(case) for name, case in CASES}
+    elif "--record-new" in sys.argv:
+        results = json.loads(REFERENCE.read_text())
+        results.update({name: compute(case) for name, case in CASES if name not in results})
+    else:
         raise SystemExit(__doc__)
-    results = {name: compute(case) for name, case in CASES}
     results["cell_ids"] = {name: cell_ids(name) for name in EXPERIMENTS}
     REFERENCE.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     print(json.dumps(results, indent=1))

@@ -10,10 +10,10 @@ repeat O(nnz(x) m) with m the columns that move.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, StreamShape
-from olb.learners.linear.alt_loss import alt_coefficients, repeat_on_scores
+from olb.learners.linear import passes
+from olb.learners.linear.passes import NO_STATE
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import BIAS, DELTA, ETA, FEATURE_SCALING, REPEATS
 
@@ -25,6 +25,7 @@ class _LinearALT(OnlineLearner):
     outputs = ("scores", "labels")
     predict_before_learn = False
     accepts_sparse = True
+    learns_passes = True  # the protocol gives a phase that does not predict to learn_pass, whole
     params = {"eta": ETA, "repeats": REPEATS, "bias": BIAS, "feature_scaling": FEATURE_SCALING}
 
     def __init__(self, n_features, n_labels, seed=None, **hyper):
@@ -44,7 +45,7 @@ class _LinearALT(OnlineLearner):
 
     def _scores(self, idx, val) -> np.ndarray:
         """Threshold score then label scores, (q + 1,)."""
-        return val @ self.W[idx]
+        return passes.row_scores(self.W, idx, val, np.empty(self.W.shape[1]))
 
     def predict_one(self, x):
         s = self._scores(*nonzero_entries(x, self.bias))
@@ -53,6 +54,13 @@ class _LinearALT(OnlineLearner):
     @staticmethod
     def _labels(y) -> np.ndarray:
         return np.ascontiguousarray(y, dtype=np.int8)
+
+    def learn_pass(self, X, Y) -> None:
+        """``learn_one`` on every row of the block X (n, d), dense or CSR, in order, as one compiled call."""
+        indptr, indices, data = passes.csr_entries(X)
+        Y = self._labels(Y)
+        G, hyper = self._pass_state()
+        passes.learn_pass(self._rule, self.W, G, NO_STATE, indptr, indices, data, self.bias, Y, hyper)
 
 
 class FALT(_LinearALT):
@@ -70,49 +78,16 @@ class FALT(_LinearALT):
     """
 
     name = "falt"
+    _rule = passes.FALT
     test_params = {"eta": 0.5, "repeats": 5}
+
+    def _pass_state(self):
+        return self.W, np.array([self.eta, self.repeats], float)  # (FALT has no G: unused)
 
     def learn_one(self, x, feedback) -> None:
         idx, val = nonzero_entries(x, self.bias)
-        s = self._scores(idx, val)
-        c_sum = np.empty(self.n_labels + 1)
-        if repeat_on_scores(s, self._labels(feedback), self.eta * float(val @ val), self.repeats, c_sum):
-            self.W[idx] += self.eta * np.outer(val, c_sum)
-
-
-@njit(cache=True)
-def _adagrad_repeats(W, G, idx, val, y, eta, delta, repeats):
-    """Up to ``repeats`` diagonal-AdaGrad steps of the ALT loss on one row (nonzero entries ``idx``, ``val``):
-    G += g^2 and W -= eta g / (delta + sqrt(G)) entry by entry, with g = -c_i x_j. Returns the steps taken.
-
-    Only the columns with c_i != 0 change, and the row's scores move by the change of its own entries, so a
-    repeat costs O(nnz(x) |{i : c_i != 0}|)."""
-    q1 = W.shape[1]
-    s = np.zeros(q1)
-    c = np.empty(q1)
-    moving = np.empty(q1, dtype=np.int64)
-    for a in range(idx.shape[0]):
-        j, v = idx[a], val[a]
-        for i in range(q1):
-            s[i] += v * W[j, i]
-    for r in range(repeats):
-        if not alt_coefficients(s, y, c):
-            return r
-        m = 0
-        for i in range(q1):
-            if c[i] != 0.0:
-                moving[m] = i
-                m += 1
-        for a in range(idx.shape[0]):
-            j, v = idx[a], val[a]
-            for t in range(m):
-                i = moving[t]
-                g = v * c[i]
-                G[j, i] += g * g
-                step = eta * g / (delta + np.sqrt(G[j, i]))
-                W[j, i] += step
-                s[i] += v * step
-    return repeats
+        q1 = self.n_labels + 1
+        passes.falt_round(self.W, idx, val, self._labels(feedback), self.eta, self.repeats, np.empty(q1), np.empty(q1))
 
 
 class SALT(_LinearALT):
@@ -131,6 +106,7 @@ class SALT(_LinearALT):
     """
 
     name = "salt"
+    _rule = passes.SALT
     params = {**_LinearALT.params, "delta": DELTA}
     test_params = {"eta": 0.5, "repeats": 5, "delta": 1.0}
 
@@ -138,6 +114,9 @@ class SALT(_LinearALT):
         super().__init__(n_features, n_labels, seed, **hyper)
         self.G = np.zeros_like(self.W)
 
+    def _pass_state(self):
+        return self.G, np.array([self.eta, self.delta, self.repeats], float)
+
     def learn_one(self, x, feedback) -> None:
         idx, val = nonzero_entries(x, self.bias)
-        _adagrad_repeats(self.W, self.G, idx, val, self._labels(feedback), self.eta, self.delta, self.repeats)
+        passes.salt_round(self.W, self.G, idx, val, self._labels(feedback), self.eta, self.delta, self.repeats)

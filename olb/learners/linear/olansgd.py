@@ -17,6 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from olb.learners.base import OnlineLearner, Param
+from olb.learners.linear import passes
 from olb.learners.linear.alt import _LinearALT
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import BIAS, ETA, FEATURE_SCALING, with_default
@@ -29,15 +30,8 @@ def smoothed_rank_gradient(scores: np.ndarray, y: np.ndarray, smoothing: float) 
     >>> smoothed_rank_gradient(np.array([0.0, 0.0]), np.array([1, 0]), 1.0).tolist()
     [-1.0, 1.0]
     """
-    relevant = np.asarray(y) > 0
-    if relevant.all() or not relevant.any():
-        return np.zeros_like(scores)
-    u = np.clip((1.0 - (scores[relevant][:, None] - scores[~relevant][None, :])) / smoothing, 0.0, 1.0)
-    u /= u.size
-    grad = np.zeros_like(scores)
-    grad[relevant] = -u.sum(axis=1)
-    grad[~relevant] = u.sum(axis=0)
-    return grad
+    scores = np.ascontiguousarray(scores, dtype=float)
+    return passes.rank_gradient_into(scores, np.ascontiguousarray(y), float(smoothing), np.empty_like(scores))
 
 
 class OLANSGDStar(OnlineLearner):
@@ -56,6 +50,7 @@ class OLANSGDStar(OnlineLearner):
     outputs = ("scores", "labels")
     predict_before_learn = False
     accepts_sparse = True
+    learns_passes = True  # the protocol gives a phase that does not predict to learn_pass, whole
     params: ClassVar[dict[str, Param]] = {
         "regularization": Param(
             float,
@@ -74,23 +69,32 @@ class OLANSGDStar(OnlineLearner):
     def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed=seed, **hyper)
         self.weights = np.zeros((self.n_features + int(self.bias), self.n_labels))
-        self.scale = 1.0  # W = scale * weights, so that the shrinkage costs O(1)
-        self.t = 0
+        self.state = np.array([1.0, 0.0])  # [scale, t]: W = scale * weights (the shrinkage costs O(1)); rows seen
 
-    def _scores(self, idx: np.ndarray, vals: np.ndarray) -> np.ndarray:
-        return self.scale * (vals @ self.weights[idx])
+    @property
+    def scale(self) -> float:
+        return float(self.state[0])
+
+    @property
+    def t(self) -> int:
+        return int(self.state[1])
 
     def predict_one(self, x) -> dict:
-        scores = self._scores(*nonzero_entries(x, self.bias))
+        scores = self.scale * passes.row_scores(self.weights, *nonzero_entries(x, self.bias), np.empty(self.n_labels))
         return {"scores": scores, "labels": (scores > 0).astype(np.int8)}
 
     def learn_one(self, x, y) -> None:
+        """One step eta / sqrt(t) on W's shrinkage (lam W) and on the smoothed hinge's gradient at this row."""
         idx, vals = nonzero_entries(x, self.bias)
-        self.t += 1
-        step = self.eta / np.sqrt(self.t)
-        grad = smoothed_rank_gradient(self._scores(idx, vals), y, self.smoothing)
-        self.scale *= 1.0 - step * self.regularization if step * self.regularization < 1 else 0.0
-        if self.scale < 1e-9:  # fold the scale back in before it underflows (or after a full shrink)
-            self.weights *= self.scale
-            self.scale = 1.0
-        self.weights[idx] -= (step / self.scale) * np.outer(vals, grad)
+        q = self.n_labels
+        y = np.ascontiguousarray(y)
+        hyper = (self.eta, self.regularization, self.smoothing)
+        passes.olansgd_round(self.weights, idx, vals, y, self.state, *hyper, np.empty(q), np.empty(q))
+
+    def learn_pass(self, X, Y) -> None:
+        """``learn_one`` on every row of the block X (n, d), dense or CSR, in order, as one compiled call."""
+        indptr, indices, data = passes.csr_entries(X)
+        hyper = np.array([self.eta, self.regularization, self.smoothing])
+        Y = np.ascontiguousarray(Y)
+        W = self.weights
+        passes.learn_pass(passes.OLANSGD, W, W, self.state, indptr, indices, data, self.bias, Y, hyper)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, StreamShape
+from olb.learners.linear import passes
 from olb.learners.linear.alt import _LinearALT
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.linear.support_vectors import SupportVectors
@@ -25,9 +26,8 @@ def pa_steps(losses: np.ndarray, sq_norm: float, C: float, variant: str) -> np.n
     >>> pa_steps(np.array([1.0]), 2.0, 1.0, "II")
     array([0.4])
     """
-    if variant == "I":
-        return np.minimum(C, losses / sq_norm) if sq_norm > 0 else np.zeros_like(losses)
-    return losses / (sq_norm + 0.5 / C)
+    losses = np.asarray(losses, dtype=float)
+    return passes.pa_steps_into(losses, float(sq_norm), float(C), variant == "I", np.empty_like(losses))
 
 
 class _PABR(OnlineLearner):
@@ -38,6 +38,7 @@ class _PABR(OnlineLearner):
     outputs = ("scores", "labels")
     predict_before_learn = False
     accepts_sparse = True
+    learns_passes = True  # the protocol gives a phase that does not predict to learn_pass, whole
     params = {"C": C, "bias": BIAS, "feature_scaling": FEATURE_SCALING}
     test_params = {"C": 1.0}
     cost_per_example_s = _LinearALT.cost_per_example_s  # the same kind of round (fitted on both)
@@ -47,15 +48,23 @@ class _PABR(OnlineLearner):
         self.W = np.zeros((self.n_features + int(self.bias), self.n_labels))
 
     def predict_one(self, x):
-        idx, val = nonzero_entries(x, self.bias)
-        s = val @ self.W[idx]
+        s = passes.row_scores(self.W, *nonzero_entries(x, self.bias), np.empty(self.n_labels))
         return {"scores": s, "labels": (s > 0).astype(np.int8)}
 
     def learn_one(self, x, feedback) -> None:
         idx, val = nonzero_entries(x, self.bias)
-        t = 2.0 * np.asarray(feedback, dtype=float) - 1.0
-        steps = pa_steps(np.maximum(0.0, 1.0 - t * (val @ self.W[idx])), float(val @ val), self.C, self.variant)
-        self.W[idx] += np.outer(val, steps * t)
+        y = np.ascontiguousarray(feedback, dtype=np.int8)
+        q = self.n_labels
+        passes.pa_round(self.W, idx, val, y, self.C, self.variant == "I", np.empty(q), np.empty(q))
+
+    def learn_pass(self, X, Y) -> None:
+        """``learn_one`` on every row of the block X (n, d), dense or CSR, in order, as one compiled call."""
+        indptr, indices, data = passes.csr_entries(X)
+        Y = np.ascontiguousarray(Y, dtype=np.int8)
+        rule = passes.PA_I if self.variant == "I" else passes.PA_II
+        passes.learn_pass(
+            rule, self.W, self.W, passes.NO_STATE, indptr, indices, data, self.bias, Y, np.array([self.C])
+        )
 
 
 class PA1BR(_PABR):
