@@ -98,6 +98,7 @@ class StreamResult:
     peak_rss_mb: float
     primary_metric: str
     extra: dict = field(default_factory=dict)
+    training: tuple[str, ...] = ()  # the phases that update and are not scored: the training pass(es)
 
     @property
     def wall_s(self) -> float:
@@ -110,6 +111,12 @@ class StreamResult:
     @property
     def compile_s(self) -> float:
         return sum(p.get("compile_s", 0.0) for p in self.phases.values())
+
+    @property
+    def train_us_per_example(self) -> float:
+        """CPU microseconds per training example: the training phases' CPU over their rows (NaN without any)."""
+        rows = sum(self.phases[name]["n_examples"] for name in self.training)
+        return 1e6 * sum(self.phases[name]["cpu_s"] for name in self.training) / rows if rows else float("nan")
 
 
 class Stopwatch(numba_event.Listener):
@@ -257,7 +264,12 @@ def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_e
         report = learner.stream_report(sum(len(p.rows) for p in phases if p.scored))
         results.update({name: float(report[name]) for name in learner.report_metrics})
     return StreamResult(
-        results, {key: np.asarray(values) for key, values in curve.items()}, timings, _peak_rss_mb(), primary.name
+        results,
+        {key: np.asarray(values) for key, values in curve.items()},
+        timings,
+        _peak_rss_mb(),
+        primary.name,
+        training=tuple(p.name for p in phases if p.update and not p.scored),
     )
 
 

@@ -108,7 +108,8 @@ def cd_diagram(comparison: Comparison, path: Path, alpha: float = 0.05) -> Path:
 def runtime_quality_plot(
     quality: pd.DataFrame, runtime: pd.DataFrame, metric: str, lower_is_better: bool, path: Path
 ) -> Path:
-    """Mean rank of ``metric`` (y) against median CPU seconds per example (x, log), one point per learner."""
+    """Mean rank of ``metric`` (y) against median training CPU per training example (x, log), one point per
+    learner."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -124,7 +125,7 @@ def runtime_quality_plot(
         )
     ax.set_xscale("log")
     ax.invert_yaxis()
-    ax.set_xlabel("CPU seconds per training example (median over data sets)")
+    ax.set_xlabel("training CPU µs per training example (median over data sets)")
     ax.set_ylabel(f"mean rank of {metric} (1 = best)")
     fig.tight_layout()
     fig.savefig(path, dpi=130)
@@ -139,15 +140,15 @@ def board(cells: pd.DataFrame, metric: str, learner: str = "label", aggfunc="mea
 
 
 def write_report(
-    table: pd.DataFrame, cells: pd.DataFrame, lower_is_better: dict[str, bool], examples: dict[str, int], out_dir: Path
+    table: pd.DataFrame, cells: pd.DataFrame, lower_is_better: dict[str, bool], out_dir: Path
 ) -> tuple[str, list[Path]]:
     """The cross-learner report of a grid: per metric, the mean-rank table (markdown) and its critical-difference
     diagram; one runtime-vs-quality plot per metric. ``table`` is the grid's table.csv (one figure per data set
-    and learner, settings already chosen), ``cells`` its cells.csv (CPU seconds), ``examples`` the rows each
-    data set streams. Metrics whose board is too small are listed with the reason."""
+    and learner, settings already chosen), ``cells`` its cells.csv (``train_us_per_example``: the training
+    pass's CPU per training row; scoring the test rows costs every learner the same and is left out). Metrics
+    whose board is too small are listed with the reason."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    per_example = cells.assign(cpu_per_example=cells["cpu_s"] / cells["dataset"].map(examples))
-    runtime = board(per_example, "cpu_per_example", aggfunc="median")
+    runtime = board(cells, "train_us_per_example", aggfunc="median")
     parts, files = ["## Leaderboard: mean ranks across data sets", ""], []
     for metric, lower in lower_is_better.items():
         figures = table[table["metric"] == metric].pivot_table(index="dataset", columns="algorithm", values="mean")

@@ -25,7 +25,7 @@ from olb.registry import algorithm_names, get_algorithm
 from olb.text import did_you_mean
 
 CELL_ID_VERSION = 1
-RUNTIME_COLUMNS = ("runtime_s", "cpu_s", "compile_s", "peak_rss_mb")
+RUNTIME_COLUMNS = ("runtime_s", "cpu_s", "compile_s", "train_us_per_example", "peak_rss_mb")
 
 
 class GridConfigError(ValueError):

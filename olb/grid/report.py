@@ -16,14 +16,12 @@ log = logging.getLogger("olb.grid")
 
 def write_leaderboard(plan: Plan, table, cells, out_dir: Path):
     """Mean ranks, critical-difference diagrams and runtime plots of ``table`` (olb/grid/leaderboard.py)."""
-    from olb.data import dataset_spec
     from olb.grid.leaderboard import write_report
     from olb.grid.plan import RUNTIME_COLUMNS
 
     ranked = {m: lower for m, lower in plan.lower_is_better.items() if m not in RUNTIME_COLUMNS}
-    examples = {d: dataset_spec(d).shape.n_examples for d in plan.datasets}
     try:
-        return write_report(table, cells, ranked, examples, out_dir)
+        return write_report(table, cells, ranked, out_dir)
     except Exception as err:  # noqa: BLE001 - a report never fails a grid; say why it is missing
         log.warning("olb.grid: leaderboard failed: %s: %s", type(err).__name__, err)
         return f"## Leaderboard\n\nnot written: {type(err).__name__}: {err}\n", []

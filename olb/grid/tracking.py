@@ -377,7 +377,7 @@ def _cell_metrics(payload: dict, end_ms: int) -> list:
     if payload["status"] != Status.FINISHED:
         return [Metric("wall_s", float(payload.get("wall_s", 0.0)), end_ms, 0)]
     metrics = [Metric(key, float(value), end_ms, 0) for key, value in payload["metrics"].items()]
-    for key in ("runtime_s", "cpu_s", "compile_s", "wall_s", "setup_s", "peak_rss_mb"):
+    for key in ("runtime_s", "cpu_s", "compile_s", "train_us_per_example", "wall_s", "setup_s", "peak_rss_mb"):
         metrics.append(Metric(key, float(payload[key]), end_ms, 0))
     for phase, timing in payload["phases"].items():
         for key, value in timing.items():

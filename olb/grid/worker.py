@@ -66,6 +66,7 @@ def execute_cell(task: dict) -> dict:
         "setup_s": float(result.setup_s),
         "runtime_s": float(result.runtime_s),  # learner construction + stream (data loading, compiling excluded)
         "cpu_s": float(stream.cpu_s),
+        "train_us_per_example": float(stream.train_us_per_example),  # training CPU per training row
         "compile_s": float(result.compile_s),  # numba compiling/loading kernels first called in this process
         "peak_rss_mb": float(stream.peak_rss_mb),
         "wall_s": time.perf_counter() - wall0,  # everything, data loading included
