@@ -29,6 +29,7 @@ import olb
 from olb.data import dataset_names
 from olb.grid.backends import choose_backend, make_backend
 from olb.grid.config import register_configs
+from olb.grid.coverage import cover, with_summary
 from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, check_data, matches_data, provenance_tags
 from olb.grid.fanout import fan_out
 from olb.grid.plan import Cell, GridConfigError, Plan, Problems, collect_plan, describe
@@ -489,6 +490,7 @@ def _finish(
     cells = cells_frame(plan, outcomes, data)
     comparable = comparable_entries(plan, overrides or [], cfg.verify_checksums)
     table = build_table(plan, outcomes, cfg.reference, data.unavailable, comparable)
+    table = cover(table, cfg.reference, plan.entries, plan.datasets, data.unavailable, plan.lower_is_better)
     files = {"cells": out / "cells.csv", "table_csv": out / "table.csv", "table_md": out / "table.md"}
     cells.to_csv(files["cells"], index=False)
     table.to_csv(files["table_csv"], index=False)
@@ -502,6 +504,7 @@ def _finish(
         f"paper {reference}" if reference else "",
         cfg.table.bold_best,
     )
+    markdown = with_summary(markdown, table, cfg.reference)
     choices, cv_stats = selection
     if choices:
         from olb.grid.crossval import selection_markdown
