@@ -81,6 +81,7 @@ def test_every_paper_row_is_listed_and_counted(ref_cfg):
         ]
     )
     table.loc[len(table)] = {**_row("small", "FALT", "extra", 0.3, math.nan), "note": "", "best": False}
+    table.loc[len(table)] = {**_row("nogrid", "ELM*", "f1", math.nan, 0.5), "note": "not run", "best": False}
     out = cover(table, ref_cfg, ENTRIES, ["small", "gone"], {"gone": "could not download"}, LOWER)
     by = {(r.dataset, r.algorithm, r.metric): r for r in out.itertuples()}
     assert by[("small", "FALT", "f1")].coverage == "within"
@@ -93,10 +94,11 @@ def test_every_paper_row_is_listed_and_counted(ref_cfg):
     assert by[("small", "OTHER", "f1")].note == "absent: the method is not in this grid"
     assert by[("nogrid", "FALT", "hl")].note == "absent: the data set is not in this grid"
     assert by[("nogrid", "FALT", "hl")].paper == pytest.approx(0.10)
+    assert by[("nogrid", "ELM*", "f1")].coverage == "not run"
     assert len(out.drop_duplicates(["dataset", "algorithm"])) == 9 + 0  # 3 data sets x 3 paper methods
     line = summary_line(out)
     assert line.startswith("Coverage of the paper's table: 18 cells (9 rows): 2 within tolerance, 0 missed")
-    assert "14 absent; data not available offline: gone, 2 produced by a stand-in" in line
+    assert "13 absent; data not available offline: gone, 2 produced by a stand-in, 1 not run yet" in line
 
 
 def test_misses_on_either_side(ref_cfg):

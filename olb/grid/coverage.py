@@ -8,7 +8,8 @@ produce, one per metric with the reason, and gives every cell that has a paper v
   below; any other metric: at most the tolerance either side);
 - ``missed``: further away (``better``: of those, the ones on the better side of the paper's);
 - ``absent``: no figure (the data is not available offline, or the method or data set is not in the grid);
-- ``stand-in``: produced by a labelled stand-in (a label ending in ``*``, e.g. ELM-OMLL*), not the paper's method.
+- ``stand-in``: produced by a labelled stand-in (a label ending in ``*``, e.g. ELM-OMLL*), not the paper's method;
+- ``not run``: the grid has not computed it yet (an interrupted run; rerunning the command resumes).
 
 :func:`summary_line` counts them; :func:`with_summary` puts that line into table.md above the long table.
 """
@@ -21,7 +22,7 @@ import pandas as pd
 
 from olb.grid.results import load_reference
 
-CLASSES = ("within", "missed", "absent", "stand-in")
+CLASSES = ("within", "missed", "absent", "stand-in", "not run")
 _ABSENT_DATA = "data not available offline"
 
 
@@ -50,7 +51,7 @@ def _classify(row: pd.Series, tolerance: dict[str, float], lower_is_better: dict
     if math.isnan(row["paper"]) or row["metric"] not in tolerance:
         return ""
     if row["n_seeds"] == 0 or math.isnan(row["mean"]):
-        return "absent"
+        return "not run" if row["note"].startswith("not run") else "absent"
     if str(row["algorithm"]).split(" (")[0].endswith("*"):
         return "stand-in"
     gap = row["mean"] - row["paper"]
@@ -95,14 +96,14 @@ def cover(
         if row["dataset"] in unavailable and row["note"].startswith("unavailable"):
             reason = absent_reason(row["dataset"], True, unavailable, True)
             table.at[i, "note"] = "unavailable: " + reason + row["note"][len("unavailable") :]
-    produced = {(r.dataset, r.algorithm.split(" (")[0]) for r in table.itertuples()}
+    produced = {(r.dataset, r.algorithm.split(" (")[0], r.metric) for r in table.itertuples()}
     extra = []
     for r in ref.itertuples():
         dataset, metric = to_ours_data.get(r.dataset, r.dataset), to_ours_metric.get(r.metric)
         if metric is None:
             continue
         ours = labels.get(r.algorithm, [])
-        if any((dataset, label) in produced for label in ours):
+        if any((dataset, label, metric) in produced for label in ours):
             continue
         try:
             paper = float(r.value) / scale
@@ -150,7 +151,8 @@ def summary_line(table: pd.DataFrame) -> str:
     return (
         f"Coverage of the paper's table: {len(counted)} cells ({n_rows} rows): {n['within']} within tolerance, "
         f"{n['missed']} missed ({n_better} of them on the better side), {n['absent']} absent{why_text}, "
-        f"{n['stand-in']} produced by a stand-in."
+        f"{n['stand-in']} produced by a stand-in"
+        + (f", {n['not run']} not run yet (rerun the command to complete)." if n["not run"] else ".")
     )
 
 
