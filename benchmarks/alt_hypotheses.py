@@ -134,6 +134,8 @@ def chosen_setting(algorithm: str, settings: list[dict], dataset) -> dict:
     for params in settings:
         folds = cv_task_result(algorithm, params, dataset, PAPER, 10, seed=0)["folds"]
         means[json.dumps(params)] = {m: float(np.mean([f[m] for f in folds])) for m in PAPER}
+        cv = means[json.dumps(params)]
+        print(f"CV {json.dumps(params)}: " + " ".join(f"{SHORT[m]} {100 * v:.2f}" for m, v in cv.items()), flush=True)
     choice = select(means, {m: METRICS[m].lower_is_better for m in PAPER}, "majority")
     print(f"CV pick ({choice.reason}): {choice.chosen}")
     return json.loads(choice.chosen)
