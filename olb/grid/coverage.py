@@ -35,6 +35,11 @@ def _source(dataset: str) -> str:
         return ""
 
 
+def _source_text(dataset: str) -> str:
+    source = _source(dataset)
+    return f" ({source})" if source else ""
+
+
 def absent_reason(dataset: str, in_grid: bool, unavailable: dict[str, str], has_method: bool) -> str:
     """Why a row of the paper has no figure of ours: the data (with its source), the data set or the method."""
     if dataset in unavailable:
@@ -146,7 +151,8 @@ def summary_line(table: pd.DataFrame) -> str:
     n_better = int(counted["better"].sum())
     n_rows = len(counted.drop_duplicates(["dataset", "algorithm"]))
     absent = counted[counted["coverage"] == "absent"]
-    why = sorted(set(absent["dataset"][absent["note"].str.contains(_ABSENT_DATA, regex=False)]))
+    offline = absent[absent["note"].str.contains(_ABSENT_DATA, regex=False)]
+    why = sorted({f"{r.dataset}{_source_text(r.dataset)}" for r in offline.itertuples()})
     why_text = f"; data not available offline: {', '.join(why)}" if why else ""
     return (
         f"Coverage of the paper's table: {len(counted)} cells ({n_rows} rows): {n['within']} within tolerance, "
