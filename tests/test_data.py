@@ -59,7 +59,7 @@ MULTICLASS = {
         {"sitting": 50631, "standing": 47370, "walking": 43390, "standingup": 12415, "sittingdown": 11827},
     ),
 }
-NOT_STAGED = {"mediamill", "isolet", "rcv1v2_topics", "image"}
+NOT_STAGED = {"mediamill", "isolet", "rcv1v2_topics", "rcv1v2_industries", "rcv1v2_regions", "image"}
 SPARSE_ON_DISK = {"bibtex", "enron", "medical", "corel5k", "slashdot"}
 GENERATED = {"synthetic-mediamill"}
 BIG = {"bibtex", "corel5k", "movement"}

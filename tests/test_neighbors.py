@@ -80,3 +80,35 @@ def test_k_nearest_breaks_ties_on_binary_rows_like_a_stable_brute_force_sort():
         for k in (1, 10):
             expected = np.argsort(((rows - x) ** 2).sum(axis=1), kind="stable")[:k]
             assert set(k_nearest(rows, (rows**2).sum(axis=1), x, k)) == set(expected)
+
+
+def test_tie_rule_random_draws_a_seeded_subset_only_when_ties_decide():
+    rows = np.zeros((30, 2))  # a collapsed metric: every distance ties
+    sq = np.zeros(30)
+    x = np.zeros(2)
+    np.testing.assert_array_equal(k_nearest(rows, sq, x, 10), np.arange(10))  # default: the first stored
+    picks = [k_nearest(rows, sq, x, 10, np.random.default_rng(s)) for s in range(3)]
+    np.testing.assert_array_equal(picks[0], k_nearest(rows, sq, x, 10, np.random.default_rng(0)))
+    assert all(len(set(p)) == 10 and list(p) == sorted(p) for p in picks)
+    assert len({tuple(p) for p in picks}) == 3
+    # no tie straddling the k-th place: the same rows, and the generator is not drawn from
+    spread = np.arange(30.0)[:, None]
+    rng = np.random.default_rng(5)
+    state = rng.bit_generator.state
+    got = k_nearest(spread, (spread**2).ravel(), np.array([3.2]), 4, rng)
+    np.testing.assert_array_equal(got, k_nearest(spread, (spread**2).ravel(), np.array([3.2]), 4))
+    assert rng.bit_generator.state == state
+
+
+def test_knn_tie_break_option_is_seeded():
+    X = np.zeros((40, 3))  # every stored row ties with every query
+    Y = (np.arange(40)[:, None] % np.array([2, 3]) == 0).astype(np.int8)  # the first rows differ from the rest
+
+    def votes(**kw):
+        learner = KNN(3, 2, n_neighbors=5, **kw)
+        learner.learn_many(X, Y)
+        return learner.predict_one(np.zeros(3))["scores"]
+
+    np.testing.assert_array_equal(votes(), Y[:5].mean(axis=0))
+    np.testing.assert_array_equal(votes(tie_break="random", seed=1), votes(tie_break="random", seed=1))
+    assert any(not np.array_equal(votes(tie_break="random", seed=s), Y[:5].mean(axis=0)) for s in range(5))

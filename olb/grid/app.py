@@ -26,6 +26,7 @@ from olb.grid.backend import Backend
 from olb.grid.fanout import FanoutStats, fan_out
 from olb.grid.plan import GridConfigError, Plan, Problems, collect_plan, describe
 from olb.grid.comparable import differences
+from olb.grid.coverage import cover, with_summary
 from olb.grid.results import (
     build_table,
     cells_frame,
@@ -302,6 +303,7 @@ def _write_outputs(run: GridRun, st: Stages) -> tuple[pd.DataFrame, pd.DataFrame
     table = build_table(
         plan, st.outcomes, cfg.reference, run.data.unavailable, differences(plan, cfg.reference, cfg.verify_checksums)
     )
+    table = cover(table, cfg.reference, plan.entries, plan.datasets, run.data.unavailable, plan.lower_is_better)
     files = {"cells": out / "cells.csv", "table_csv": out / "table.csv", "table_md": out / "table.md"}
     cells.to_csv(files["cells"], index=False)
     table.to_csv(files["table_csv"], index=False)
@@ -314,6 +316,7 @@ def _write_outputs(run: GridRun, st: Stages) -> tuple[pd.DataFrame, pd.DataFrame
         reference_source(cfg.reference),
         cfg.table.bold_best,
     )
+    markdown = with_summary(markdown, table, cfg.reference)
     if st.choices:
         from olb.grid.crossval import selection_markdown
 

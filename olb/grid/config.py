@@ -96,6 +96,9 @@ class ReferenceConfig:
     metrics: Dict[str, str] = field(default_factory=dict)  # olb metric -> the file's metric name
     datasets: Dict[str, str] = field(default_factory=dict)  # olb data set -> the file's data set name
     scale: float = 1.0  # the file's numbers are ours times this (paper 002 reports every metric x100)
+    # metric -> the gap (our units) that counts as agreement; set: the table lists all the paper's rows and counts
+    # them within / missed / absent / stand-in (olb/grid/coverage.py)
+    tolerance: Dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

@@ -38,15 +38,29 @@ class NeighborLearner(OnlineLearner):
         memory = 0.75 * (shape.n_train or 0)
         return ROUND_OVERHEAD_S + shape.n_features * (1.2e-7 + 1.1e-10 * memory)
 
+    @property
+    def tie_rng(self) -> np.random.Generator | None:
+        """The generator that breaks ties at the k-th distance (``tie_break='random'``), else None (by index)."""
+        return self.rng if self.tie_break == "random" else None
+
     def _labels_from_votes(self, votes: np.ndarray) -> dict:
         return {"scores": votes, "labels": (votes >= self.vote_threshold).astype(np.int8)}
 
+
+TIE_BREAK = Param(
+    str,
+    "index",
+    choices=("index", "random"),
+    doc="which of the rows tied at the k-th distance a search takes when they outnumber the places left: "
+    "'index' (the first stored, a stable sort's rule) or 'random' (a random subset drawn from the learner's seed)",
+)
 
 VOTE_PARAMS = {
     "n_neighbors": N_NEIGHBORS,
     "vote_threshold": VOTE_THRESHOLD,
     "init_fraction": INIT_FRACTION,
     "feature_scaling": FEATURE_SCALING,
+    "tie_break": TIE_BREAK,
 }  # what every nearest-neighbour vote of this family declares
 
 
@@ -74,7 +88,8 @@ class KNN(NeighborLearner):
         self.memory_labels = RowMemory(self.n_labels)
 
     def predict_one(self, x: np.ndarray) -> dict:
-        nearest = k_nearest(self.memory.rows, self.memory.sq_norms, np.asarray(x, dtype=float), self.n_neighbors)
+        x = np.asarray(x, dtype=float)
+        nearest = k_nearest(self.memory.rows, self.memory.sq_norms, x, self.n_neighbors, self.tie_rng)
         return self._labels_from_votes(vote(self.memory_labels.rows, nearest))
 
     def learn_one(self, x: np.ndarray, y) -> None:

@@ -54,16 +54,23 @@ class RowMemory:
         self.extend(np.asarray(row, dtype=float)[None, :])
 
 
-def k_nearest(rows: np.ndarray, sq_norms: np.ndarray, x: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` rows nearest to ``x`` in Euclidean distance, nearest first (ties: lower index first).
+def k_nearest(
+    rows: np.ndarray, sq_norms: np.ndarray, x: np.ndarray, k: int, tie_rng: np.random.Generator | None = None
+) -> np.ndarray:
+    """Indices of the ``k`` rows nearest to ``x`` in Euclidean distance, nearest first (ties: the tie rule below).
 
     Squared distances are expanded as ||r||^2 - 2 r.x + ||x||^2 (one matrix-vector product over the memory).
-    Rows within rounding error (1e-9 relative) of the k-th distance count as tied with it, and ties are broken
-    by the lower index, as a stable brute-force sort breaks them (ties are frequent on binary rows).
+    Rows within rounding error (1e-9 relative) of the k-th distance count as tied with it. When more rows tie
+    than places are left, the tie rule decides which are taken: by default the lower indices, as a stable
+    brute-force sort breaks ties (ties are frequent on binary rows; when a learned metric collapses, every
+    distance ties and the first rows stored decide); with ``tie_rng``, a uniformly random subset drawn from that
+    generator (it is drawn from only then, so a search without such ties returns the same rows either way).
 
     >>> rows = np.array([[0.0], [5.0], [1.0], [2.0], [1.0]])
     >>> k_nearest(rows, (rows ** 2).ravel(), np.array([1.2]), 2).tolist()
     [2, 4]
+    >>> k_nearest(np.zeros((6, 1)), np.zeros(6), np.zeros(1), 2).tolist()  # all tied: the first two
+    [0, 1]
     """
     n = rows.shape[0]
     if n == 0:
@@ -74,7 +81,12 @@ def k_nearest(rows: np.ndarray, sq_norms: np.ndarray, x: np.ndarray, k: int) -> 
     kth = np.partition(dist, k - 1)[k - 1]
     slack = 1e-9 * (float(sq_norms.max()) + x_sq + 1.0)
     inside = np.flatnonzero(dist < kth - slack)
-    tied = np.flatnonzero(np.abs(dist - kth) <= slack)[: k - inside.size]
+    tied = np.flatnonzero(np.abs(dist - kth) <= slack)
+    free = k - inside.size
+    if tie_rng is not None and tied.size > free:
+        tied = np.sort(tie_rng.choice(tied, free, replace=False))
+    else:
+        tied = tied[:free]
     inside = inside[np.lexsort((inside, dist[inside]))]
     return np.concatenate([inside, tied])
 

@@ -198,7 +198,7 @@ class OML(NeighborLearner):
 
     def _nearest_in_metric(self, z: np.ndarray, k: int) -> np.ndarray:
         W, sq = self._latent_memory()
-        return k_nearest(W, sq, z @ self.V, k)
+        return k_nearest(W, sq, z @ self.V, k, self.tie_rng)
 
     def predict_one(self, x: np.ndarray) -> dict:
         if self.P is None:
@@ -213,7 +213,7 @@ class OML(NeighborLearner):
             return
         z = x @ self.P
         if self.update_neighbor == "input":
-            nearest = k_nearest(self.memory.rows, self.memory.sq_norms, x, 1)
+            nearest = k_nearest(self.memory.rows, self.memory.sq_norms, x, 1, self.tie_rng)
         else:
             nearest = self._nearest_in_metric(z, 1)
         self.update_metric(z, y, self.memory_labels.rows[nearest[0]])
