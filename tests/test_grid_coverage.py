@@ -10,26 +10,9 @@ import pytest
 
 from olb.grid import compose, plan_grid
 from olb.grid.coverage import cover, summary_line, with_summary
-from olb.grid.results import load_reference
+from olb.grid.results import TABLE_COLUMNS, load_reference
 
-COLUMNS = [
-    "dataset",
-    "algorithm",
-    "metric",
-    "mean",
-    "std",
-    "n_seeds",
-    "paper",
-    "diff",
-    "n_planned",
-    "n_values",
-    "n_values_planned",
-    "partial",
-    "selected",
-    "n_failed",
-    "note",
-    "best",
-]
+COLUMNS = list(TABLE_COLUMNS)
 ENTRIES = {
     "falt": {"label": "FALT", "paper_name": "FALT", "algorithm": "falt"},
     "elm": {"label": "ELM*", "paper_name": "ELM", "algorithm": "elm_omll_star"},

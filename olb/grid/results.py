@@ -16,6 +16,27 @@ from olb.grid.messages import Status
 from olb.grid.plan import RUNTIME_COLUMNS, Cell, Plan
 
 
+# table.csv's columns, in order
+TABLE_COLUMNS = (
+    "dataset",
+    "algorithm",
+    "metric",
+    "mean",
+    "std",
+    "n_seeds",
+    "paper",
+    "diff",
+    "n_planned",
+    "n_values",
+    "n_values_planned",
+    "partial",
+    "selected",
+    "n_failed",
+    "note",
+    "best",
+)
+
+
 def outcome_from_payload(payload: dict, run_id: str | None) -> dict:
     out = {
         "status": payload["status"],
@@ -235,27 +256,7 @@ def build_table(
     _mark_best(rows, plan.lower_is_better)
     for row in rows:
         del row["per_seed"]
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "dataset",
-            "algorithm",
-            "metric",
-            "mean",
-            "std",
-            "n_seeds",
-            "paper",
-            "diff",
-            "n_planned",
-            "n_values",
-            "n_values_planned",
-            "partial",
-            "selected",
-            "n_failed",
-            "note",
-            "best",
-        ],
-    )
+    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
 def _mark_best(rows: list[dict], lower_is_better: dict[str, bool], alpha: float = 0.05) -> None:
