@@ -77,7 +77,9 @@ def test_every_learner_has_a_plausible_cost_on_every_data_set_it_accepts(algorit
         spec = dataset_spec(dataset)
         shape = StreamShape(spec.shape.n_features, spec.shape.n_labels, spec.n_train)
         if spec.task == cls.task and not cls.check_params(params, shape):
-            assert 1e-5 < _cost(algorithm, dataset, **cls.test_params) < 1.0, (algorithm, dataset)
+            # up to 2 s a row: river's Hoeffding trees per label on rcv1v2's 313 industries are planned at 1.0-1.3 s,
+            # an overestimate (their formula counts up to 2000 features, a sparse row reaches river with its nonzeros)
+            assert 1e-5 < _cost(algorithm, dataset, **cls.test_params) < 2.0, (algorithm, dataset)
             checked += 1
     assert checked >= 3
 
