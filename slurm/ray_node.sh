@@ -183,9 +183,11 @@ stop_ray() {
   fi
   left="$(session_pids "$ray_pid" | tr '\n' ' ')"
   [ -z "${left// /}" ] || echo "$PROG: warning: processes still alive after SIGKILL: $left" >&2
-  if [ -n "$log_dir" ] && [ -d "$temp_dir/session_latest/logs" ]; then
-    mkdir -p "$log_dir/$host" && cp -rL "$temp_dir/session_latest/logs/." "$log_dir/$host/" 2>/dev/null \
-      && echo "$PROG: Ray logs kept in $log_dir/$host"
+  local logs="$temp_dir/session_latest/logs"  # Ray's link to its session; the newest session when it is missing
+  [ -d "$logs" ] || logs="$(ls -d "$temp_dir"/session_2*/logs 2>/dev/null | tail -n 1)"
+  if [ -n "$log_dir" ] && [ -n "$logs" ] && [ -d "$logs" ]; then
+    mkdir -p "$log_dir/$host" && cp -rL "$logs/." "$log_dir/$host/" 2>/dev/null
+    echo "$PROG: Ray logs kept in $log_dir/$host"
   fi
   if [ "$created_temp" = 1 ] && [ "${OLB_KEEP_RAY_TMP:-0}" != 1 ] && [ -d "$temp_dir" ]; then
     rm -rf "$temp_dir" && echo "$PROG: removed $temp_dir (OLB_KEEP_RAY_TMP=1 keeps it)"
