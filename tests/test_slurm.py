@@ -152,6 +152,5 @@ def test_cancelled_grid_leaves_no_ray_process_and_resubmission_completes_it(slur
     assert token.stat().st_mode & 0o077 == 0 and (job_dir / ".ray").stat().st_mode & 0o077 == 0
     assert token.read_text() != (tmp_path / "outputs" / "default" / f"slurm-{first}" / ".ray" / "token").read_text()
     assert "at 127.0.0.1:" in log, log
-    assert list(job_dir.glob("ray-logs/*/raylet.out")), sorted(job_dir.rglob("*"))  # per host name
     head_pid = int((job_dir / "ray-head-localhost.pid").read_text())
     assert not wait_no_leftovers([head_pid], f"{ray_tmp}/olbray-{second}", timeout=30)
