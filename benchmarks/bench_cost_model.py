@@ -79,7 +79,7 @@ def cv_comparison(store: str, overrides: list[str]) -> pd.DataFrame:
     """Planned against measured CPU of each finished cross-validation task of ``store`` that the grid plans."""
     from olb.grid import compose
     from olb.grid.app import prepare
-    from olb.grid.crossval import _candidates, task_id
+    from olb.grid.crossval import _candidates, cv_identity, task_id
 
     cfg = compose(overrides)
     plan, data = prepare(cfg)
@@ -89,16 +89,8 @@ def cv_comparison(store: str, overrides: list[str]) -> pd.DataFrame:
         if dataset in data.unavailable:
             continue
         select = selected[entry]
-        for cell in cells:  # the task's identity as olb.grid.crossval.run_selection builds it
-            task = {
-                "algorithm": cell.algorithm,
-                "params": cell.params,
-                "dataset": dataset,
-                "fingerprint": data.sources[dataset].fingerprint,
-                "folds": select["folds"],
-                "seed": select["seed"],
-                "metrics": list(select["metrics"] or cell.metrics),
-            }
+        for cell in cells:
+            task = cv_identity(cell, dataset, data.sources[dataset].fingerprint, select)
             cost, n_train, _ = planned_stream(cell.algorithm, cell.params, dataset)
             planned[task_id(task)] = (cell.algorithm, dataset, cost * n_train * select["folds"])
     rows = []

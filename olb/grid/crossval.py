@@ -37,6 +37,19 @@ log = logging.getLogger("olb.grid")
 CV_VERSION = 1
 
 
+def cv_identity(cell, dataset: str, fingerprint: str, settings) -> dict:
+    """What identifies the cross-validation of ``cell``'s setting on ``dataset`` (:func:`task_id` hashes it)."""
+    return {
+        "algorithm": cell.algorithm,
+        "params": cell.params,
+        "dataset": dataset,
+        "fingerprint": fingerprint,
+        "folds": settings["folds"],
+        "seed": settings["seed"],
+        "metrics": list(settings["metrics"] or cell.metrics),
+    }
+
+
 def task_id(task: dict) -> str:
     keys = ("algorithm", "params", "dataset", "fingerprint", "folds", "seed", "metrics")
     payload = {"v": CV_VERSION, **{k: task[k] for k in keys}}
@@ -150,13 +163,7 @@ def run_selection(
         for cell in cells:
             task = {
                 "kind": "cv",
-                "algorithm": cell.algorithm,
-                "params": cell.params,
-                "dataset": dataset,
-                "fingerprint": data.sources[dataset].fingerprint,
-                "folds": settings["folds"],
-                "seed": settings["seed"],
-                "metrics": list(settings["metrics"] or cell.metrics),
+                **cv_identity(cell, dataset, data.sources[dataset].fingerprint, settings),
                 "data_dir": data_dir,
                 "imports": imports,
                 "verify_checksums": verify_checksums,
