@@ -1,14 +1,19 @@
 """Non-finite hyperparameters are refused, naming the key, by the one validation (``Param.check``) behind the
-Python constructors, olb.run and the grid's planner, before any work starts."""
+Python constructors, olb.run and the grid's planner, before any work starts. Every learner's class-level
+annotations name its declared hyperparameters with their kinds, so that readers and type checkers see them."""
 
 from __future__ import annotations
 
 import math
+import typing
 
 import pytest
 
 from olb.learners import FALT, PA1BR, OnlineBMR
 from olb.learners.params import C, ETA, NUM_HIDDEN
+from olb.learners.river_family import CLASSIFIERS, STRATEGIES, RiverMultiLabel
+from olb.learners.thresholds import Thresholded
+from olb.registry import algorithm_names, get_algorithm
 from olb.run import main
 
 
@@ -40,3 +45,28 @@ def test_the_grid_refuses_non_finite_values_before_any_work(algorithm, override)
     key = override.split("=")[0]
     with pytest.raises(GridConfigError, match=rf"{algorithm}: {key}=\S+ is not a finite number"):
         plan_grid(compose([f"algorithms=[{algorithm}]", "datasets=[emotions]", "seeds=1", override]))
+
+
+def _forwarded(cls) -> set[str]:
+    """Hyperparameters a learner hands whole to a part it builds (read from ``self.hyper``, never as attributes)."""
+    if issubclass(cls, Thresholded):
+        return set(cls.scorer_class.params)
+    if issubclass(cls, RiverMultiLabel):
+        return set(STRATEGIES[cls.strategy]) | set(CLASSIFIERS[cls.classifier][1])
+    return set()
+
+
+def _annotated(cls) -> dict[str, object]:
+    """The class's and its bases' class-level annotations that are not ClassVars: its declared attributes."""
+    return {k: t for k, t in typing.get_type_hints(cls).items() if typing.get_origin(t) is not typing.ClassVar}
+
+
+@pytest.mark.parametrize("name", algorithm_names())
+def test_every_hyperparameter_is_annotated_with_its_kind_and_nothing_else_is(name):
+    cls = get_algorithm(name)
+    assert _forwarded(cls) <= set(cls.params)
+    expected = {key: p.kind for key, p in cls.params.items() if key not in _forwarded(cls)}
+    annotated = _annotated(cls)
+    missing = [f"{key}: {kind.__name__}" for key, kind in expected.items() if annotated.get(key) is not kind]
+    extra = sorted(set(annotated) - set(expected))
+    assert not missing and not extra, f"{cls.__name__}: annotate {missing}; not a hyperparameter: {extra}"

@@ -87,6 +87,9 @@ class OnlineLearner:
       the declared ``params`` (name -> :class:`Param`), validated by :meth:`validate`, and the rules across
       them and against the stream's shape by :meth:`check_params` (the grid's planner calls the same rules
       before any work starts). ``seed`` (an int or a ``numpy.random.Generator``) fixes every random draw.
+      Each hyperparameter becomes an attribute (``self.eta``); the class declares the ones it reads with a
+      class-level annotation of the ``Param``'s kind (``eta: float``), so that readers and type checkers see
+      them. On a learner, such an annotation (without ``ClassVar``) is kept for hyperparameters.
     - **Prediction.** ``predict_one(x)`` returns what ``outputs`` declares: ``"scores"`` (a float vector of
       the labels' relevance, higher = more relevant), ``"labels"`` (a 0/1 vector: the predicted label set),
       ``"class"`` (a class index). One output is returned as is; several as a dict keyed by these names.

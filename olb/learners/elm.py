@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, StreamShape
-from olb.learners.params import C, FEATURE_SCALING, INIT_FRACTION, NUM_HIDDEN, with_default
+from olb.learners.params import FEATURE_SCALING, INIT_FRACTION, NUM_HIDDEN, with_default
+from olb.learners.params import C as C_PARAM  # not C: ELMOMLLStar declares the hyperparameter C
 
 
 class _OnlineELM(OnlineLearner):
@@ -20,6 +21,10 @@ class _OnlineELM(OnlineLearner):
     default_protocol = "train_frozen"
     outputs = ("scores", "labels")
     predict_before_learn = False
+    # hyperparameters (declared in ``params``)
+    num_hidden: int
+    init_fraction: float
+    feature_scaling: str
     params = {
         "num_hidden": NUM_HIDDEN,
         "init_fraction": INIT_FRACTION,
@@ -111,7 +116,9 @@ class ELMOMLLStar(_OnlineELM):
     """
 
     name = "elm_omll_star"
-    params = {**_OnlineELM.params, "C": C}
+    # hyperparameters (declared in ``params``)
+    C: float
+    params = {**_OnlineELM.params, "C": C_PARAM}
     test_params = {"num_hidden": 10, "C": 1.0}
 
     def _initial_fit(self, H, T):

@@ -112,6 +112,8 @@ class RiverMultiLabel(OnlineLearner):
     outputs = ("scores", "labels")
     predict_before_learn = False
     accepts_sparse = True
+    # hyperparameters (declared in ``params``)
+    feature_scaling: str
 
     def __init__(self, n_features, n_labels, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
@@ -125,7 +127,7 @@ class RiverMultiLabel(OnlineLearner):
         elif self.strategy == "cc":
             self.model = multioutput.ClassifierChain(base, order=list(self.label_keys))
         else:
-            self.model = multioutput.MonteCarloClassifierChain(base, m=self.m)
+            self.model = multioutput.MonteCarloClassifierChain(base, m=self.hyper["m"])
             self.model.order = list(self.label_keys)
         for key in self.label_keys:  # one classifier per label, in label order, before any example
             self.model[key]

@@ -34,6 +34,8 @@ Registered as ``<scorer>+threshold`` for every full-information multi-label lear
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from olb.learners.base import OnlineLearner, Param, RoundCache, StreamShape
@@ -62,8 +64,14 @@ THRESHOLD_PARAMS = {
 class Thresholded(OnlineLearner):
     """A scorer (``scorer_class``) with a label threshold; see the module docstring."""
 
-    scorer_class: type[OnlineLearner]
+    scorer_class: ClassVar[type[OnlineLearner]]
     outputs = ("scores", "labels")
+    # hyperparameters (declared in ``params``)
+    threshold_rule: str
+    threshold: float
+    eta: float
+    repeats: int
+    feature_scaling: str
 
     def __init__(self, n_features, n_labels, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)

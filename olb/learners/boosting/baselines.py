@@ -27,6 +27,10 @@ class _TreeBaseline(OnlineLearner):
     task = "multiclass"
     outputs = ("class",)
     default_protocol = "prequential_last20"
+    # hyperparameters (declared in ``params``)
+    num_learners: int
+    num_covariates: int
+    weak_learner: str
     params = dict(_TREE_PARAMS)
     test_params = {"num_learners": 3}
 

@@ -23,6 +23,11 @@ class MLRBooster(OnlineLearner):
 
     task = "multilabel"
     initial_alpha = 0.0
+    # hyperparameters (declared in ``params``)
+    num_learners: int
+    num_covariates: int
+    weak_learner: str
+    authors_weights: bool
     test_params = {"num_learners": 3}
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
@@ -135,6 +140,10 @@ class OnlineBMR(MLRBooster):
 
     name = "onlinebmr"
     initial_alpha = 1.0
+    # hyperparameters (declared in ``params``)
+    gamma: float
+    margin: float
+    invalid_baseline: str
     params = {
         **BOOSTER_PARAMS,
         "gamma": GAMMA_PARAM,

@@ -87,6 +87,12 @@ class MulticlassBooster(OnlineLearner):
     outputs = ("class",)
     default_protocol = "prequential_last20"
     initial_alpha = 0.0
+    # hyperparameters (declared in ``params``)
+    num_learners: int
+    num_covariates: int
+    weak_learner: str
+    authors_weights: bool
+    weak_prediction: str
     test_params = {"num_learners": 3}
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
@@ -201,6 +207,8 @@ class AdaBoostOLM(MulticlassBooster):
     """
 
     name = "adaolm"
+    # hyperparameters (declared in ``params``)
+    authors_gradient: bool
     params = {
         **MULTICLASS_PARAMS,
         "authors_gradient": Param(bool, False, doc="the authors' alpha-derivative (wrong when l^i = y)"),
@@ -427,6 +435,11 @@ class OnlineMBBM(MulticlassBooster):
 
     name = "onlinembbm"
     initial_alpha = 1.0
+    # hyperparameters (declared in ``params``)
+    gamma: float
+    authors_horizon: bool
+    potential_samples: int
+    normalize_weights: bool
     params = {
         **MULTICLASS_PARAMS,
         "gamma": GAMMA_PARAM,

@@ -67,6 +67,12 @@ class TopKBooster(MLRBooster):
     """Algorithm 1 of paper 004 on top of paper 000's booster; subclasses give costs, alpha and the expert."""
 
     feedback = "topk"
+    # hyperparameters (declared in ``params``)
+    k: int
+    rho: float
+    exploration: str
+    clip_probabilities: bool
+    weight_scale: float
     test_params = {"num_learners": 3, "k": 2}
 
     @classmethod
@@ -147,6 +153,9 @@ class TopOpt(TopKBooster):
 
     name = "topopt"
     initial_alpha = 1.0
+    # hyperparameters (declared in ``params``)
+    gamma: float
+    margin: float
     params = {
         **BOOSTER_PARAMS,
         **TOPK_PARAMS,
@@ -193,6 +202,8 @@ class TopAda(TopKBooster):
     """
 
     name = "topada"
+    # hyperparameters (declared in ``params``)
+    clip_gradient: bool
     params = {
         **BOOSTER_PARAMS,
         **TOPK_PARAMS,

@@ -26,6 +26,11 @@ class _LinearALT(OnlineLearner):
     predict_before_learn = False
     accepts_sparse = True
     learns_passes = True  # the protocol gives a phase that does not predict to learn_pass, whole
+    # hyperparameters (declared in ``params``)
+    eta: float
+    repeats: int
+    bias: bool
+    feature_scaling: str
     params = {"eta": ETA, "repeats": REPEATS, "bias": BIAS, "feature_scaling": FEATURE_SCALING}
 
     def __init__(self, n_features, n_labels, seed=None, **hyper):
@@ -107,6 +112,8 @@ class SALT(_LinearALT):
 
     name = "salt"
     _rule = passes.SALT
+    # hyperparameters (declared in ``params``)
+    delta: float
     params = {**_LinearALT.params, "delta": DELTA}
     test_params = {"eta": 0.5, "repeats": 5, "delta": 1.0}
 

@@ -31,6 +31,12 @@ class FALTKernel(OnlineLearner):
     default_protocol = "train_frozen"
     outputs = ("scores", "labels")
     predict_before_learn = False
+    # hyperparameters (declared in ``params``)
+    eta: float
+    repeats: int
+    sigma: float
+    kernel: str
+    feature_scaling: str
     params = {
         "eta": ETA,
         "repeats": with_default(REPEATS, 10),

@@ -51,6 +51,12 @@ class OLANSGDStar(OnlineLearner):
     predict_before_learn = False
     accepts_sparse = True
     learns_passes = True  # the protocol gives a phase that does not predict to learn_pass, whole
+    # hyperparameters (declared in ``params``)
+    regularization: float
+    smoothing: float
+    eta: float
+    bias: bool
+    feature_scaling: str
     params: ClassVar[dict[str, Param]] = {
         "regularization": Param(
             float,

@@ -15,7 +15,8 @@ from olb.learners.linear import passes
 from olb.learners.linear.alt import _LinearALT
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.linear.support_vectors import SupportVectors
-from olb.learners.params import BIAS, C, FEATURE_SCALING, KERNEL, SIGMA, with_default
+from olb.learners.params import BIAS, FEATURE_SCALING, KERNEL, SIGMA, with_default
+from olb.learners.params import C as C_PARAM  # not C: the class bodies declare the hyperparameter C
 
 
 def pa_steps(losses: np.ndarray, sq_norm: float, C: float, variant: str) -> np.ndarray:
@@ -39,7 +40,11 @@ class _PABR(OnlineLearner):
     predict_before_learn = False
     accepts_sparse = True
     learns_passes = True  # the protocol gives a phase that does not predict to learn_pass, whole
-    params = {"C": C, "bias": BIAS, "feature_scaling": FEATURE_SCALING}
+    # hyperparameters (declared in ``params``)
+    C: float
+    bias: bool
+    feature_scaling: str
+    params = {"C": C_PARAM, "bias": BIAS, "feature_scaling": FEATURE_SCALING}
     test_params = {"C": 1.0}
     cost_per_example_s = _LinearALT.cost_per_example_s  # the same kind of round (fitted on both)
 
@@ -99,7 +104,17 @@ class _PABRKernel(OnlineLearner):
     default_protocol = "train_frozen"
     outputs = ("scores", "labels")
     predict_before_learn = False
-    params = {"C": C, "sigma": SIGMA, "kernel": KERNEL, "feature_scaling": with_default(FEATURE_SCALING, "minmax")}
+    # hyperparameters (declared in ``params``)
+    C: float
+    sigma: float
+    kernel: str
+    feature_scaling: str
+    params = {
+        "C": C_PARAM,
+        "sigma": SIGMA,
+        "kernel": KERNEL,
+        "feature_scaling": with_default(FEATURE_SCALING, "minmax"),
+    }
     test_params = {"C": 1.0, "sigma": 1.0}
 
     def __init__(self, n_features, n_labels, seed=None, **hyper):

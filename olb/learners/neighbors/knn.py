@@ -26,6 +26,12 @@ class NeighborLearner(OnlineLearner):
     outputs: ClassVar[tuple[str, ...]] = ("scores", "labels")
     default_protocol: ClassVar[str] = "train_frozen"
     predict_before_learn: ClassVar[bool] = False
+    # hyperparameters (declared in ``params``)
+    n_neighbors: int
+    vote_threshold: float
+    init_fraction: float
+    feature_scaling: str
+    tie_break: str
 
     @classmethod
     def cost_per_example_s(cls, params: dict, shape: StreamShape) -> float:

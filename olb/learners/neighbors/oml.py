@@ -108,6 +108,13 @@ class OML(NeighborLearner):
     """
 
     name = "oml"
+    # hyperparameters (declared in ``params``)
+    latent_dim: int
+    lambda_rule: str
+    lambda_min: float
+    lambda_max: float
+    ridge: float
+    update_neighbor: str
     params: ClassVar[dict[str, Param]] = {
         **VOTE_PARAMS,
         "latent_dim": Param(
