@@ -25,10 +25,11 @@ test: setup
 test-fast: setup
 	$(PY) -m pytest -m "not e2e"
 
-# ruff's lint and format checks (configured in pyproject.toml); CI runs them before the tests
+# ruff's lint and format checks and mypy's type check (configured in pyproject.toml); CI runs them before the tests
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 bench: setup
 	$(PY) benchmarks/bench_boosters.py

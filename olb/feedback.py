@@ -59,6 +59,8 @@ class TopKFeedback:
     """
 
     __slots__ = ("_labels", "_relevant")
+    _labels: np.ndarray
+    _relevant: np.ndarray
 
     def __init__(self, labels, relevant):
         labels = np.array(np.ravel(labels), dtype=np.intp, copy=True)  # own data: no .base to follow

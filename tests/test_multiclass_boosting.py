@@ -250,3 +250,8 @@ def test_mbbm_state_memo_cleared_when_full_changes_no_prediction():
     (full, largest), (cleared, _) = predictions(10**9), predictions(30)
     assert largest > 60  # the small memo was cleared several times
     assert np.array_equal(full, cleared)
+
+
+def test_monte_carlo_costs_refuse_a_missing_generator():
+    with pytest.raises(ValueError, match=r"samples > 0\) need a random generator"):
+        MBBMCosts(3, 0.1, samples=10)

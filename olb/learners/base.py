@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
@@ -181,7 +182,10 @@ class OnlineLearner:
         return f"{type(self).__name__}({args})"
 
 
-class RoundCache:
+T = TypeVar("T")
+
+
+class RoundCache(Generic[T]):
     """The value a learner computed for one round's input in ``predict_one``, kept until ``learn_one`` clears it
     (the contract's predict-then-learn rule, for learners with ``predict_before_learn``).
 
@@ -190,14 +194,14 @@ class RoundCache:
     """
 
     def __init__(self):
-        self.clear()
+        self._entry: tuple[np.ndarray, T] | None = None  # (x, its value)
 
-    def get(self, x: np.ndarray, compute):
+    def get(self, x: np.ndarray, compute: Callable[[np.ndarray], T]) -> T:
         """The value for ``x``: the cached one if ``x`` is the cached input, else ``compute(x)`` (then cached)."""
-        if self._x is not x:
-            self._value = compute(x)
-            self._x = x
-        return self._value
+        entry = self._entry
+        if entry is None or entry[0] is not x:
+            entry = self._entry = (x, compute(x))
+        return entry[1]
 
     def clear(self) -> None:
-        self._x = self._value = None
+        self._entry = None

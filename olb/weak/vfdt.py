@@ -114,7 +114,7 @@ class VFDTForest(WeakLearners):
         self._eps_factor = np.array([np.log2(c) ** 2 if c >= 2 else 0.0 for c in range(n_labels + 1)])
         self._d = self.covariates.shape[1]
         self._init_storage(capacity=4 * N)
-        self._round_leaves = None  # (x, leaves) of the round's prediction
+        self._round_leaves: tuple[np.ndarray, np.ndarray] | None = None  # (x, leaves) of the round's prediction
         self.root = np.array(
             [self._new_leaf(np.zeros(n_labels), np.zeros(n_labels, bool), self._new_slot()) for _ in range(N)]
         )
@@ -139,6 +139,11 @@ class VFDTForest(WeakLearners):
     )
     _SLOT_ARRAYS = ("pair_of",)
     _POOL_ARRAYS = ("g_weight", "g_mean", "g_m2", "g_min", "g_max")
+    g_weight: np.ndarray  # the pool arrays (rows, d), set by name in _init_storage and _reserve_pool
+    g_mean: np.ndarray
+    g_m2: np.ndarray
+    g_min: np.ndarray
+    g_max: np.ndarray
     _POOL_LEAVES_PER_TREE = 64
     _FILL = {"split_feature": -1, "slot": -1, "pair_of": -1}
 

@@ -72,7 +72,7 @@ class BestVFDT(_TreeBaseline):
         )
         self.correct = np.zeros(self.num_learners, np.int64)
         self._hits: list[np.ndarray] = []  # per example, which trees were right (bit-packed)
-        self._cache = RoundCache()
+        self._cache: RoundCache[np.ndarray] = RoundCache()
 
     def _predictions(self, x: np.ndarray) -> np.ndarray:
         return self._cache.get(x, lambda x: self.trees.predict_proba(x).argmax(axis=1))
@@ -154,7 +154,7 @@ class OzaBoost(_TreeBaseline):
         return np.where(eps < 0.5, np.log((1 - eps) / eps), 0.0)
 
     def predict_one(self, x: np.ndarray) -> int:
-        if self._river is not None:
+        if self.trees is None:  # river's Hoeffding trees
             proba = self._river.predict_proba_one(_as_dict(x))
             return int(max(proba, key=proba.get)) if proba else 0
         preds = self.trees.predict_proba(x).argmax(axis=1)
@@ -165,7 +165,7 @@ class OzaBoost(_TreeBaseline):
 
     def learn_one(self, x: np.ndarray, y) -> None:
         y = int(y)
-        if self._river is not None:
+        if self.trees is None:  # river's Hoeffding trees
             self._river.learn_one(_as_dict(x), y)
             return
         N = self.num_learners

@@ -19,7 +19,7 @@ AUTHORS_IMPORTANCE_SCALE = (3.0, 10.0)
 
 
 class MLRBooster(OnlineLearner):
-    """Algorithm 1 of paper 000; subclasses choose the cost vectors, the weights alpha and the expert."""
+    """Algorithm 1 of paper 000; subclasses choose the feedback, the cost vectors, the weights alpha and the expert."""
 
     task = "multilabel"
     initial_alpha = 0.0
@@ -38,7 +38,7 @@ class MLRBooster(OnlineLearner):
         )
         self.alpha = np.full(self.num_learners, self.initial_alpha)
         self.t = 0
-        self._cache = RoundCache()
+        self._cache: RoundCache[tuple[np.ndarray, np.ndarray]] = RoundCache()
 
     @classmethod
     def cost_per_example_s(cls, params: dict, shape) -> float:
@@ -64,6 +64,13 @@ class MLRBooster(OnlineLearner):
         _, states = self._experts(x)
         return states[1 + self._choose_expert()].copy()
 
+    def _choose_expert(self) -> int:
+        raise NotImplementedError
+
+
+class FullFeedbackBooster(MLRBooster):
+    """Paper 000's boosters: they learn from the whole relevance vector (paper 004's learn from top-k feedback)."""
+
     def learn_one(self, x: np.ndarray, y: np.ndarray) -> None:
         """Update with the relevance vector ``y`` (k,) of 0/1."""
         H, states = self._experts(x)
@@ -74,16 +81,13 @@ class MLRBooster(OnlineLearner):
             return  # every pairwise loss and cost is 0: nothing to learn
         self.weak.learn(x, self._learn_round(H, states, relevant))
 
-    def _choose_expert(self) -> int:
-        raise NotImplementedError
-
     def _learn_round(self, H: np.ndarray, states: np.ndarray, relevant: np.ndarray) -> np.ndarray:
         """Update the booster's state and return the importance weights (N, k): learner i is fed each relevant
         label l with weight max(c^i) - c^i[l], its cost vector c^i computed from s^{i-1}."""
         raise NotImplementedError
 
 
-class AdaOLMR(MLRBooster):
+class AdaOLMR(FullFeedbackBooster):
     """Ada.OLMR (paper 000, Algorithm 3): logistic-loss costs, adaptive weights, Hedge over experts.
 
     Costs are the gradient of the logistic surrogate at s^{i-1} (eq. 8); each weight alpha^i follows
@@ -119,7 +123,7 @@ class AdaOLMR(MLRBooster):
         return weights
 
 
-class OnlineBMR(MLRBooster):
+class OnlineBMR(FullFeedbackBooster):
     """OnlineBMR (paper 000, Algorithm 2): potential-based costs, alpha = 1, the last expert predicts.
 
     c^i[l] = phi^{N-i}(s^{i-1} + e_l) (eq. 2), with the potential of the hinge loss under the baseline

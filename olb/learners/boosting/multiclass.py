@@ -102,7 +102,7 @@ class MulticlassBooster(OnlineLearner):
         self.weight_constants = self.rng.uniform(*AUTHORS_WEIGHT_CONSTANTS, size=N) if self.authors_weights else None
         self.alpha = np.full(N, self.initial_alpha)
         self.t = 0
-        self._cache = RoundCache()
+        self._cache: RoundCache[_Round] = RoundCache()
 
     @classmethod
     def cost_per_example_s(cls, params: dict, shape) -> float:
@@ -272,9 +272,11 @@ class MBBMCosts:
 
     def __init__(self, n_labels: int, gamma: float, samples: int = 0, rng: np.random.Generator | None = None):
         self.k, self.gamma, self.samples = int(n_labels), float(gamma), int(samples)
+        if self.samples and rng is None:
+            raise ValueError("MBBMCosts: Monte Carlo costs (samples > 0) need a random generator (rng)")
         self.rng = rng
-        self._canonical: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
-        self._raw: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
+        self._canonical: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._raw: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.computed = 0  # canonical states computed (misses)
 
     @classmethod
@@ -334,10 +336,11 @@ class MBBMCosts:
 
     def _monte_carlo(self, s: np.ndarray, n: int) -> np.ndarray:
         """The authors' estimator: each phi^r_n(s + e_l) from ``samples`` multinomial draws (ties are errors)."""
-        k = self.k
+        k, rng = self.k, self.rng
+        assert rng is not None  # __init__ refuses samples without one
         C = np.empty((k, k))
         for r in range(k):
-            X = self.rng.multinomial(n, baseline(k, [r], self.gamma), size=(k, self.samples))  # (l, M, k)
+            X = rng.multinomial(n, baseline(k, [r], self.gamma), size=(k, self.samples))  # (l, M, k)
             totals = s + np.eye(k)[:, None, :] + X
             others = np.delete(totals, r, axis=2).max(axis=2)
             C[r] = (others >= totals[:, :, r]).mean(axis=1)

@@ -94,7 +94,8 @@ class TopKBooster(MLRBooster):
     def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
         self.explorer = make_exploration(self.exploration, n_labels, self.k, self.rho)
-        self._round = None  # what predict_one decided: (H, states, in_top of sigma(s), explored top k)
+        # what predict_one decided: (H, states, in_top of sigma(s), explored top k)
+        self._round: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def predict_one(self, x: np.ndarray) -> np.ndarray:
         """Scores of the explored ranking r~ (tie-free: m for its first label down to 1 for its last)."""

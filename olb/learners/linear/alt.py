@@ -9,6 +9,8 @@ repeat O(nnz(x) m) with m the columns that move.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, StreamShape
@@ -32,6 +34,7 @@ class _LinearALT(OnlineLearner):
     bias: bool
     feature_scaling: str
     params = {"eta": ETA, "repeats": REPEATS, "bias": BIAS, "feature_scaling": FEATURE_SCALING}
+    _rule: ClassVar[int]  # the compiled pass's update rule (passes.FALT, passes.SALT)
 
     def __init__(self, n_features, n_labels, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
@@ -59,6 +62,10 @@ class _LinearALT(OnlineLearner):
     @staticmethod
     def _labels(y) -> np.ndarray:
         return np.ascontiguousarray(y, dtype=np.int8)
+
+    def _pass_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rule's per-entry state (SALT's G) and its hyperparameters as floats, for the compiled pass."""
+        raise NotImplementedError
 
     def learn_pass(self, X, Y) -> None:
         """``learn_one`` on every row of the block X (n, d), dense or CSR, in order, as one compiled call."""

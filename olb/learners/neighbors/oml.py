@@ -42,7 +42,7 @@ def cubic_step(mu: np.ndarray, r: np.ndarray, delta: float, lam_min: float, lam_
     """The paper's step (eq. 7): the local maximiser of the cubic dual on lam > 0, clipped to [m, M]; M when
     the cubic increases for every lam > 0."""
     a, b, c = cubic_coefficients(mu, r, delta)
-    roots = np.roots([3.0 * a, 2.0 * b, c]) if a != 0.0 else (np.array([-c / (2.0 * b)]) if b != 0.0 else [])
+    roots = np.roots([3.0 * a, 2.0 * b, c]) if a != 0.0 else (np.array([-c / (2.0 * b)]) if b != 0.0 else np.empty(0))
     maxima = [
         float(z.real)
         for z in np.atleast_1d(roots)
@@ -169,12 +169,13 @@ class OML(NeighborLearner):
         super().__init__(n_features, n_labels, seed=seed, **hyper)
         self.latent_dim_ = self.latent_dim or math.ceil(self.n_labels / 2)
         self.V = self.rng.normal(size=(self.n_labels, self.latent_dim_))
-        self.P = None
+        self.P: np.ndarray | None = None
         self.memory = RowMemory(self.n_features)  # raw rows, for the input-space search
         self.memory_z = RowMemory(self.n_labels)  # P^T x of each stored row
         self.memory_labels = RowMemory(self.n_labels)
         self.n_updates = self.n_capped = 0
-        self._latent_cache = None  # (memory size, V version, Z V and its squared norms)
+        # ((memory size, V version), Z V, its squared norms)
+        self._latent_cache: tuple[tuple[int, int], np.ndarray, np.ndarray] | None = None
         self._version = 0
 
     def fit_projection(self, X: np.ndarray, Y: np.ndarray) -> None:
