@@ -441,15 +441,25 @@ class Metric:
     stats: Callable | None = None
     reduce: Callable | None = None
 
+    def __post_init__(self):
+        if not self.per_example and (self.stats is None or self.reduce is None):
+            raise ValueError(f"metric {self.name!r}: a corpus metric needs its stats and reduce functions")
+
     def __call__(self, pred, y):
         return self.func(pred, y)
 
     def batch_stats(self, pred, y) -> np.ndarray:
         """Additive sufficient statistics of one example or a batch."""
-        return _mean_stats(self.func(pred, y)) if self.per_example else self.stats(pred, y)
+        if self.per_example:
+            return _mean_stats(self.func(pred, y))
+        assert self.stats is not None  # a corpus metric has it (__post_init__)
+        return self.stats(pred, y)
 
     def from_stats(self, stats) -> float:
-        return _mean_from_stats(stats) if self.per_example else self.reduce(stats)
+        if self.per_example:
+            return _mean_from_stats(stats)
+        assert self.reduce is not None  # a corpus metric has it (__post_init__)
+        return self.reduce(stats)
 
     def accumulator(self) -> Accumulator:
         return Accumulator(self)
@@ -470,7 +480,7 @@ class Accumulator:
 
     def __init__(self, metric: Metric):
         self.metric = metric
-        self.stats = None
+        self.stats: np.ndarray | None = None
 
     def update(self, pred, y) -> None:
         s = self.metric.batch_stats(pred, y)

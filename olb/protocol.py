@@ -219,7 +219,9 @@ def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_e
     final = {m.name: m.accumulator() for m in chosen}
     feedback = _feedback_builder(learner)
     phases = learner_phases(learner, phases)
-    rows = RowReader(dataset, learner, np.concatenate([p.rows for p in phases if not p.scored] or [[]]).astype(np.intp))
+    rows = RowReader(
+        dataset, learner, np.concatenate([p.rows for p in phases if not p.scored] or [np.empty(0)]).astype(np.intp)
+    )
     Y = dataset.Y
     always_predict = getattr(learner, "predict_before_learn", True)
     passes = getattr(learner, "learns_passes", False) and learner.feedback == "full"
@@ -280,7 +282,7 @@ class RowReader:
 
     def __init__(self, dataset: Dataset, learner, train_rows: np.ndarray):
         scaling = getattr(learner, "feature_scaling", "none")
-        if scaling not in FEATURE_SCALING.choices:
+        if scaling not in (FEATURE_SCALING.choices or ()):
             raise ValueError(f"feature_scaling={scaling!r} is not allowed; allowed: {FEATURE_SCALING.describe()}")
         if scaling == "minmax":
             dataset = replace(dataset, X=_minmax(dataset.X, train_rows, dataset.is_sparse))

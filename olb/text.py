@@ -23,9 +23,11 @@ def did_you_mean(name: str, known) -> str:
 def edit_distance(a: str, b: str) -> float:
     """Optimal-string-alignment (restricted Damerau-Levenshtein) distance: insertions, deletions and
     substitutions cost 1, a swap of two neighbouring characters 0.5."""
-    previous2, previous = None, list(range(len(b) + 1))
+    previous2: list[float] = []  # the row before previous (read from i = 2 on)
+    previous: list[float] = list(range(len(b) + 1))
     for i in range(1, len(a) + 1):
-        current = [i] + [0] * len(b)
+        current: list[float] = [0] * (len(b) + 1)
+        current[0] = i
         for j in range(1, len(b) + 1):
             current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] != b[j - 1]))
             if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1] and a[i - 1] != b[j - 1]:

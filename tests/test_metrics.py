@@ -319,3 +319,8 @@ def test_empty_set_conventions_by_name():
     # label 2 is never relevant nor predicted: 0 by default, 1 under the other convention
     assert R["macro_f1"](labels, y) == pytest.approx((2 / 3 + 0 + 0) / 3)
     assert R["macro_f1_absent1"](labels, y) == pytest.approx((2 / 3 + 0 + 1) / 3)
+
+
+def test_a_corpus_metric_needs_its_stats_and_reduce():
+    with pytest.raises(ValueError, match="'m': a corpus metric needs its stats and reduce"):
+        M.Metric("m", len, "labels", False, per_example=False, source="", stats=len)

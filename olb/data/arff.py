@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import arff as liac_arff
 import numpy as np
@@ -82,7 +83,7 @@ def read_label_xml(path: Path) -> tuple[str, ...]:
     names = tuple(node.get("name") for node in root.iter() if node.tag.rsplit("}", 1)[-1] == "label")
     if not names or None in names or len(set(names)) != len(names):
         raise DataFormatError(f"{path}: a MULAN label XML needs one or more <label name=...>, all distinct")
-    return names
+    return cast(tuple[str, ...], names)  # no None among them (refused above)
 
 
 def load_mulan(spec: DatasetSpec, paths: dict[str, Path]) -> Dataset:
@@ -156,7 +157,8 @@ def _feature_matrix(parts: list, features: np.ndarray):
 
 def _label_matrix(table: ArffTable, columns: np.ndarray, path: Path) -> np.ndarray:
     Y = table.values[:, columns]
-    Y = Y.toarray() if sparse.issparse(Y) else Y
+    if not isinstance(Y, np.ndarray):  # a sparse table's
+        Y = Y.toarray()
     for k, j in enumerate(columns):
         categories = table.categories[j]
         if categories is None or categories == ("0", "1"):
@@ -182,9 +184,9 @@ def _refuse_nonfinite(path: Path, rows: list, values, names: tuple[str, ...], li
     """`DataFormatError` naming the infinite and NaN values of the file (its missing values, ``?``, excepted)."""
     if sparse.issparse(values):
         positions = np.flatnonzero(~np.isfinite(values.data))
-        cells = [(np.searchsorted(values.indptr, k, side="right") - 1, values.indices[k]) for k in positions]
+        cells: list = [(np.searchsorted(values.indptr, k, side="right") - 1, values.indices[k]) for k in positions]
     else:
-        cells = np.argwhere(~np.isfinite(values))
+        cells = np.argwhere(~np.isfinite(values)).tolist()
     bad = [(i, j) for i, j in cells if rows[i][j] is not None]
     if bad:
         (i, j), others = bad[0], sorted({int(lines[i]) for i, _ in bad[1:6]})

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class Dataset:
     """
 
     name: str
-    X: np.ndarray
+    X: np.ndarray | sparse.csr_array
     Y: np.ndarray
     task: str
     feature_names: tuple[str, ...]

@@ -14,8 +14,9 @@ import bz2
 import gzip
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import TextIO
+from typing import Any, TextIO
 
 from olb.cache import cache_dir, private_cache
 from olb.data.errors import DataDirWarning, DataError, DatasetUnavailable, DownloadError, IncompleteDataDir
@@ -106,7 +107,8 @@ def _shared(paths: set[str], name: str) -> bool:
 
 def open_text(path: Path) -> TextIO:
     """Open a text file for reading, decompressing ``.gz`` and ``.bz2`` files on the fly."""
-    opener = {".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix, open)
+    openers: dict[str, Callable[..., Any]] = {".gz": gzip.open, ".bz2": bz2.open}
+    opener = openers.get(path.suffix, open)
     return opener(path, "rt", encoding="utf-8", newline="")
 
 

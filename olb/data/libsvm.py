@@ -21,7 +21,11 @@ from olb.data.registry import DatasetSpec
 
 def read_libsvm(path: Path, n_features: int) -> tuple[sparse.csr_array, list[list[int]]]:
     """The features (n, n_features) as a CSR array and the label list of each line."""
-    rows, columns, values, label_lists, line_numbers = [], [], [], [], []
+    rows: list[int] = []
+    columns: list[int] = []
+    cells_read: list[float] = []
+    label_lists: list[list[int]] = []
+    line_numbers: list[int] = []
     with open_text(path) as fh:
         for line_number, line in enumerate(fh, 1):
             line = line.split("#", 1)[0].strip()
@@ -41,10 +45,10 @@ def read_libsvm(path: Path, n_features: int) -> tuple[sparse.csr_array, list[lis
                 raise DataFormatError(f"{path}, line {line_number}: feature index outside 1..{n_features}")
             rows += [len(label_lists)] * len(index)
             columns += index
-            values += cells
+            cells_read += cells
             label_lists.append(labels)
             line_numbers.append(line_number)
-    values = np.array(values, dtype=np.float64)
+    values = np.array(cells_read, dtype=np.float64)
     nonfinite = np.flatnonzero(~np.isfinite(values))
     if len(nonfinite):
         raise DataFormatError(

@@ -103,21 +103,17 @@ def write_parsed(dataset: Dataset, source: Provenance) -> None:
         "fingerprint": source.fingerprint,
         "files": source.hashes,
     }
-    arrays = {"Y": dataset.Y, "meta": np.array(json.dumps(meta))}
-    if dataset.is_sparse:
-        arrays.update(
-            X_data=dataset.X.data,
-            X_indices=dataset.X.indices,
-            X_indptr=dataset.X.indptr,
-            X_shape=np.array(dataset.X.shape),
-        )
+    arrays: dict[str, np.ndarray] = {"Y": dataset.Y, "meta": np.array(json.dumps(meta))}
+    X = dataset.X
+    if isinstance(X, np.ndarray):
+        arrays["X"] = X
     else:
-        arrays["X"] = dataset.X
+        arrays.update(X_data=X.data, X_indices=X.indices, X_indptr=X.indptr, X_shape=np.array(X.shape))
     arrays["digest"] = np.array(_digest(arrays))
     try:
         private_cache("parsed")
         with tempfile.NamedTemporaryFile(dir=target.parent, delete=False, suffix=".npz") as fh:
-            np.savez(fh, **arrays)
+            np.savez(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds like allow_pickle
         os.replace(fh.name, target)
     except OSError:
         pass
@@ -129,7 +125,7 @@ def _digest(arrays: dict[str, np.ndarray]) -> str:
     for key in sorted(set(arrays) - {"digest"}):
         array = np.ascontiguousarray(arrays[key])
         digest.update(json.dumps([key, array.dtype.str, array.shape]).encode())
-        digest.update(array.reshape(-1).view(np.uint8))
+        digest.update(array.reshape(-1).view(np.uint8).data)
     return digest.hexdigest()
 
 

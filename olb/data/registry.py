@@ -15,7 +15,11 @@ from olb.text import did_you_mean
 
 _COMMON_KEYS = ("name", "task", "format", "source", "files", "shape", "embedded", "quirks", "split")
 _REQUIRED_KEYS = ("name", "task", "format", "shape")
-_LAYOUTS = ({"train", "test"}, {"data"}, set())  # data-file roles, besides the optional "labels" file
+_LAYOUTS: tuple[set[str], ...] = (
+    {"train", "test"},
+    {"data"},
+    set(),
+)  # data-file roles, besides the optional "labels" file
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class DatasetSpec:
     def check(self, dataset: Dataset, paths: dict[str, Path] | None = None) -> Dataset:
         """Return ``dataset`` if it has the expected shape, else raise `DataFormatError` naming the file."""
         paths, shape, where = paths or {}, self.shape, f"(expected by {self.conf_file})"
+        rows: dict[str, tuple[int | None, int]]
         if shape.n_train is None:
             rows = {"data": (dataset.n_examples, shape.n_examples)}
         else:

@@ -80,8 +80,8 @@ def _features(spec: DatasetSpec, frame: pd.DataFrame, where: Callable[[int], str
             X[:, j] = _codes(frame[name].to_numpy(), nominal[name], name, where)
         else:
             X[:, j], bad, infinite = _numeric(frame[name].to_numpy(), decimal)
-            unparsable += [(row, name) for row in np.flatnonzero(bad)]
-            nonfinite += [(row, name) for row in np.flatnonzero(infinite)]
+            unparsable += [(int(row), name) for row in np.flatnonzero(bad)]
+            nonfinite += [(int(row), name) for row in np.flatnonzero(infinite)]
     if nonfinite:
         row, name = min(nonfinite)
         raise DataFormatError(
