@@ -51,7 +51,7 @@ ValueError: falt: eta=-1.0 is out of range; allowed: float with 0.0 < value
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from river import base
@@ -98,17 +98,18 @@ class OLBMultiLabel(base.MultiLabelClassifier):
             problems.append(f"init_rows={init_rows!r} is not a non-negative integer")
         if problems:
             raise ValueError(f"{cls.name}: " + "; ".join(problems))
-        settings = {"init_fraction": 0.0} if "init_fraction" in cls.params else {}
+        settings: dict[str, object] = {"init_fraction": 0.0} if "init_fraction" in cls.params else {}
         if "feature_scaling" in cls.params:
             settings["feature_scaling"] = "none"
         self._params = cls.validate({**hyper, **settings})  # refuses bad values now, naming them
-        self._learner = None
+        self._learner: OnlineLearner | None = None
         self._block: list = []
-        self._round = None  # (x, row, prediction) of the last prediction, for the learn_one that follows it
+        # (x, row, prediction) of the last prediction, for the learn_one that follows it
+        self._round: tuple[dict, np.ndarray, Any] | None = None
         if features is not None and labels is not None:
             self._build(list(features), list(labels))
 
-    def _build(self, features: list, labels: list) -> None:
+    def _build(self, features: list, labels: list) -> OnlineLearner:
         cls = self.learner_class
         problems = cls.check_params(self._params, StreamShape(len(features), len(labels)))
         if problems:
@@ -116,6 +117,7 @@ class OLBMultiLabel(base.MultiLabelClassifier):
         self._feature_index = {name: i for i, name in enumerate(features)}
         self._label_names = labels
         self._learner = cls(len(features), len(labels), seed=self.seed, **self._params)
+        return self._learner
 
     @property
     def _multiclass(self):
@@ -142,45 +144,44 @@ class OLBMultiLabel(base.MultiLabelClassifier):
             )
         return np.array([int(bool(y.get(label, False))) for label in self._label_names], dtype=np.int8)
 
-    def _predict(self, x: dict):
+    def _predict(self, learner: OnlineLearner, x: dict):
         row = self._row(x)
-        prediction = self._learner.predict_one(row)
+        prediction = learner.predict_one(row)
         self._round = (dict(x), row, prediction)
         return prediction if isinstance(prediction, dict) else {self.learner_class.outputs[0]: prediction}
 
     def learn_one(self, x: dict, y: dict) -> None:
-        if self._learner is None:
-            self._build(list(x), list(y))
+        learner = self._learner if self._learner is not None else self._build(list(x), list(y))
         target = self._labels_vector(y)
         if len(self._block) < self.init_rows:
             self._block.append((self._row(x), target))
             if len(self._block) == self.init_rows:
                 rows, targets = zip(*self._block)
-                self._learner.learn_many(np.array(rows), np.array(targets))
+                learner.learn_many(np.array(rows), np.array(targets))
             self._round = None
             return
         if self._round is not None and self._round[0] == x:  # the round predicted just before
             _, row, prediction = self._round
         else:
             row = self._row(x)
-            needs = self._learner.predict_before_learn or self._learner.feedback != "full"
-            prediction = self._learner.predict_one(row) if needs else None
+            needs = learner.predict_before_learn or learner.feedback != "full"
+            prediction = learner.predict_one(row) if needs else None
         self._round = None
-        self._learner.learn_one(row, _feedback_builder(self._learner)(prediction, target))
+        learner.learn_one(row, _feedback_builder(learner)(prediction, target))
 
-    def predict_one(self, x: dict) -> dict:
+    def predict_one(self, x: dict, **kwargs) -> dict:  # river's signature; olb's learners take no options
         if self._learner is None:
             return {}
         if "labels" not in self.learner_class.outputs:
             raise NotImplementedError(_ranks_only(self.learner_class))
-        labels = self._predict(x)["labels"]
+        labels = self._predict(self._learner, x)["labels"]
         return {label: bool(v) for label, v in zip(self._label_names, labels)}
 
     def score_one(self, x: dict) -> dict:
         """Each label's relevance score (higher = more relevant): the learner's ``scores`` output."""
         if self._learner is None:
             return {}
-        scores = self._predict(x)["scores"]
+        scores = self._predict(self._learner, x)["scores"]
         return {label: float(v) for label, v in zip(self._label_names, scores)}
 
 

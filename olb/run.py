@@ -107,7 +107,7 @@ class CellResult:
     params: dict
     stream: "StreamResult"
     setup_s: float  # building the learner, compile time excluded
-    data: Provenance | None = None  # the files the cell read and their fingerprint
+    data: Provenance  # the files the cell read and their fingerprint
     setup_compile_s: float = 0.0
 
     @property

@@ -49,12 +49,12 @@ class DatasetSpec:
     task: str
     format: str
     shape: Shape
+    conf_file: Path  # the registry file it was read from
     files: dict[str, FileSpec] = field(default_factory=dict)
     source: str | None = None
     embedded: bool = False
     quirks: tuple[str, ...] = ()
     options: dict = field(default_factory=dict)
-    conf_file: Path | None = None
     split: SplitSpec | None = None  # a declared split (docs/data.md) for a source without one
 
     @property
