@@ -123,9 +123,9 @@ def against(rev: str, names: list[str], repeats: int, seed: int, this_params: di
             for i, (label, tree) in enumerate(trees.items())
         }
 
-        def run(label: str, name: str) -> dict:
+        def run(label: str, name: str, warm_up: bool = False) -> dict:
             cmd = [sys.executable, __file__, "--paired-child", name, "--seed", str(seed)]
-            if label == "this" and this_params:
+            if label == "this" and this_params and not warm_up:
                 cmd += ["--child-params", json.dumps(this_params)]
             out = subprocess.run(cmd, capture_output=True, text=True, env=envs[label], cwd=scratch)
             if out.returncode:
@@ -133,7 +133,7 @@ def against(rev: str, names: list[str], repeats: int, seed: int, this_params: di
             return json.loads(out.stdout.strip().splitlines()[-1])
 
         for label in trees:  # compile into each checkout's numba cache, untimed
-            run(label, "falt-pass-bibtex")
+            run(label, "falt-pass-bibtex", warm_up=True)
             if any(not PAIRED_CELLS[n][4] for n in names):
                 subprocess.run(
                     [sys.executable, "-m", "olb.run", "algorithm=onlinebmr", "dataset=emotions", "num_learners=2"],
