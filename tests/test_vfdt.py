@@ -217,3 +217,11 @@ def test_river_adapter_boosts_river_classifiers():
     assert np.allclose(H.sum(axis=1), 1) and H[0].argmax() == 0 and H[1].argmax() == 1
     with pytest.raises(ValueError, match="unknown weak learner 'bogus'"):
         make_weak_learners("bogus", 3, 5, 3, 2, None, 0)
+
+
+def test_a_booster_reaches_the_regrouped_entropy_through_its_weak_learner():
+    from olb.registry import get_algorithm
+
+    booster = get_algorithm("adaolmr")(5, 3, seed=0, num_learners=2, weak_learner="vfdt_regrouped")
+    assert booster.weak.split_entropy == "regrouped"
+    assert get_algorithm("adaolmr")(5, 3, seed=0, num_learners=2).weak.split_entropy == "exact"
