@@ -8,6 +8,7 @@ per tree, and the ratio to the authors' code on the same settings (see docs/spee
     python benchmarks/bench_speed.py --against f1baebd            # CPU and peak-memory ratios against a commit
     python benchmarks/bench_speed.py --against f1baebd --quick    # its light cells only (passes, CV stage)
     python benchmarks/bench_speed.py --against f1baebd --paired-cells falt-pass-bibtex pa1-br-pass-bibtex
+    python benchmarks/bench_speed.py --against f1baebd --this split_entropy=regrouped --paired-cells adaolmr-bibtex-40
 
 Each cell runs in its own child process (so its peak RSS is its own); inside it, the cell runs once untimed
 (imports and compiled-code warm-up) and then ``--repeats`` times; the stream's CPU seconds (the protocol's
@@ -19,7 +20,8 @@ has its own numba cache (warmed first, untimed). Every repeat runs each cell onc
 the other (which goes first alternates), each in a fresh process; the ratios REV / this checkout of CPU seconds
 and of peak memory (the whole process's, as ``olb.run`` reports it) are taken pair by pair, and their medians
 reported. Light cells (passes, the CV stage) run twice per process and report the second run (the first loads
-the compiled code).
+the compiled code). ``--this KEY=VALUE ...`` adds hyperparameters to this checkout's cells only (an option REV
+does not have, such as ``split_entropy=regrouped``; the "same" column then compares results across the option).
 """
 
 from __future__ import annotations
@@ -68,11 +70,13 @@ PAIRED_CELLS = {
 }
 
 
-def paired_child(name: str, seed: int) -> dict:
-    """One paired cell in this process (whichever olb PYTHONPATH gives): CPU seconds, peak memory, metrics."""
+def paired_child(name: str, seed: int, extra: dict) -> dict:
+    """One paired cell in this process (whichever olb PYTHONPATH gives), with the hyperparameters ``extra`` added:
+    CPU seconds, peak memory, metrics."""
     import resource
 
     kind, algorithm, dataset, params, light = PAIRED_CELLS[name]
+    params = {**params, **extra}
     for _ in range(2 if light else 1):
         if kind == "cv":
             from olb.data import load_dataset
@@ -105,7 +109,7 @@ def extract(rev: str, directory: str) -> str:
     return str(target)
 
 
-def against(rev: str, names: list[str], repeats: int, seed: int) -> None:
+def against(rev: str, names: list[str], repeats: int, seed: int, this_params: dict) -> None:
     """Paired CPU and peak-memory ratios of REV against this checkout (see the module docstring)."""
     import os
     import tempfile
@@ -119,15 +123,17 @@ def against(rev: str, names: list[str], repeats: int, seed: int) -> None:
             for i, (label, tree) in enumerate(trees.items())
         }
 
-        def run(label: str, name: str) -> dict:
+        def run(label: str, name: str, warm_up: bool = False) -> dict:
             cmd = [sys.executable, __file__, "--paired-child", name, "--seed", str(seed)]
+            if label == "this" and this_params and not warm_up:
+                cmd += ["--child-params", json.dumps(this_params)]
             out = subprocess.run(cmd, capture_output=True, text=True, env=envs[label], cwd=scratch)
             if out.returncode:
                 raise SystemExit(f"bench_speed: {name} failed under {label}:\n{out.stderr[-2000:]}")
             return json.loads(out.stdout.strip().splitlines()[-1])
 
         for label in trees:  # compile into each checkout's numba cache, untimed
-            run(label, "falt-pass-bibtex")
+            run(label, "falt-pass-bibtex", warm_up=True)
             if any(not PAIRED_CELLS[n][4] for n in names):
                 subprocess.run(
                     [sys.executable, "-m", "olb.run", "algorithm=onlinebmr", "dataset=emotions", "num_learners=2"],
@@ -330,16 +336,28 @@ def main() -> None:
     parser.add_argument("--against", metavar="REV", help="paired CPU and peak-memory ratios against commit REV")
     parser.add_argument("--paired-cells", nargs="+", choices=list(PAIRED_CELLS), default=list(PAIRED_CELLS))
     parser.add_argument("--quick", action="store_true", help="with --against: only the light cells (passes, CV)")
+    parser.add_argument(
+        "--this",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --against: hyperparameters for this checkout's cells only (e.g. split_entropy=regrouped)",
+    )
     parser.add_argument("--paired-child", help=argparse.SUPPRESS)
+    parser.add_argument("--child-params", default="{}", help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--jit-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.paired_child:
-        print(json.dumps(paired_child(args.paired_child, args.seed)))
+        print(json.dumps(paired_child(args.paired_child, args.seed, json.loads(args.child_params))))
         return
     if args.against:
         names = [n for n in args.paired_cells if PAIRED_CELLS[n][4] or not args.quick]
-        against(args.against, names, args.repeats, args.seed)
+        bad = [item for item in args.this if "=" not in item]
+        if bad:
+            parser.error(f"--this takes KEY=VALUE pairs; not one: {' '.join(bad)}")
+        this_params = dict(item.split("=", 1) for item in args.this)
+        against(args.against, names, args.repeats, args.seed, this_params)
         return
     if args.jit_child:
         print(json.dumps(first_examples()))

@@ -6,6 +6,7 @@ from compiled_support import assert_same_as_ufunc
 from scipy.special import ndtr
 
 from olb.weak import RiverWeakLearners, VFDTForest, make_weak_learners, vfdt_core
+from olb.weak.vfdt import SPLIT_ENTROPIES
 
 
 def _stream(n, rng):
@@ -43,7 +44,7 @@ def test_trees_split_on_the_informative_feature_and_predict_it():
     assert (predicted == yt).mean() > 0.95
 
 
-def _decide(class_0, class_1):
+def _decide(class_0, class_1, regrouped=False):
     """The compiled merit and Hoeffding test of one leaf with one covariate where class 0 lies in [0, 0.05] and
     class 1 in [0.95, 1]: every candidate threshold (1/11 .. 10/11) separates them."""
     mass = np.array([[class_0, class_1]])
@@ -68,15 +69,62 @@ def _decide(class_0, class_1):
         np.array([0.0, 0.0, 1.0]),
         np.array([np.log(2.0)]),
         np.array([0.05]),
+        regrouped,
     )
     assert usable[0, 0]
     return per_feature[0, 0], bool(splits[0])
 
 
-def test_info_gain_of_a_perfect_split_is_the_prior_entropy():
-    assert _decide(5.0, 5.0) == (pytest.approx(1.0), True)
+@pytest.mark.parametrize("regrouped", [False, True])
+def test_info_gain_of_a_perfect_split_is_the_prior_entropy(regrouped):
+    assert _decide(5.0, 5.0, regrouped) == (pytest.approx(1.0), True)
     # a branch holding less than 1% of the weight makes the candidate invalid
-    assert _decide(10.0, 0.01) == (-np.inf, False)
+    assert _decide(10.0, 0.01, regrouped) == (-np.inf, False)
+
+
+def _evaluate_every_leaf(forest, regrouped):
+    """evaluate_splits on every leaf of ``forest`` (its merits and best thresholds) with either entropy."""
+    leaves = np.flatnonzero((forest.split_feature[: forest.n_nodes] == -1))
+    trees = np.zeros(len(leaves), np.int64)
+    args = (forest.slot, forest.pair_of, forest.class_mass, forest.seen)
+    stats = (forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max)
+    out = vfdt_core.evaluate_splits(
+        leaves, trees, *args, *stats, forest._fractions, 1e-12, 0.01, forest._eps_factor,
+        forest._ln_inv_delta, forest.tau, regrouped,
+    )  # fmt: skip
+    return out[4], out[5], out[3]
+
+
+def test_regrouped_entropy_gives_the_same_merits_up_to_rounding_and_the_same_splits():
+    """The regrouped branch entropy (H = log2 w - sum m log2 m / w) scores every candidate of real leaves (many
+    labels, continuous features, so no exact ties) within 1e-12 bits of the exact one, picks the same thresholds,
+    and a forest trained with it grows the very same trees."""
+    rng = np.random.default_rng(3)
+    n, d, k = 600, 6, 12
+    X = rng.normal(size=(n, d))
+    Y = (X[:, :1] * rng.normal(size=(1, k)) + rng.normal(scale=0.5, size=(n, k)) > 0.3).astype(float)
+    forests = {e: VFDTForest(4, d, k, num_covariates=4, seed=5, split_entropy=e) for e in SPLIT_ENTROPIES}
+    for x, y in zip(X, Y):
+        for forest in forests.values():
+            forest.learn(x, np.tile(y, (4, 1)))
+    exact, regrouped = forests["exact"], forests["regrouped"]
+    assert exact.n_nodes > 8  # the trees did split
+    for name in ("split_feature", "threshold", "left", "right", "class_mass"):
+        assert np.array_equal(getattr(exact, name), getattr(regrouped, name)), name
+    merit_e, best_e, usable = _evaluate_every_leaf(exact, False)
+    merit_r, best_r, _ = _evaluate_every_leaf(exact, True)
+    assert usable.sum() > 20
+    finite = np.isfinite(merit_e)
+    assert np.array_equal(finite, np.isfinite(merit_r))
+    assert np.abs(merit_e[finite] - merit_r[finite]).max() < 1e-12
+    assert np.array_equal(best_e[usable], best_r[usable])
+
+
+def test_split_entropy_is_checked_and_named_as_a_weak_learner():
+    with pytest.raises(ValueError, match="split_entropy='fast'; allowed: exact, regrouped"):
+        VFDTForest(2, 3, 2, split_entropy="fast")
+    assert make_weak_learners("vfdt", 2, 3, 2, 3, None, 0).split_entropy == "exact"
+    assert make_weak_learners("vfdt_regrouped", 2, 3, 2, 3, None, 0).split_entropy == "regrouped"
     terms, every = np.empty(3), np.arange(3)
     assert vfdt_core._entropy(np.array([1.0, 1.0, 2.0]), 4.0, terms, every, 3) == pytest.approx(1.5)
     assert vfdt_core._entropy(np.array([2.0, 0.0, 2.0]), 4.0, terms, every, 3) == 1.0  # a zero share adds nothing
@@ -169,3 +217,11 @@ def test_river_adapter_boosts_river_classifiers():
     assert np.allclose(H.sum(axis=1), 1) and H[0].argmax() == 0 and H[1].argmax() == 1
     with pytest.raises(ValueError, match="unknown weak learner 'bogus'"):
         make_weak_learners("bogus", 3, 5, 3, 2, None, 0)
+
+
+def test_a_booster_reaches_the_regrouped_entropy_through_its_weak_learner():
+    from olb.registry import get_algorithm
+
+    booster = get_algorithm("adaolmr")(5, 3, seed=0, num_learners=2, weak_learner="vfdt_regrouped")
+    assert booster.weak.split_entropy == "regrouped"
+    assert get_algorithm("adaolmr")(5, 3, seed=0, num_learners=2).weak.split_entropy == "exact"

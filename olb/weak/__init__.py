@@ -6,7 +6,8 @@ from olb.weak.base import WeakLearners
 from olb.weak.river_adapter import RiverWeakLearners, river_hoeffding_tree
 from olb.weak.vfdt import VFDTForest
 
-WEAK_LEARNERS = ("vfdt", "river_hoeffding_tree")
+# "vfdt_regrouped": the VFDT forest scoring splits with the regrouped entropy (VFDTForest's split_entropy)
+WEAK_LEARNERS = ("vfdt", "vfdt_regrouped", "river_hoeffding_tree")
 
 
 def make_weak_learners(
@@ -21,15 +22,17 @@ def make_weak_learners(
     """The pool of N weak learners named ``kind`` (see ``WEAK_LEARNERS``), with random per-tree parameters.
 
     ``river_hoeffding_tree`` draws the same parameter ranges as the VFDT forest for river's
-    ``HoeffdingTreeClassifier`` (``leaf_prediction='mc'``); importance scales apply only to ``vfdt``.
+    ``HoeffdingTreeClassifier`` (``leaf_prediction='mc'``); importance scales apply only to the VFDT forest.
+    ``vfdt_regrouped`` is that forest with ``split_entropy="regrouped"`` (faster, not bit-identical; docs/speed.md).
     """
-    if kind == "vfdt":
+    if kind in ("vfdt", "vfdt_regrouped"):
         return VFDTForest(
             n_learners,
             n_features,
             n_labels,
             num_covariates=num_covariates,
             importance_scale_range=importance_scale_range,
+            split_entropy="regrouped" if kind == "vfdt_regrouped" else "exact",
             seed=seed,
         )
     if kind == "river_hoeffding_tree":
