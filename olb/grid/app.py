@@ -24,7 +24,8 @@ from olb.data import dataset_names
 from olb.grid.datacheck import DataCheck, check_data
 from olb.grid.backend import Backend
 from olb.grid.fanout import FanoutStats, fan_out
-from olb.grid.plan import GridConfigError, Plan, Problems, collect_plan, describe
+from olb.grid.expand import collect_plan
+from olb.grid.plan import GridConfigError, Plan, Problems, describe
 from olb.grid.comparable import differences
 from olb.grid.coverage import cover, with_summary
 from olb.grid.results import (
