@@ -28,13 +28,10 @@ from olb.grid.expand import collect_plan
 from olb.grid.plan import GridConfigError, Plan, Problems, describe
 from olb.grid.comparable import differences
 from olb.grid.coverage import cover, with_summary
-from olb.grid.results import (
-    build_table,
-    cells_frame,
-    grid_title,
-    reference_source,
-    table_markdown,
-)
+from olb.grid.markdown import TableLayout, grid_title, table_markdown
+from olb.grid.references import reference_source
+from olb.grid.results import cells_frame
+from olb.grid.table import build_table
 from olb.grid.cost import choose
 from olb.grid.messages import (
     EXIT_FAILED_CELLS,
@@ -311,11 +308,8 @@ def _write_outputs(run: GridRun, st: Stages) -> tuple[pd.DataFrame, pd.DataFrame
     markdown = table_markdown(
         table,
         grid_title(cfg, plan, run.overrides),
-        list(cfg.table.rows),
-        list(cfg.table.columns),
-        cfg.table.decimals,
+        TableLayout(list(cfg.table.rows), list(cfg.table.columns), cfg.table.decimals, cfg.table.bold_best),
         reference_source(cfg.reference),
-        cfg.table.bold_best,
     )
     markdown = with_summary(markdown, table, cfg.reference)
     if st.choices:

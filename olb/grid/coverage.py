@@ -1,7 +1,7 @@
 """Coverage of a paper's table: every (data set, method) row the paper reports, produced, absent or stood in for.
 
 With ``reference.tolerance`` set (metric -> the largest gap that counts as agreement, in the table's units),
-:func:`cover` adds to the long table (:func:`olb.grid.results.build_table`) the paper's rows the grid did not
+:func:`cover` adds to the long table (:func:`olb.grid.table.build_table`) the paper's rows the grid did not
 produce, one per metric with the reason, and gives every cell that has a paper value a ``coverage`` class:
 
 - ``within``: ours within the tolerance of the paper's (a loss: at most the tolerance above it, any amount
@@ -20,7 +20,7 @@ import math
 
 import pandas as pd
 
-from olb.grid.results import load_reference
+from olb.grid.references import load_reference
 
 CLASSES = ("within", "missed", "absent", "stand-in", "not run")
 _ABSENT_DATA = "data not available offline"
