@@ -7,7 +7,7 @@ predicts the CPU seconds that finished grids measured.
 Reads the cells.csv of one or more grids (finished cells only) and prints, per learner, the predicted and the
 measured CPU microseconds per example of the stream (medians over its cells) and the ratio predicted/measured
 (median, min, max over its cells), then the whole grid's predicted and measured CPU seconds. A cell's prediction
-is exactly the one ``backend=auto`` uses (``olb.grid.app.planned_stream``): its resolved hyperparameters from
+is exactly the one ``backend=auto`` uses (``olb.grid.cost.planned_stream``): its resolved hyperparameters from
 the csv's columns, the data set's registered shape, and ``loops`` passes over the training rows plus the test rows.
 
 With ``--cv`` (a cross-validation store, ``selection.store``) and ``--grid`` (the overrides of the grid that
@@ -24,7 +24,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from olb.grid.app import planned_stream
+from olb.grid.cost import planned_stream
 from olb.registry import get_algorithm
 
 
@@ -78,7 +78,7 @@ def per_learner(done: pd.DataFrame) -> pd.DataFrame:
 def cv_comparison(store: str, overrides: list[str]) -> pd.DataFrame:
     """Planned against measured CPU of each finished cross-validation task of ``store`` that the grid plans."""
     from olb.grid import compose
-    from olb.grid.app import prepare
+    from olb.grid.stages import prepare
     from olb.grid.crossval import _candidates, cv_identity, task_id
 
     cfg = compose(overrides)

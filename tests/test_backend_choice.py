@@ -11,7 +11,7 @@ from olb.data import dataset_names, dataset_spec
 from olb.grid.cost import planned_stream, planned_work
 from olb.grid.backends import choose_backend
 from olb.grid.config import BackendConfig
-from olb.grid.plan import plan_grid
+from olb.grid.expand import plan_grid
 from olb.learners.base import StreamShape
 from olb.registry import algorithm_names, get_algorithm
 

@@ -38,7 +38,7 @@ def test_every_paper_key_has_a_citation_and_a_bibliography_entry():
 
 def test_the_grid_names_the_paper_by_its_citation():
     from olb.grid.config import ReferenceConfig
-    from olb.grid.results import reference_source
+    from olb.grid.references import reference_source
 
     source = reference_source(ReferenceConfig(paper="000_01d5ef94a9aabcf3", table="Table 3"))
     assert source == "Jung & Tewari (2018), Ada.OLMR and OnlineBMR, Table 3"

@@ -7,7 +7,8 @@ import pytest
 
 from olb.grid import compose, plan_grid
 from olb.grid.comparable import differences
-from olb.grid.results import build_table, table_markdown
+from olb.grid.markdown import TableLayout, table_markdown
+from olb.grid.table import build_table
 
 
 def differing(*overrides):
@@ -77,7 +78,7 @@ def test_the_default_grid_shows_the_paper_value_apart_and_full_table3_beside(tmp
         found = differences(plan, cfg.reference, cfg.verify_checksums)
         table = build_table(plan, outcomes, cfg.reference, {}, found)
         ada = table[(table["algorithm"] == "Ada.OLMR") & (table["metric"] == "rank_loss")].iloc[0]
-        md = table_markdown(table, "t", ["dataset"], ["algorithm"], 4)
+        md = table_markdown(table, "t", TableLayout(["dataset"], ["algorithm"], 4))
         if shown:
             assert ada["paper"] == pytest.approx(0.16) and "[0.1600]" in md
         else:

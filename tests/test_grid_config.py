@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hydra.errors import ConfigCompositionException
 
-from olb.grid import GridConfigError, cell_id, compose, plan_grid
+from olb.grid import CellKey, GridConfigError, cell_id, compose, plan_grid
 from olb.grid.datacheck import check_data
 from olb.grid.plan import Problems
 
@@ -122,8 +122,8 @@ def test_cell_ids_are_stable_and_depend_only_on_the_result_determining_fields():
         metrics=("rank_loss",),
         curve_every=50,
     )
-    a = cell_id(**base)
-    assert a == cell_id(**{**base, "params": {"num_learners": 5, "gamma": 0.1}})  # key order
+    a = cell_id(CellKey(**base))
+    assert a == cell_id(CellKey(**{**base, "params": {"num_learners": 5, "gamma": 0.1}}))  # key order
     assert len(a) == 16 and int(a, 16) >= 0
     for change in (
         {"seed": 2},
@@ -133,7 +133,7 @@ def test_cell_ids_are_stable_and_depend_only_on_the_result_determining_fields():
         {"curve_every": 10},
         {"dataset": "yeast"},
     ):
-        assert cell_id(**{**base, **change}) != a
+        assert cell_id(CellKey(**{**base, **change})) != a
     # labels, entry names and data_dir do not enter the id; the same config gives the same id everywhere
     p1 = plan("algorithms=[adaolmr]", "algorithm.adaolmr.label=Other", "data_dir=/somewhere")
     p2 = plan("algorithms=[adaolmr]")

@@ -10,7 +10,8 @@ import pytest
 
 from olb.grid import compose, plan_grid
 from olb.grid.coverage import cover, summary_line, with_summary
-from olb.grid.results import TABLE_COLUMNS, load_reference
+from olb.grid.references import load_reference
+from olb.grid.table import TABLE_COLUMNS
 
 COLUMNS = list(TABLE_COLUMNS)
 ENTRIES = {

@@ -12,7 +12,8 @@ from mlflow.tracking import MlflowClient
 
 from olb.data import load_dataset
 from olb.grid import compose, run_grid
-from olb.grid.plan import GridConfigError, plan_grid
+from olb.grid.expand import plan_grid
+from olb.grid.plan import GridConfigError
 from olb.grid.selection import cv_task_result, select
 from olb.metrics import METRICS
 

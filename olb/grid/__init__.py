@@ -16,6 +16,7 @@ if _missing:  # a core install (pip install olb): name the extra before any impo
 from olb.grid.app import run_grid  # noqa: E402
 from olb.grid.cli import compose  # noqa: E402
 from olb.grid.messages import GridOutcome  # noqa: E402
-from olb.grid.plan import Cell, GridConfigError, Plan, cell_id, plan_grid  # noqa: E402
+from olb.grid.expand import plan_grid  # noqa: E402
+from olb.grid.plan import Cell, CellKey, GridConfigError, Plan, cell_id  # noqa: E402
 
-__all__ = ["Cell", "GridConfigError", "GridOutcome", "Plan", "cell_id", "compose", "plan_grid", "run_grid"]
+__all__ = ["Cell", "CellKey", "GridConfigError", "GridOutcome", "Plan", "cell_id", "compose", "plan_grid", "run_grid"]

@@ -65,7 +65,7 @@ def import_plugins(overrides: list[str]) -> None:
         try:
             importlib.import_module(name)
         except ImportError:
-            pass  # plan.import_plugins names it among the config's problems
+            pass  # configcheck.import_plugins names it among the config's problems
     register_configs()
 
 

@@ -1,7 +1,7 @@
 """Coverage of a paper's table: every (data set, method) row the paper reports, produced, absent or stood in for.
 
 With ``reference.tolerance`` set (metric -> the largest gap that counts as agreement, in the table's units),
-:func:`cover` adds to the long table (:func:`olb.grid.results.build_table`) the paper's rows the grid did not
+:func:`cover` adds to the long table (:func:`olb.grid.table.build_table`) the paper's rows the grid did not
 produce, one per metric with the reason, and gives every cell that has a paper value a ``coverage`` class:
 
 - ``within``: ours within the tolerance of the paper's (a loss: at most the tolerance above it, any amount
@@ -20,7 +20,7 @@ import math
 
 import pandas as pd
 
-from olb.grid.results import load_reference
+from olb.grid.references import load_reference
 
 CLASSES = ("within", "missed", "absent", "stand-in", "not run")
 _ABSENT_DATA = "data not available offline"
@@ -88,19 +88,31 @@ def cover(
     ref = load_reference(ref_cfg)
     if not tolerance or ref is None or ref.empty:
         return table
-    scale = float(getattr(ref_cfg, "scale", 1.0) or 1.0)
-    to_ours_data = {v: k for k, v in (ref_cfg.datasets or {}).items()}
-    to_ours_metric = {v: k for k, v in (ref_cfg.metrics or {}).items()}
     labels: dict[str, list[str]] = {}
     for info in entries.values():
         if info.get("paper_name"):
             labels.setdefault(info["paper_name"], []).append(info["label"])
-
     table = table.copy()
     for i, row in table.iterrows():  # the reason beside "unavailable"
         if row["dataset"] in unavailable and row["note"].startswith("unavailable"):
             reason = absent_reason(row["dataset"], True, unavailable, True)
             table.at[i, "note"] = "unavailable: " + reason + row["note"][len("unavailable") :]
+    extra = _absent_rows(table, ref, ref_cfg, labels, datasets, unavailable)
+    if extra:
+        table = pd.concat([table, pd.DataFrame(extra, columns=table.columns)], ignore_index=True)
+    table["coverage"] = [_classify(row, tolerance, lower_is_better) for _, row in table.iterrows()]
+    table["better"] = [row["coverage"] == "missed" and _better(row, lower_is_better) for _, row in table.iterrows()]
+    return table
+
+
+def _absent_rows(
+    table: pd.DataFrame, ref: pd.DataFrame, ref_cfg, labels: dict[str, list[str]], datasets: list[str], unavailable
+) -> list[dict]:
+    """The rows of the paper's table that ``table`` lacks, each with the paper's value and why it is absent;
+    ``labels``: paper name -> the labels of the entries that reproduce it."""
+    scale = float(getattr(ref_cfg, "scale", 1.0) or 1.0)
+    to_ours_data = {v: k for k, v in (ref_cfg.datasets or {}).items()}
+    to_ours_metric = {v: k for k, v in (ref_cfg.metrics or {}).items()}
     produced = {(r.dataset, r.algorithm.split(" (")[0], r.metric) for r in table.itertuples()}
     extra = []
     for r in ref.itertuples():
@@ -135,11 +147,7 @@ def cover(
                 "best": False,
             }
         )
-    if extra:
-        table = pd.concat([table, pd.DataFrame(extra, columns=table.columns)], ignore_index=True)
-    table["coverage"] = [_classify(row, tolerance, lower_is_better) for _, row in table.iterrows()]
-    table["better"] = [row["coverage"] == "missed" and _better(row, lower_is_better) for _, row in table.iterrows()]
-    return table
+    return extra
 
 
 def summary_line(table: pd.DataFrame) -> str:

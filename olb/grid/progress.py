@@ -1,5 +1,5 @@
 """Progress of a grid: a tqdm bar on a terminal (cells done, failed, running, ETA), otherwise (CI, batch jobs)
-a line at the start, after the first result and every ``every_s`` seconds, and a summary line at the end.
+a line at the start, after the first result and every :attr:`Progress.every_s` seconds, and a summary line at the end.
 
 The ETA extrapolates the time per finished cell without the time the workers spent compiling (each result's
 ``compile_s``: numba compiles its kernels once per process, in the first cells), so that one slow first cell
@@ -26,13 +26,14 @@ def _hms(seconds: float) -> str:
 
 
 class Progress:
+    every_s = 30.0  # seconds between two lines when the stream is not a terminal
+
     def __init__(
         self,
         total: int,
         skipped: int = 0,
         desc: str = "cells",
         stream=None,
-        every_s: float = 30.0,
         slots: int = 1,
         unit: str = "cell",
     ):
@@ -42,7 +43,6 @@ class Progress:
         self.compile_s = 0.0  # summed over the finished cells
         self.slots = max(1, slots)
         self.t0 = self._last = time.perf_counter()
-        self.every_s = every_s
         self.unit = unit
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         sized = shutil.get_terminal_size((0, 0)).columns > 0  # a pseudo-terminal without a size draws nothing

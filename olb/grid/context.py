@@ -1,0 +1,49 @@
+"""What the stages of one grid run share (:mod:`olb.grid.app`) and what they produced before the finish
+(:mod:`olb.grid.finish`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from omegaconf import DictConfig
+
+from olb.grid.backend import Backend
+from olb.grid.datacheck import DataCheck
+from olb.grid.fanout import FanoutStats
+from olb.grid.plan import Plan
+from olb.grid.recording import Recorder
+from olb.grid.tracker import Tracker
+
+
+@dataclass
+class GridRun:
+    """What every stage of one invocation works with: the config, the plan and its data, where cells run and where
+    they are recorded, the output folder, the command line's overrides, the console and the start time."""
+
+    cfg: DictConfig
+    plan: Plan
+    data: DataCheck
+    backend: Backend
+    backend_reason: str
+    tracker: Tracker
+    out: Path
+    overrides: list[str]
+    stream: TextIO
+    t_start: float
+
+
+@dataclass
+class Stages:
+    """What the stages before the report produced: every cell's outcome, the fan-out's record and statistics,
+    how many cells were resumed or unavailable, the parent run, and the cross-validated choices."""
+
+    outcomes: dict
+    recorder: Recorder
+    fan: FanoutStats
+    n_resumed: int
+    n_unavailable: int
+    parent_id: str | None
+    choices: list
+    cv_stats: dict

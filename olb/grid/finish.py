@@ -1,0 +1,113 @@
+"""The last stage of a grid run: the output files, the parent run closed with the grid's status, the exit
+code, the report on the console."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+from olb.grid.context import GridRun, Stages
+from olb.grid.fanout import FanoutStats
+from olb.grid.messages import (
+    EXIT_FAILED_CELLS,
+    EXIT_INTERRUPTED,
+    EXIT_LOST,
+    EXIT_NOTHING_COMPUTED,
+    EXIT_OK,
+    GridOutcome,
+    Status,
+)
+from olb.grid.outputs import write_outputs
+from olb.grid.report import print_report
+
+log = logging.getLogger("olb.grid")
+
+
+def _exit_code(fan: FanoutStats, n_failed: int, n_finished: int, untracked: list) -> int:
+    if fan.lost is not None:
+        return EXIT_LOST
+    if fan.interrupted:
+        return EXIT_INTERRUPTED
+    if n_failed or untracked:
+        return EXIT_FAILED_CELLS
+    return EXIT_NOTHING_COMPUTED if n_finished == 0 else EXIT_OK
+
+
+def _finish_parent(run: GridRun, st: Stages, outcome: GridOutcome, n_finished: int) -> bool:
+    """Close the parent run with the grid's status, summary metrics and files; False if the tracker failed."""
+    fan = st.fan
+    if fan.lost is not None and fan.lost.what == "tracking":
+        return True
+    status = (
+        Status.KILLED
+        if fan.interrupted
+        else (Status.FAILED if outcome.n_failed or n_finished == 0 else Status.FINISHED)
+    )
+    status = Status.FAILED if fan.lost is not None else status
+    metrics = {
+        "n_run": fan.n_done,
+        "n_resumed": st.n_resumed,
+        "n_failed": outcome.n_failed,
+        "n_unavailable": st.n_unavailable,
+        "wall_s": outcome.wall_s,
+        "startup_s": fan.startup_s,
+        **{k: float(v) for k, v in st.cv_stats.items() if k != "interrupted"},
+    }
+    if not math.isnan(outcome.efficiency):
+        metrics["fanout_efficiency"] = outcome.efficiency
+    files = outcome.files
+    try:
+        run.tracker.finish_parent(
+            status,
+            metrics,
+            [
+                files["cells"],
+                files["table_csv"],
+                files["table_md"],
+                *([run.out / "plots"] if "plots" in files else []),
+                *([files["leaderboard"]] if "leaderboard" in files else []),
+            ],
+            {"olb.ended_by": str(fan.lost)} if fan.lost is not None else None,
+        )
+    except Exception as err:  # noqa: BLE001 - the files are written; say so and go on
+        log.error("olb.grid: could not record the grid's parent run in MLflow (%s: %s)", type(err).__name__, err)
+        return False
+    return True
+
+
+def finish(run: GridRun, st: Stages) -> GridOutcome:
+    """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report."""
+    cells, table, markdown, files = write_outputs(run, st)
+    fan = st.fan
+    unique_cells = cells.drop_duplicates("cell_id")
+    n_failed = int((unique_cells["status"] == Status.FAILED).sum())
+    n_finished = int((unique_cells["status"] == Status.FINISHED).sum())
+    ran = cells[(cells["source"] == "run") & (cells["status"] == Status.FINISHED)].drop_duplicates("cell_id")
+    busy = float(ran["runtime_s"].sum() + ran["compile_s"].fillna(0).sum()) if len(ran) else 0.0  # CPUs kept busy
+    efficiency = busy / (fan.cpus * fan.seconds) if (fan.n_done and fan.seconds > 0) else math.nan
+    outcome = GridOutcome(
+        exit_code=_exit_code(fan, n_failed, n_finished, st.recorder.untracked),
+        output_dir=run.out,
+        cells=cells,
+        table=table,
+        plan=run.plan,
+        n_run=fan.n_done,
+        n_resumed=st.n_resumed,
+        n_failed=n_failed,
+        n_unavailable=st.n_unavailable,
+        wall_s=time.perf_counter() - run.t_start,
+        startup_s=fan.startup_s,
+        fanout_s=fan.seconds if fan.n_done else 0.0,
+        efficiency=efficiency,
+        cpus=fan.cpus,
+        parent_run_id=st.parent_id,
+        tracking_uri=run.tracker.uri,
+        files=files,
+        failures=st.recorder.failures,
+        untracked=st.recorder.untracked,
+    )
+    if not _finish_parent(run, st, outcome, n_finished):
+        outcome.exit_code = outcome.exit_code or EXIT_FAILED_CELLS
+    print_report(outcome, markdown, run.cfg, efficiency, run.stream)
+    return outcome

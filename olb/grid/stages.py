@@ -1,0 +1,107 @@
+"""The stages of a grid run before its cells fan out: validate (plan and data), start the tracker while the
+backend starts, cross-validate the entries with ``select``."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from olb.data import dataset_names
+from olb.grid.datacheck import DataCheck, check_data
+from olb.grid.expand import collect_plan
+from olb.grid.fanout import fan_out
+from olb.grid.plan import GridConfigError, Plan, Problems
+from olb.grid.recording import code_version, open_tracker
+
+log = logging.getLogger("olb.grid")
+
+
+def grid_data_dir(cfg: DictConfig):
+    """``data_dir`` of the grid (a string, several joined by os.pathsep, or a list), else ``$OLB_DATA_DIR``."""
+    return plain_value(cfg.data_dir) or os.environ.get("OLB_DATA_DIR") or None
+
+
+def plain_value(value):
+    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+
+
+def prepare(cfg: DictConfig) -> tuple[Plan, DataCheck]:
+    """Plan the grid and check its data; every problem of both, or GridConfigError (nothing started yet)."""
+    problems = Problems()
+    plan = collect_plan(cfg, problems)
+    datasets = (
+        plan.datasets if plan is not None else [d for d in (plain_value(cfg.datasets) or []) if d in dataset_names()]
+    )
+    data = check_data(list(dict.fromkeys(datasets)), grid_data_dir(cfg), cfg.verify_checksums, problems)
+    if data.unavailable and not cfg.allow_unavailable:
+        lines = "; ".join(f"{name}: {msg}" for name, msg in data.unavailable.items())
+        problems.add(
+            f"{len(data.unavailable)} data set(s) unavailable: {lines} Put the files there, or rerun "
+            "with allow_unavailable=true to run the rest of the grid (their cells are marked unavailable), "
+            "or drop them with datasets=[...]."
+        )
+    problems.raise_if_any()
+    return plan, data
+
+
+def start_tracker_and_backend(cfg: DictConfig, backend):
+    """Open the MLflow store (in a thread) while a local Ray starts (in this, the main thread: the processes Ray
+    starts die with the thread that started them); the tracker, or GridConfigError with nothing left running."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        opening = pool.submit(open_tracker, cfg, code_version())
+        try:
+            if backend.name == "ray":
+                backend.start()
+                log.info("olb.grid: Ray ready in %.1f s with %d CPU(s)", backend.startup_s, backend.cpus)
+        finally:
+            try:
+                tracker = opening.result()
+            except GridConfigError:
+                backend.stop()
+                raise
+    return tracker
+
+
+def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backend):
+    """The selection stage (olb/grid/crossval.py) for the entries with ``select``: the plan restricted to the
+    chosen settings, the choices, the stage's statistics and the rows it could not choose for (nothing to do:
+    the plan unchanged)."""
+    selected = {key: info["select"] for key, info in plan.entries.items() if info.get("select")}
+    if not selected:
+        return plan, [], {}, {}
+    from olb.grid.crossval import run_selection
+
+    plan, choices, stats, unselected = run_selection(
+        plan,
+        selected,
+        data,
+        backend,
+        tracker,
+        Path(cfg.selection_store),
+        grid_data_dir(cfg),
+        list(cfg.imports),
+        cfg.verify_checksums,
+        fan_out,
+    )
+    log.info(
+        "olb.grid: cross-validation: %d task(s), %d run, %d resumed, %d failed, %.1f s wall",
+        stats["cv_tasks"],
+        stats["cv_run"],
+        stats["cv_resumed"],
+        stats["cv_failed"],
+        stats["cv_wall_s"],
+    )
+    for choice in choices:
+        log.info(
+            "olb.grid: %s on %s: %s (%s)",
+            choice.entry,
+            choice.dataset,
+            ", ".join(f"{k}={v}" for k, v in choice.params.items()),
+            choice.reason,
+        )
+    return plan, choices, stats, unselected
