@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from olb.grid.config import TrackingConfig
     from olb.grid.plan import Cell
 
+CV_TASK_TAG = "olb.cv_task_id"  # a cross-validation task's run (tag olb.kind=cv): its id (olb.grid.crossval.task_id)
+
 
 @dataclass
 class FinishedRun:

@@ -25,7 +25,7 @@ from pathlib import Path
 from olb.grid.config import TrackingConfig
 from olb.grid.messages import Status
 from olb.grid.plan import Cell
-from olb.grid.tracker import FinishedRun, Tracker
+from olb.grid.tracker import CV_TASK_TAG, FinishedRun, Tracker
 from olb.grid.tracking_cells import cell_files, cell_metrics, cell_params, cell_tags
 
 log = logging.getLogger("olb.grid")
@@ -34,7 +34,6 @@ MAX_PARAM = 6000
 MAX_TAG = 8000
 # SQLite under concurrent writers. (MLflow's REST client retries HTTP errors and lost connections itself.)
 TRANSIENT = ("database is locked", "database table is locked", "database is busy")
-CV_TASK_TAG = "olb.cv_task_id"  # a cross-validation task's run: its task id (olb.grid.crossval.task_id)
 FINISHED = "tags.`olb.status` = 'FINISHED' and attributes.status = 'FINISHED'"
 
 
