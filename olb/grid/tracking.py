@@ -41,14 +41,7 @@ def resolve_uri(uri: str | None) -> str:
     """``uri`` as given, else MLflow's default (``$MLFLOW_TRACKING_URI``, else sqlite:///mlflow.db in the cwd)."""
     import mlflow
 
-    if uri:
-        return uri
-    return mlflow.get_tracking_uri()
-
-
-def _quiet_mlflow_logs() -> None:
-    for name in ("alembic", "mlflow", "sqlalchemy", "urllib3", "pooch"):
-        logging.getLogger(name).setLevel(logging.WARNING)
+    return uri or mlflow.get_tracking_uri()
 
 
 class MlflowTracker(Tracker):
@@ -58,7 +51,8 @@ class MlflowTracker(Tracker):
         import mlflow
         from mlflow.tracking import MlflowClient
 
-        _quiet_mlflow_logs()  # after the import: mlflow sets its own logger up when imported
+        for name in ("alembic", "mlflow", "sqlalchemy", "urllib3", "pooch"):  # after the import: mlflow sets
+            logging.getLogger(name).setLevel(logging.WARNING)  # its own logger up when imported
         super().__init__(cfg, experiment_name, code_version)
         self.retries = max(1, int(cfg.retries))
         self.cell_artifacts = cfg.cell_artifacts
