@@ -2,7 +2,7 @@
 predicts the CPU seconds that finished grids measured.
 
     python benchmarks/bench_cost_model.py CELLS_CSV [CELLS_CSV ...]
-    python benchmarks/bench_cost_model.py CELLS_CSV --cv olb_cv.jsonl --grid +experiment=leaderboard ...
+    python benchmarks/bench_cost_model.py CELLS_CSV --cv sqlite:///mlflow.db --grid +experiment=leaderboard ...
 
 Reads the cells.csv of one or more grids (finished cells only) and prints, per learner, the predicted and the
 measured CPU microseconds per example of the stream (medians over its cells) and the ratio predicted/measured
@@ -10,10 +10,10 @@ measured CPU microseconds per example of the stream (medians over its cells) and
 is exactly the one ``backend=auto`` uses (``olb.grid.cost.planned_stream``): its resolved hyperparameters from
 the csv's columns, the data set's registered shape, and ``loops`` passes over the training rows plus the test rows.
 
-With ``--cv`` (a cross-validation store, ``selection.store``) and ``--grid`` (the overrides of the grid that
-wrote it), the same comparison for the cross-validation tasks: the grid is planned again (no work run), each
-candidate's task id recomputed, and its planned CPU (every fold streams the training split once) set against
-the store's ``cpu_s``.
+With ``--cv`` (the tracking store's URI, or a JSON-lines store of earlier versions) and ``--grid`` (the overrides
+of the grid that wrote it), the same comparison for the cross-validation tasks: the grid is planned again (no
+work run), each candidate's task id recomputed, and its planned CPU (every fold streams the training split once)
+set against the recorded ``cpu_s``.
 """
 
 from __future__ import annotations
@@ -75,6 +75,22 @@ def per_learner(done: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def measured_cv(store: str) -> dict[str, float]:
+    """Task id -> CPU seconds of each finished cross-validation task of ``store``: a tracking store's URI (its
+    runs tagged ``olb.kind=cv``, every experiment) or a JSON-lines file of earlier versions."""
+    if "://" not in store:
+        with open(store) as lines:
+            results = [json.loads(line) for line in lines]
+        return {r["cell_id"]: r["cpu_s"] for r in results if r.get("status") == "FINISHED"}
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(store)
+    experiments = [e.experiment_id for e in client.search_experiments(max_results=50000)]
+    finished = "tags.`olb.kind` = 'cv' and tags.`olb.status` = 'FINISHED' and attributes.status = 'FINISHED'"
+    runs = client.search_runs(experiments, finished, max_results=50000)
+    return {r.data.tags["olb.cv_task_id"]: r.data.metrics["cpu_s"] for r in runs}
+
+
 def cv_comparison(store: str, overrides: list[str]) -> pd.DataFrame:
     """Planned against measured CPU of each finished cross-validation task of ``store`` that the grid plans."""
     from olb.grid import compose
@@ -94,20 +110,18 @@ def cv_comparison(store: str, overrides: list[str]) -> pd.DataFrame:
             cost, n_train, _ = planned_stream(cell.algorithm, cell.params, dataset)
             planned[task_id(task)] = (cell.algorithm, dataset, cost * n_train * select["folds"])
     rows = []
-    with open(store) as lines:
-        for line in lines:
-            result = json.loads(line)
-            if result.get("status") == "FINISHED" and result["cell_id"] in planned:
-                algorithm, dataset, predicted = planned[result["cell_id"]]
-                rows.append(
-                    {
-                        "algorithm": algorithm,
-                        "dataset": dataset,
-                        "predicted_s": predicted,
-                        "measured_s": result["cpu_s"],
-                        "ratio": predicted / result["cpu_s"],
-                    }
-                )
+    for tid, measured in measured_cv(store).items():
+        if tid in planned:
+            algorithm, dataset, predicted = planned[tid]
+            rows.append(
+                {
+                    "algorithm": algorithm,
+                    "dataset": dataset,
+                    "predicted_s": predicted,
+                    "measured_s": measured,
+                    "ratio": predicted / measured,
+                }
+            )
     print(f"cross-validation: {len(rows)} finished task(s) of {store} matched to {len(planned)} planned")
     return pd.DataFrame(rows)
 
@@ -115,7 +129,10 @@ def cv_comparison(store: str, overrides: list[str]) -> pd.DataFrame:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cells_csv", nargs="+", help="cells.csv of finished grids")
-    parser.add_argument("--cv", help="a cross-validation store (olb_cv.jsonl) to compare as well")
+    parser.add_argument(
+        "--cv",
+        help="the tracking store (URI) with the grid's cross-validation tasks, or an olb_cv.jsonl of earlier versions",
+    )
     parser.add_argument("--grid", nargs="*", default=[], help="the overrides of the grid that wrote --cv")
     args = parser.parse_args(argv)
     pd.set_option("display.width", 160)

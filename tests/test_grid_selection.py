@@ -4,6 +4,7 @@ cells run, the choice is the one a direct computation makes, it is recorded, and
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -73,18 +74,94 @@ def test_the_choice_is_recorded_in_mlflow_once(first):
     assert artifacts == ["cv_folds.csv"]
 
 
-def test_a_rerun_resumes_and_a_killed_stage_recomputes_only_the_missing_tasks(first):
+def _cv_runs(client: MlflowClient, experiment: str = "olb/cv") -> list:
+    exp = client.get_experiment_by_name(experiment)
+    return [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("olb.kind") == "cv"]
+
+
+def _parent_metrics(outcome) -> dict:
+    return MlflowClient(outcome.tracking_uri).get_run(outcome.parent_run_id).data.metrics
+
+
+def test_each_task_is_a_child_run_and_a_rerun_resumes_them_bit_for_bit(first):
     tmp, o = first
+    client = MlflowClient(o.tracking_uri)
+    runs = _cv_runs(client)
+    assert len(runs) == 2 and {r.data.tags["mlflow.parentRunId"] for r in runs} == {o.parent_run_id}
+    for run in runs:
+        assert run.data.params["folds"] == "3" and run.data.tags["olb.data_fingerprint"]
+        assert {f"fold/{f}/{m}" for f in (1, 2, 3) for m in METRICS_} <= set(run.data.metrics)
     again = run_grid(grid(tmp), tmp / "out2")
     assert again.n_run == 0 and again.n_resumed == 2
-    store = tmp / "cv.jsonl"
-    lines = store.read_text().splitlines()
-    assert len(lines) == 2
-    store.write_text(lines[0] + "\n" + lines[1][:20])  # the second task's line cut by a kill
+    assert _parent_metrics(again)["cv_resumed"] == 2 and _parent_metrics(again)["cv_run"] == 0
+    tables = []
+    for outcome in (o, again):
+        [choice] = [
+            r
+            for r in client.search_runs([runs[0].info.experiment_id])
+            if r.data.tags.get("olb.kind") == "selection" and r.data.tags["mlflow.parentRunId"] == outcome.parent_run_id
+        ]
+        tables.append((Path(client.download_artifacts(choice.info.run_id, "cv_folds.csv", str(tmp))).read_text()))
+    assert tables[0] == tables[1]  # the resumed folds are the computed ones, to the last digit
+
+
+def test_a_killed_stage_recomputes_only_the_missing_tasks(first):
+    tmp, o = first
+    client = MlflowClient(o.tracking_uri)
+    killed = _cv_runs(client)[0]
+    client.update_run(killed.info.run_id, status="RUNNING")  # as a driver killed while logging it leaves it
     third = run_grid(grid(tmp), tmp / "out3")
     assert third.exit_code == 0 and third.n_run == 0
-    after = store.read_text().splitlines()
-    assert len(after) == 3 and json.loads(after[2])["cell_id"] == json.loads(lines[1])["cell_id"]  # only that one
+    assert _parent_metrics(third)["cv_run"] == 1 and _parent_metrics(third)["cv_resumed"] == 1
+    [rerun] = [r for r in _cv_runs(client) if r.data.tags["mlflow.parentRunId"] == third.parent_run_id]
+    assert rerun.data.tags["olb.cv_task_id"] == killed.data.tags["olb.cv_task_id"]
+
+
+def _legacy_store(cfg, path: Path) -> list[str]:
+    """A JSON-lines store as earlier versions wrote it (one ``execute_cv`` payload per line), of the grid's tasks
+    and one of another grid; the ids of the grid's tasks."""
+    from olb.grid.stages import prepare
+    from olb.grid.crossval import _candidates, cv_identity, execute_cv, task_id
+
+    plan, data = prepare(cfg)
+    selected = {key: info["select"] for key, info in plan.entries.items() if info.get("select")}
+    lines, ids = [], []
+    for (entry, dataset), cells in _candidates(plan, selected).items():
+        for cell in cells:
+            task = {"kind": "cv", **cv_identity(cell, dataset, data.sources[dataset].fingerprint, selected[entry])}
+            task.update(data_dir=None, imports=[], verify_checksums=True, cell_id=task_id(task))
+            lines.append(json.dumps(execute_cv(task), default=float))
+            ids.append(task["cell_id"])
+    other = {**json.loads(lines[0]), "cell_id": "0123456789abcdef"}
+    path.write_text("\n".join([*lines, json.dumps(other), lines[0][:20]]))  # the last line cut by a kill
+    return ids
+
+
+def test_a_json_lines_store_of_an_earlier_version_is_moved_into_the_tracker(tmp_path, caplog):
+    store = tmp_path / "cv.jsonl"
+    ids = _legacy_store(grid(tmp_path), store)
+    with caplog.at_level("WARNING", logger="olb.grid"):
+        o = run_grid(grid(tmp_path), tmp_path / "out")
+    assert o.exit_code == 0 and _parent_metrics(o)["cv_resumed"] == 2 and _parent_metrics(o)["cv_run"] == 0
+    assert not store.exists() and (tmp_path / "cv.jsonl.migrated").exists()
+    assert "3 cross-validation task(s) of" in caplog.text and "moved into the tracking store" in caplog.text
+    runs = {r.data.tags["olb.cv_task_id"]: r for r in _cv_runs(MlflowClient(o.tracking_uri))}
+    assert set(runs) == {*ids, "0123456789abcdef"}
+    assert runs[ids[0]].data.params["algorithm"] == "falt_kernel" and "olb.data_fingerprint" in runs[ids[0]].data.tags
+    assert runs["0123456789abcdef"].data.params == {"task_id": "0123456789abcdef"}  # known by its id only
+    again = run_grid(grid(tmp_path), tmp_path / "out2")  # the store is read once
+    assert _parent_metrics(again)["cv_resumed"] == 2 and len(_cv_runs(MlflowClient(o.tracking_uri))) == 3
+
+
+def test_tracking_off_resumes_no_task_and_leaves_a_json_lines_store_alone(tmp_path, caplog):
+    store = tmp_path / "cv.jsonl"
+    _legacy_store(grid(tmp_path), store)
+    before = store.read_text()
+    with caplog.at_level("INFO", logger="olb.grid"):
+        o = run_grid(grid(tmp_path, "tracking=off", "seeds=1"), tmp_path / "out")
+    assert o.exit_code == 0 and o.tracking_uri is None
+    assert "cross-validation: 2 task(s), 2 run, 0 resumed" in caplog.text
+    assert "is not read: tracking=off resumes nothing" in caplog.text and store.read_text() == before
 
 
 def test_bad_selection_settings_are_refused_before_work(tmp_path):

@@ -160,6 +160,34 @@ def test_runs_params_and_metrics_over_rest(grid):
     assert {"cells.csv", "table.csv", "table.md", "config.yaml"} <= {f["path"] for f in files}
 
 
+def test_cross_validation_tasks_resume_from_the_server_for_every_grid(server):
+    url, tmp = server
+    grid = [
+        "backend=serial",
+        "seeds=1",
+        "datasets=[emotions]",
+        "imports=[olb.grid.testing]",
+        "algorithms=[_grid_stub]",
+        "protocol=train_frozen",
+        "metrics=[rank_loss]",
+        "+algorithm._grid_stub.params.delay_s=[0.0,0.001]",
+        "+algorithm._grid_stub.select={folds: 2}",
+        f"tracking.uri={url}",
+        f"selection_store={tmp / 'absent.jsonl'}",
+        "plots=false",
+    ]
+    first = run_grid(compose([*grid, "name=served_cv"]), tmp / "cv1")
+    other = run_grid(compose([*grid, "name=served_cv_other"]), tmp / "cv2")  # another experiment, same tasks
+    metrics = lambda o: api(url, "GET", "runs/get", params={"run_id": o.parent_run_id})["run"]["data"]["metrics"]  # noqa: E731
+    cv = lambda o: {m["key"]: m["value"] for m in metrics(o) if m["key"] in ("cv_run", "cv_resumed")}  # noqa: E731
+    assert first.exit_code == other.exit_code == 0
+    assert cv(first) == {"cv_run": 2, "cv_resumed": 0} and cv(other) == {"cv_run": 0, "cv_resumed": 2}
+    exp = api(url, "GET", "experiments/get-by-name", params={"experiment_name": "olb/served_cv"})["experiment"]
+    runs = api(url, "POST", "runs/search", json={"experiment_ids": [exp["experiment_id"]], "max_results": 100})["runs"]
+    tags = [{t["key"]: t["value"] for t in r["data"]["tags"]} for r in runs]
+    assert sorted(t["mlflow.parentRunId"] for t in tags if t.get("olb.kind") == "cv") == [first.parent_run_id] * 2
+
+
 def page_text(url: str, tmp: Path) -> str:
     """The text of ``url`` as headless Chromium renders it (the MLflow UI is a React app)."""
     chromium = shutil.which("chromium")

@@ -140,7 +140,7 @@ class GridBase:
     allow_unavailable: bool = False  # run the rest when a data set has no local copy and cannot be downloaded
     plots: bool = True
     imports: List[str] = field(default_factory=list)  # modules to import (driver and workers) before planning
-    selection_store: str = "olb_cv.jsonl"  # finished cross-validation tasks (resume of the selection stage)
+    selection_store: str = "olb_cv.jsonl"  # cross-validation tasks of earlier versions: moved into the tracker
     leaderboard: bool = False  # also rank the learners across data sets (olb/grid/leaderboard.py) next to table.md
 
 

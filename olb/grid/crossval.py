@@ -7,11 +7,11 @@ setting, all its folds in one worker call, so that scheduling and tracking cost 
 one setting per (entry, data set); only that setting's cells (one per seed) are run and reported, and its
 values are printed beside the table row like a ``best_of`` choice.
 
-Resume: each finished cross-validation task is appended, as it arrives, to a JSON-lines store
-(``selection.store``, default ``olb_cv.jsonl`` in the working directory), keyed by a hash of everything that
-determines it (algorithm, setting, data set, data fingerprint, folds, fold seed, metrics); a rerun, or a
-killed stage restarted, recomputes only the missing tasks. MLflow gets one run per selection (not per fold):
-the rule, the chosen setting, why, and the fold-by-setting table as an artifact.
+Resume: each finished cross-validation task is recorded in the grid's tracker as it arrives (one run per task,
+not per fold; :mod:`olb.grid.cvstore`), keyed by a hash of everything that determines it (algorithm, setting,
+data set, data fingerprint, folds, fold seed, metrics); a rerun, or a killed stage restarted, recomputes only the
+missing tasks. The tracker also gets one run per selection: the rule, the chosen setting, why, and the
+fold-by-setting table as an artifact.
 """
 
 from __future__ import annotations
@@ -24,13 +24,19 @@ import logging
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from olb.grid.backend import Backend
+from olb.grid.cvstore import finished_tasks, migrate, record_task
+from olb.grid.datacheck import DataCheck
 from olb.grid.messages import Status
 from olb.grid.plan import Cell, Plan
+from olb.grid.tracker import Tracker
 
 log = logging.getLogger("olb.grid")
 
@@ -100,29 +106,21 @@ class Choice:
     partial: bool  # some settings have no cross-validation result (failed)
 
 
-class SelectionStore:
-    """Finished cross-validation tasks, one JSON line each (appended by the driver as results arrive)."""
+@dataclasses.dataclass
+class SelectionContext:
+    """What the stage works with: the checked data, where tasks run (``fan_out`` on ``backend``) and are recorded
+    (``tracker``), what a worker needs to load the data (``data_dir``, ``imports``, ``verify_checksums``), whether
+    earlier results are reused (``resume``), and a JSON-lines store of earlier versions to move into the tracker."""
 
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self.results: dict[str, dict] = {}
-        if self.path.exists():
-            for line in self.path.read_text().splitlines():
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:  # a line cut by a kill: that task runs again
-                    continue
-                self.results[record["cell_id"]] = record
-
-    def add(self, payload: dict) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("ab+") as fh:
-            cut = False
-            if fh.seek(0, 2) > 0:
-                fh.seek(-1, 2)
-                cut = fh.read(1) != b"\n"  # the last line was cut by a kill
-            fh.write((("\n" if cut else "") + json.dumps(payload, default=float) + "\n").encode())
-        self.results[payload["cell_id"]] = payload
+    data: DataCheck
+    backend: Backend
+    tracker: Tracker
+    fan_out: Callable
+    data_dir: Any = None
+    imports: list[str] = dataclasses.field(default_factory=list)
+    verify_checksums: bool = True
+    resume: bool = True
+    legacy_store: Path | None = None
 
 
 def _candidates(plan: Plan, selected: dict[str, dict]) -> dict[tuple[str, str], list[Cell]]:
@@ -136,102 +134,112 @@ def _candidates(plan: Plan, selected: dict[str, dict]) -> dict[tuple[str, str], 
 
 
 def run_selection(
-    plan: Plan,
-    selected: dict[str, dict],
-    data,
-    backend,
-    tracker,
-    store_path: Path,
-    data_dir,
-    imports: list[str],
-    verify_checksums: bool,
-    fan_out,
+    plan: Plan, selected: dict[str, dict], ctx: SelectionContext
 ) -> tuple[Plan, list[Choice], dict, dict]:
     """Cross-validate every candidate of the ``selected`` entries, choose, and return the plan restricted to
     the chosen settings (with the choices, statistics of the stage, and the (entry, data set) rows where every
     candidate failed, with why: their row keeps one setting's cells, to be reported failed, not dropped)."""
-    from olb.grid.selection import select
-    from olb.metrics import METRICS
-
-    store = SelectionStore(store_path)
     candidates = _candidates(plan, selected)
-    tasks, task_ids = [], {}  # task_ids: (entry, data set) -> the task id of each candidate, in order
+    tasks = _tasks(candidates, selected, ctx)
+    if ctx.legacy_store is not None:
+        migrate(ctx.legacy_store, ctx.tracker, tasks, ctx.data)
+    results = finished_tasks(ctx.tracker, tasks, ctx.data) if ctx.resume else {}
+    stats = _run_tasks([t for tid, t in tasks.items() if tid not in results], len(tasks), results, ctx)
+    choices, keep, unselected = [], {}, {}
     for (entry, dataset), cells in candidates.items():
-        if dataset in data.unavailable:
+        if dataset in ctx.data.unavailable:  # no data, no choice: one setting stands for the row, marked unavailable
+            keep[(entry, dataset)] = (cells[0].params, cells[0].loops)
             continue
-        settings = selected[entry]
+        ids = [task_id(cv_identity(c, dataset, ctx.data.sources[dataset].fingerprint, selected[entry])) for c in cells]
+        choice = _choose(entry, dataset, [(c, results.get(tid)) for c, tid in zip(cells, ids)], selected[entry])
+        if isinstance(choice, str):  # every candidate failed (logged as they did)
+            keep[(entry, dataset)], unselected[(entry, dataset)] = (cells[0].params, cells[0].loops), choice
+            continue
+        choices.append(choice)
+        keep[(entry, dataset)] = (choice.params, choice.loops)
+    for choice in choices:
+        _log_choice(ctx.tracker, choice, selected[choice.entry])
+    return _restricted(plan, selected, keep), choices, stats, unselected
+
+
+def _tasks(candidates: dict, selected: dict[str, dict], ctx: SelectionContext) -> dict[str, dict]:
+    """Task id -> the worker's task, for every candidate on every available data set."""
+    tasks = {}
+    for (entry, dataset), cells in candidates.items():
+        if dataset in ctx.data.unavailable:
+            continue
         for cell in cells:
             task = {
                 "kind": "cv",
-                **cv_identity(cell, dataset, data.sources[dataset].fingerprint, settings),
-                "data_dir": data_dir,
-                "imports": imports,
-                "verify_checksums": verify_checksums,
+                **cv_identity(cell, dataset, ctx.data.sources[dataset].fingerprint, selected[entry]),
+                "data_dir": ctx.data_dir,
+                "imports": ctx.imports,
+                "verify_checksums": ctx.verify_checksums,
             }
             task["cell_id"] = task_id(task)
-            task_ids.setdefault((entry, dataset), []).append(task["cell_id"])
-            tasks.append(task)
-    todo = [t for t in tasks if store.results.get(t["cell_id"], {}).get("status") != Status.FINISHED]
-    failed: list[str] = []
+            tasks[task["cell_id"]] = task
+    return tasks
+
+
+def _run_tasks(todo: list[dict], n_tasks: int, results: dict, ctx: SelectionContext) -> dict:
+    """Run the tasks not resumed, each result into ``results`` and the tracker as it arrives; the stage's
+    statistics. Raises what ended the fan-out early (an interruption, a lost Ray head or tracking server)."""
+    by_id, failed = {t["cell_id"]: t for t in todo}, []
 
     def on_result(payload: dict) -> None:
         if payload["status"] == Status.FINISHED:
-            store.add(payload)
+            results[payload["cell_id"]] = payload
+            record_task(ctx.tracker, by_id[payload["cell_id"]], payload, ctx.data)
         else:
             failed.append(payload.get("error", ""))
             log.error("olb.grid: cross-validation task %s FAILED: %s", payload["cell_id"], payload.get("error"))
 
     t0 = time.perf_counter()
-    fan = (
-        fan_out(backend, todo, on_result, "cross-validation", skipped=len(tasks) - len(todo), unit="task")
-        if todo
-        else None
-    )
-    stats = {
-        "cv_tasks": len(tasks),
+    skipped = n_tasks - len(todo)
+    fan = ctx.fan_out(ctx.backend, todo, on_result, "cross-validation", skipped=skipped, unit="task") if todo else None
+    if fan and fan.interrupted:
+        raise KeyboardInterrupt
+    if fan and fan.lost is not None:
+        raise fan.lost
+    return {
+        "cv_tasks": n_tasks,
         "cv_run": len(todo),
-        "cv_resumed": len(tasks) - len(todo),
+        "cv_resumed": skipped,
         "cv_failed": len(failed),
         "cv_wall_s": time.perf_counter() - t0,
-        "cv_busy_s": sum(store.results[t["cell_id"]].get("wall_s", 0.0) for t in todo if t["cell_id"] in store.results),
+        "cv_busy_s": sum(results[tid].get("wall_s", 0.0) for tid in by_id if tid in results),
         "cv_cpus": fan.cpus if fan else 1,
-        "interrupted": bool(fan and fan.interrupted),
     }
-    if stats["interrupted"]:
-        raise KeyboardInterrupt
 
-    choices, keep, unselected = [], {}, {}
-    for (entry, dataset), cells in candidates.items():
-        if dataset in data.unavailable:  # no data, no choice: one setting stands for the row, marked unavailable
-            keep[(entry, dataset)] = (cells[0].params, cells[0].loops)
+
+def _choose(entry: str, dataset: str, candidates: list[tuple[Cell, dict | None]], settings: dict) -> Choice | str:
+    """The choice among the ``candidates`` (a cell of each setting, its task's result or None), or why none."""
+    from olb.grid.selection import select
+    from olb.metrics import METRICS
+
+    cells = [cell for cell, _ in candidates]
+    rows, means = [], {}
+    for cell, result in candidates:
+        if result is None:
             continue
-        rows, means = [], {}
-        for tid, cell in zip(task_ids[(entry, dataset)], cells):
-            if tid not in store.results:
-                continue
-            label = _setting_label(cell)
-            folds = store.results[tid]["folds"]
-            rows += [{"setting": label, "fold": f + 1, **values} for f, values in enumerate(folds)]
-            means[label] = {m: float(np.mean([v[m] for v in folds])) for m in folds[0]}
-        if not means:  # every candidate failed (logged above)
-            keep[(entry, dataset)] = (cells[0].params, cells[0].loops)
-            unselected[(entry, dataset)] = (
-                f"cross-validation: all {len(cells)} candidate settings failed, nothing to choose (see the log)"
-            )
-            continue
-        metrics = next(iter(means.values())).keys()
-        choice = select(means, {m: METRICS[m].lower_is_better for m in metrics}, str(selected[entry]["rule"]))
-        cell = next(c for c in cells if _setting_label(c) == choice.chosen)
-        partial = len(means) < len(cells)
-        reason = choice.reason + (
-            f"; {len(cells) - len(means)} of {len(cells)} settings have no result (partial)" if partial else ""
-        )
-        choices.append(
-            Choice(entry, dataset, dict(cell.params), cell.loops, reason, choice.rule, pd.DataFrame(rows), partial)
-        )
-        keep[(entry, dataset)] = (cell.params, cell.loops)
-    for choice in choices:
-        _log_choice(tracker, choice, selected[choice.entry])
+        label = _setting_label(cell)
+        folds = result["folds"]
+        rows += [{"setting": label, "fold": f + 1, **values} for f, values in enumerate(folds)]
+        means[label] = {m: float(np.mean([v[m] for v in folds])) for m in folds[0]}
+    if not means:
+        return f"cross-validation: all {len(cells)} candidate settings failed, nothing to choose (see the log)"
+    metrics = next(iter(means.values())).keys()
+    choice = select(means, {m: METRICS[m].lower_is_better for m in metrics}, str(settings["rule"]))
+    cell = next(c for c in cells if _setting_label(c) == choice.chosen)
+    partial = len(means) < len(cells)
+    reason = choice.reason + (
+        f"; {len(cells) - len(means)} of {len(cells)} settings have no result (partial)" if partial else ""
+    )
+    return Choice(entry, dataset, dict(cell.params), cell.loops, reason, choice.rule, pd.DataFrame(rows), partial)
+
+
+def _restricted(plan: Plan, selected: dict[str, dict], keep: dict) -> Plan:
+    """``plan`` with only the kept setting's cells of each selected (entry, data set)."""
     cells = []
     for cell in plan.cells:
         if cell.entry not in selected:
@@ -239,7 +247,7 @@ def run_selection(
         elif keep.get((cell.entry, cell.dataset)) == (cell.params, cell.loops):
             chosen_keys = tuple(k for k, _ in cell.varying)
             cells.append(dataclasses.replace(cell, best_of=tuple(dict.fromkeys((*cell.best_of, *chosen_keys)))))
-    return dataclasses.replace(plan, cells=cells), choices, stats, unselected
+    return dataclasses.replace(plan, cells=cells)
 
 
 def _setting_label(cell: Cell) -> str:

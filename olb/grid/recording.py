@@ -12,6 +12,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 import olb
+from olb.grid.config import TrackingConfig
 from olb.grid.lost import TrackingLost
 from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, matches_data, provenance_tags
 from olb.grid.messages import Status
@@ -21,7 +22,8 @@ from olb.grid.results import (
     outcome_from_payload,
     outcome_from_run,
 )
-from olb.grid.tracker import NoopTracker, Tracker
+from olb.grid.tracker import Tracker
+from olb.grid.tracking_noop import NoopTracker
 
 log = logging.getLogger("olb.grid")
 
@@ -48,22 +50,30 @@ def code_version() -> str:
     return version
 
 
-def open_tracker(cfg: DictConfig, version: str) -> Tracker:
-    """The MLflow tracker (a no-op one with tracking off); GridConfigError if the store cannot be opened."""
-    if not cfg.tracking.enabled:
-        return NoopTracker()
-    from olb.grid.tracking import MlflowTracker
+def tracker_class(tracking: TrackingConfig) -> type[Tracker]:
+    """The tracker the ``tracking`` config selects: the one place where trackers are registered."""
+    if not tracking.enabled:
+        return NoopTracker
+    from olb.grid.tracking import MlflowTracker, resolve_uri
+    from olb.grid.tracking_server import MlflowServerTracker
+    from olb.grid.tracking_sqlite import MlflowSqliteTracker
 
+    uri = resolve_uri(tracking.uri)
+    if uri.startswith(("http://", "https://")):
+        return MlflowServerTracker
+    return MlflowSqliteTracker if uri.startswith("sqlite:") else MlflowTracker  # else: another MLflow store
+
+
+def open_tracker(cfg: DictConfig, version: str) -> Tracker:
+    """The tracker the config selects, opened; GridConfigError if its store cannot be opened."""
     try:
-        tracker = MlflowTracker(cfg.tracking, cfg.tracking.experiment or f"olb/{cfg.name}", version)
-        tracker.mark_stale_parents()
+        return tracker_class(cfg.tracking)(cfg.tracking, cfg.tracking.experiment or f"olb/{cfg.name}", version)
     except Exception as err:  # noqa: BLE001 - unreachable server, unwritable file, bad URI
         raise GridConfigError(
             f"tracking.uri={cfg.tracking.uri or 'default'}: cannot open the MLflow tracking "
             f"store: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''} "
             "(tracking=off runs without MLflow)"
         ) from None
-    return tracker
 
 
 def resumed_outcomes(tracker, cfg: DictConfig, plan: Plan, data: DataCheck) -> dict[str, dict]:

@@ -74,20 +74,13 @@ def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backen
     selected = {key: info["select"] for key, info in plan.entries.items() if info.get("select")}
     if not selected:
         return plan, [], {}, {}
-    from olb.grid.crossval import run_selection
+    from olb.grid.crossval import SelectionContext, run_selection
 
-    plan, choices, stats, unselected = run_selection(
-        plan,
-        selected,
-        data,
-        backend,
-        tracker,
-        Path(cfg.selection_store),
-        grid_data_dir(cfg),
-        list(cfg.imports),
-        cfg.verify_checksums,
-        fan_out,
+    context = SelectionContext(
+        data, backend, tracker, fan_out, grid_data_dir(cfg), list(cfg.imports), cfg.verify_checksums, cfg.resume
     )
+    context.legacy_store = Path(cfg.selection_store)
+    plan, choices, stats, unselected = run_selection(plan, selected, context)
     log.info(
         "olb.grid: cross-validation: %d task(s), %d run, %d resumed, %d failed, %.1f s wall",
         stats["cv_tasks"],

@@ -1,30 +1,61 @@
-"""The tracker interface: where the grid records its runs and finds the cells finished by earlier runs.
+"""The tracker interface: where the grid records its runs, and the one store it resumes from (the cells and the
+cross-validation tasks finished by earlier runs).
 
-The grid's driver writes against :class:`Tracker` only. Two trackers exist: :class:`olb.grid.tracking.MlflowTracker`
-(a SQLite file or an MLflow server) and :class:`NoopTracker` (``tracking=off``: nothing recorded, nothing resumed).
-``olb.grid.recording.open_tracker`` picks one from the config. A new tracker is one subclass and a line there.
+The grid's driver writes against :class:`Tracker` only. The trackers, one class and one file each:
+:class:`~olb.grid.tracking_noop.NoopTracker` (``tracking=off``: nothing recorded, nothing resumed) and the MLflow
+ones sharing :class:`~olb.grid.tracking.MlflowTracker`: :class:`~olb.grid.tracking_sqlite.MlflowSqliteTracker`
+(a SQLite file) and :class:`~olb.grid.tracking_server.MlflowServerTracker` (an MLflow server).
+:func:`olb.grid.recording.tracker_class` picks one from the config: a new tracker is one subclass and a line there.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from olb.grid.config import TrackingConfig
     from olb.grid.plan import Cell
-    from olb.grid.tracking import FinishedRun
+
+CV_TASK_TAG = "olb.cv_task_id"  # a cross-validation task's run (tag olb.kind=cv): its id (olb.grid.crossval.task_id)
+
+
+@dataclass
+class FinishedRun:
+    """A cell (or cross-validation task) finished by an earlier (or this) invocation, as the tracker has it;
+    ``cell_id`` is the cell's id (the task's id)."""
+
+    run_id: str
+    cell_id: str
+    metrics: dict
+    params: dict
+    tags: dict
+    start_time: float
+    end_time: float
 
 
 class Tracker(ABC):
-    """Records one invocation as a parent run with one child run per cell (and per other stage's result)."""
+    """Records one invocation as a parent run with one child run per cell (and per other stage's result).
+
+    Built as ``cls(tracking, experiment_name, code_version)``: the ``tracking`` config, the experiment's name and
+    olb's version (recorded with every run)."""
 
     uri: str | None = None  # where the runs are (shown to the user), None when nowhere
     cell_artifacts: bool = False  # whether cells should send their curve plot along (the worker draws it)
 
+    def __init__(self, tracking: TrackingConfig, experiment_name: str, code_version: str = "unknown"):
+        self.experiment_name, self.code_version = experiment_name, code_version
+
     @abstractmethod
     def finished_cells(self, accept=None) -> dict[str, FinishedRun]:
         """Cell id -> the newest finished run of that cell that ``accept(run)`` accepts (resume)."""
+
+    @abstractmethod
+    def finished_cv_tasks(self, accept=None) -> dict[str, FinishedRun]:
+        """Cross-validation task id -> the newest finished run of that task that ``accept(run)`` accepts, in any
+        experiment of the store (a task's id says everything that decides its result; resume)."""
 
     @abstractmethod
     def curve(self, run_id: str, metric: str) -> dict | None:
@@ -32,38 +63,18 @@ class Tracker(ABC):
 
     @abstractmethod
     def start_parent(self, run_name: str, params: dict, tags: dict, config_yaml: str) -> str | None:
-        """Open this invocation's parent run; its id."""
+        """Open this invocation's parent run (the runs logged before it become its children); its id."""
 
     @abstractmethod
     def finish_parent(self, status: str, metrics: dict, files: list[Path], tags: dict | None = None) -> None:
         """Close the parent run with its ``status``, summary ``metrics`` and output ``files``."""
 
     @abstractmethod
-    def log_run(self, run_name: str, params: dict, tags: dict, files: list[Path]) -> str | None:
-        """A finished run besides the cells' (e.g. a cross-validated selection); its id."""
+    def log_run(
+        self, run_name: str, params: dict, tags: dict, files: list[Path], metrics: dict | None = None
+    ) -> str | None:
+        """A finished run besides the cells' (a cross-validation task, a selection); its id."""
 
     @abstractmethod
     def log_cell(self, cell: Cell, payload: dict, data_tags: dict | None = None) -> str | None:
         """One cell's result (the worker's payload) as a child run; its id."""
-
-
-class NoopTracker(Tracker):
-    """``tracking=off``: records nothing, so resumes nothing; the output folder's files are the only record."""
-
-    def finished_cells(self, accept=None) -> dict[str, FinishedRun]:
-        return {}
-
-    def curve(self, run_id: str, metric: str) -> dict | None:
-        return None
-
-    def start_parent(self, run_name: str, params: dict, tags: dict, config_yaml: str) -> str | None:
-        return None
-
-    def finish_parent(self, status: str, metrics: dict, files: list[Path], tags: dict | None = None) -> None:
-        pass
-
-    def log_run(self, run_name: str, params: dict, tags: dict, files: list[Path]) -> str | None:
-        return None
-
-    def log_cell(self, cell: Cell, payload: dict, data_tags: dict | None = None) -> str | None:
-        return None

@@ -1,13 +1,12 @@
-"""MLflow tracking of a grid: one experiment per olb experiment, one parent run per invocation, one child
-run per cell.
+"""The MLflow trackers' shared base: one experiment per olb experiment, one parent run per invocation, one child
+run per cell and per cross-validation task. Used as is for a store other than a SQLite file or a server (a
+database URI); :mod:`olb.grid.tracking_sqlite` and :mod:`olb.grid.tracking_server` add what their stores need.
 
 Only the driver writes to the tracking store. Workers return their results (a small payload) and the
 driver logs each cell the moment it arrives, while the other cells keep running: a single writer makes
 parallel cells safe on any store (SQLite included, where concurrent schema creation crashes), and cells on
 other machines of a Ray cluster need no access to the store. Every write is retried with backoff on
-"database is locked" errors (another grid writing to the same SQLite file); a tracking server that does not
-answer within about ``tracking.timeout_s`` (MLflow's HTTP retries bounded to it) raises
-:class:`~olb.grid.lost.TrackingLost`, which ends the grid.
+"database is locked" errors (another grid writing to the same SQLite file).
 
 A child run's status becomes FINISHED (or FAILED) only after everything about it is logged, so a driver
 killed while logging leaves a RUNNING run that resume does not count as finished.
@@ -20,16 +19,14 @@ import os
 import socket
 import tempfile
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import nullcontext
 from pathlib import Path
 
 from olb.grid.config import TrackingConfig
-from olb.grid.lost import TrackingLost
 from olb.grid.messages import Status
 from olb.grid.plan import Cell
-from olb.grid.tracker import Tracker
-from olb.grid.worker import curve_csv
+from olb.grid.tracker import CV_TASK_TAG, FinishedRun, Tracker
+from olb.grid.tracking_cells import cell_files, cell_metrics, cell_params, cell_tags
 
 log = logging.getLogger("olb.grid")
 
@@ -37,90 +34,54 @@ MAX_PARAM = 6000
 MAX_TAG = 8000
 # SQLite under concurrent writers. (MLflow's REST client retries HTTP errors and lost connections itself.)
 TRANSIENT = ("database is locked", "database table is locked", "database is busy")
-# A server that is gone, after MLflow's own retries (requests/urllib3 messages).
-UNREACHABLE = (
-    "max retries exceeded",
-    "connection refused",
-    "failed to establish a new connection",
-    "connection aborted",
-    "remotedisconnected",
-    "read timed out",
-    "connection reset",
-)
-
-
-def bound_http_retries(timeout_s: float) -> None:
-    """MLflow's HTTP retries (7 with backoff factor 2 and 120 s per request: ~4 minutes per write by default)
-    bounded to about ``timeout_s`` in all, unless the MLFLOW_HTTP_REQUEST_* variables are set."""
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "3")  # backoff 1 + 2 + 4 s
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_JITTER", "0.5")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(max(1, int((timeout_s - 7) / 4))))
+FINISHED = "tags.`olb.status` = 'FINISHED' and attributes.status = 'FINISHED'"
 
 
 def resolve_uri(uri: str | None) -> str:
     """``uri`` as given, else MLflow's default (``$MLFLOW_TRACKING_URI``, else sqlite:///mlflow.db in the cwd)."""
     import mlflow
 
-    if uri:
-        return uri
-    return mlflow.get_tracking_uri()
-
-
-def _quiet_mlflow_logs() -> None:
-    for name in ("alembic", "mlflow", "sqlalchemy", "urllib3", "pooch"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-
-
-@dataclass
-class FinishedRun:
-    """A cell finished by an earlier (or this) invocation, as the tracking store has it."""
-
-    run_id: str
-    cell_id: str
-    metrics: dict
-    params: dict
-    tags: dict
-    start_time: float
-    end_time: float
-
-
-def sqlite_artifact_location(uri: str, experiment_name: str) -> str | None:
-    """For a SQLite store, ``mlruns/<experiment name>`` beside the database file (MLflow's default is relative to
-    the working directory, so artifacts would land wherever the grid was started); None for any other store.
-
-    >>> sqlite_artifact_location("sqlite:////tmp/grid/mlflow.db", "olb/table3")
-    'file:///tmp/grid/mlruns/olb/table3'
-    """
-    if not uri.startswith("sqlite:///") or uri == "sqlite:///:memory:":
-        return None
-    return (Path(uri[len("sqlite:///") :]).resolve().parent / "mlruns" / experiment_name).as_uri()
+    return uri or mlflow.get_tracking_uri()
 
 
 class MlflowTracker(Tracker):
-    """The driver's MLflow writer (a SQLite file or a tracking server). Writes are retried with backoff while SQLite reports a lock."""
+    """The driver's MLflow writer. Writes are retried with backoff while SQLite reports a lock."""
 
     def __init__(self, cfg: TrackingConfig, experiment_name: str, code_version: str = "unknown"):
         import mlflow
         from mlflow.tracking import MlflowClient
 
-        _quiet_mlflow_logs()  # after the import: mlflow sets its own logger up when imported
-
+        for name in ("alembic", "mlflow", "sqlalchemy", "urllib3", "pooch"):  # after the import: mlflow sets
+            logging.getLogger(name).setLevel(logging.WARNING)  # its own logger up when imported
+        super().__init__(cfg, experiment_name, code_version)
         self.retries = max(1, int(cfg.retries))
         self.cell_artifacts = cfg.cell_artifacts
         self.uri = resolve_uri(cfg.uri)
-        bound_http_retries(float(cfg.timeout_s))
-        self.experiment_name = experiment_name
-        self.code_version = code_version
-        if self.uri.startswith(("http://", "https://")):
-            _check_server(self.uri)
+        self._connect(float(cfg.timeout_s))
         mlflow.set_tracking_uri(self.uri)
-        # Creates the store (schema migration) and the experiment once, here, before any cell runs; on SQLite
-        # under a file lock, so that grids started at the same time on a fresh store do not race in the migration.
-        with _sqlite_lock(self.uri):
+        # Creates the store (schema migration) and the experiment once, here, before any cell runs.
+        with self._opening():
             self.client = MlflowClient(tracking_uri=self.uri)
             self.experiment_id = self._retry(self._get_or_create_experiment, experiment_name)
         self.parent_run_id: str | None = None
+        self.orphans: list[str] = []  # runs logged before the parent run opened (they become its children)
+        self.mark_stale_parents()
+
+    # -- what a store adds ----------------------------------------------------------------------------------
+    def _connect(self, timeout_s: float) -> None:
+        """Check that the store answers, before anything is written."""
+
+    def _opening(self):
+        """A context held while the store and the experiment are created."""
+        return nullcontext()
+
+    def _artifact_location(self, experiment_name: str) -> str | None:
+        """Where a new experiment's artifacts go (None: the store's default)."""
+        return None
+
+    def _transient(self, err: Exception) -> bool:
+        """Whether a failed write is worth retrying (or raise what ends the grid)."""
+        return any(t in str(err).lower() for t in TRANSIENT)
 
     # -- robustness ---------------------------------------------------------------------------------------
     def _retry(self, fn, *args, **kwargs):
@@ -128,13 +89,8 @@ class MlflowTracker(Tracker):
         for attempt in range(self.retries):
             try:
                 return fn(*args, **kwargs)
-            except Exception as err:  # noqa: BLE001 - classified below
-                text = str(err).lower()
-                if any(t in text for t in UNREACHABLE):
-                    raise TrackingLost(
-                        f"the tracking server at {self.uri} does not answer ({_first_line(err)})"
-                    ) from err
-                if attempt + 1 >= self.retries or not any(t in text for t in TRANSIENT):
+            except Exception as err:  # noqa: BLE001 - classified by _transient
+                if not self._transient(err) or attempt + 1 >= self.retries:
                     raise
                 log.debug("MLflow write failed (%s), retrying in %.2fs", err, delay)
                 time.sleep(delay)
@@ -149,7 +105,7 @@ class MlflowTracker(Tracker):
                 # "model training" experiment: the UI's runs view, not the GenAI traces overview
                 return self.client.create_experiment(
                     name,
-                    artifact_location=sqlite_artifact_location(self.uri, name),
+                    artifact_location=self._artifact_location(name),
                     tags={"mlflow.experimentKind": "custom_model_development", "olb.kind": "experiment"},
                 )
             except MlflowException as err:  # created meanwhile by another driver
@@ -161,14 +117,14 @@ class MlflowTracker(Tracker):
         return exp.experiment_id
 
     # -- queries ------------------------------------------------------------------------------------------
-    def _search(self, filter_string: str, order_by=None) -> list:
+    def _search(self, filter_string: str, order_by=None, experiment_ids=None) -> list:
         from mlflow.entities import ViewType
 
         runs, token = [], None
         while True:
             page = self._retry(
                 self.client.search_runs,
-                [self.experiment_id],
+                experiment_ids or [self.experiment_id],
                 filter_string=filter_string,
                 run_view_type=ViewType.ACTIVE_ONLY,
                 max_results=5000,
@@ -180,19 +136,19 @@ class MlflowTracker(Tracker):
             if not token:
                 return runs
 
-    def finished_cells(self, accept=None) -> dict[str, FinishedRun]:
-        """cell id -> the newest successful child run of this experiment (any earlier invocation) for which
-        ``accept(run)`` holds (every run without ``accept``)."""
+    def _finished(self, kind: str, key_tag: str, accept, experiment_ids=None) -> dict[str, FinishedRun]:
+        """``key_tag``'s value -> the newest successful run of this ``kind`` carrying it that ``accept(run)``
+        accepts (every run without ``accept``)."""
         runs = self._search(
-            "tags.`olb.status` = 'FINISHED' and attributes.status = 'FINISHED'", order_by=["attributes.start_time DESC"]
+            f"tags.`olb.kind` = '{kind}' and {FINISHED}", ["attributes.start_time DESC"], experiment_ids
         )
         found: dict[str, FinishedRun] = {}
         for run in runs:
-            cid = run.data.tags.get("olb.cell_id")
-            if cid and cid not in found:
+            key = run.data.tags.get(key_tag)
+            if key and key not in found:
                 finished = FinishedRun(
                     run.info.run_id,
-                    cid,
+                    key,
                     dict(run.data.metrics),
                     dict(run.data.params),
                     dict(run.data.tags),
@@ -200,8 +156,20 @@ class MlflowTracker(Tracker):
                     (run.info.end_time or run.info.start_time) / 1000.0,
                 )
                 if accept is None or accept(finished):
-                    found[cid] = finished
+                    found[key] = finished
         return found
+
+    def finished_cells(self, accept=None) -> dict[str, FinishedRun]:
+        """cell id -> the newest successful cell run of this experiment (any earlier invocation)."""
+        return self._finished("cell", "olb.cell_id", accept)
+
+    def finished_cv_tasks(self, accept=None) -> dict[str, FinishedRun]:
+        ids, token = [], None
+        while True:  # every active experiment
+            page = self._retry(self.client.search_experiments, page_token=token)
+            ids, token = ids + [e.experiment_id for e in page], page.token
+            if not token:
+                return self._finished("cv", CV_TASK_TAG, accept, ids)
 
     def curve(self, run_id: str, metric: str) -> dict:
         history = self._retry(self.client.get_metric_history, run_id, f"curve/{metric}")
@@ -250,6 +218,9 @@ class MlflowTracker(Tracker):
         self.parent_run_id = run.info.run_id
         self._log_batch(run.info.run_id, params=params)
         self._retry(self.client.log_text, run.info.run_id, config_yaml, "config.yaml")
+        for orphan in self.orphans:
+            self._retry(self.client.set_tag, orphan, "mlflow.parentRunId", self.parent_run_id)
+        self.orphans = []
         return run.info.run_id
 
     def finish_parent(self, status: str, metrics: dict, files: list[Path], tags: dict | None = None) -> None:
@@ -264,29 +235,34 @@ class MlflowTracker(Tracker):
                 self._retry(self.client.log_artifact, run_id, str(path))
         self._retry(self.client.set_terminated, run_id, status)
 
-    def log_run(self, run_name: str, params: dict, tags: dict, files: list[Path]) -> str:
-        """A finished run (under this invocation's parent run, if any) with ``params``, ``tags`` and ``files``
-        as artifacts; its id. The grid's stages other than cells (e.g. a cross-validated selection) use it."""
+    def log_run(self, run_name: str, params: dict, tags: dict, files: list[Path], metrics: dict | None = None) -> str:
+        """A finished run (under this invocation's parent run: now, or once it opens) with ``params``, ``tags``,
+        ``metrics`` and ``files`` as artifacts; its id. The grid's stages other than cells (a cross-validation
+        task, a selection) use it."""
         parent = {"mlflow.parentRunId": self.parent_run_id} if self.parent_run_id else {}
         run = self._retry(
             self.client.create_run,
             self.experiment_id,
             run_name=run_name,
-            tags={"olb.code_version": self.code_version, **parent, **tags},
+            tags={
+                k: _clip(str(v), MAX_TAG) for k, v in {"olb.code_version": self.code_version, **parent, **tags}.items()
+            },
         )
-        self._log_batch(run.info.run_id, params=params)
+        self._log_batch(run.info.run_id, metrics=metrics or {}, params=params)
         for path in files:
             self._retry(self.client.log_artifact, run.info.run_id, str(path))
         self._retry(self.client.set_terminated, run.info.run_id, Status.FINISHED)
+        if not parent:
+            self.orphans.append(run.info.run_id)
         return run.info.run_id
 
     def log_cell(self, cell: Cell, payload: dict, data_tags: dict | None = None) -> str:
         """One child run with the cell's parameters, metrics, curve (one batch), tags (``data_tags``: which
-        data it read) and artifacts."""
+        data it read) and artifacts (:mod:`olb.grid.tracking_cells`)."""
         status = payload["status"]
         start_ms = int(payload.get("start_time", time.time()) * 1000)
         end_ms = int(payload.get("end_time", time.time()) * 1000)
-        tags = self._cell_tags(cell, payload, data_tags)
+        tags = cell_tags(cell, payload, data_tags, self._run_tags())
         run = self._retry(
             self.client.create_run,
             self.experiment_id,
@@ -295,11 +271,11 @@ class MlflowTracker(Tracker):
             tags={k: _clip(str(v), MAX_TAG) for k, v in tags.items() if k != "olb.status"},
         )
         run_id = run.info.run_id
-        params = _cell_params(cell)
+        params = cell_params(cell)
         if status == Status.FINISHED:
             params["phases"] = ",".join(payload["phases"])
-        self._log_batch(run_id, metrics=_cell_metrics(payload, end_ms), params=params, tags={"olb.status": status})
-        files = self._cell_files(payload)
+        self._log_batch(run_id, metrics=cell_metrics(payload, end_ms), params=params, tags={"olb.status": status})
+        files = cell_files(payload, self.cell_artifacts)
         if files:
             with tempfile.TemporaryDirectory(prefix="olb-cell-") as tmp:
                 for fname, data in files.items():
@@ -310,36 +286,10 @@ class MlflowTracker(Tracker):
         )
         return run_id
 
-    def _cell_tags(self, cell: Cell, payload: dict, data_tags: dict | None) -> dict:
-        tags = {
-            "mlflow.runName": cell.run_name,
-            "olb.kind": "cell",
-            "olb.cell_id": cell.cell_id,
-            "olb.experiment": self.experiment_name,
-            "olb.code_version": self.code_version,
-            "olb.entry": cell.entry,
-            "olb.label": cell.label,
-            "olb.host": str(payload.get("host", "")),
-            "olb.node_ip": str(payload.get("node_ip", "")),
-            "olb.status": payload["status"],
-            **(data_tags or {}),
-        }
-        if self.parent_run_id:
-            tags["mlflow.parentRunId"] = self.parent_run_id
-        if payload["status"] != Status.FINISHED:
-            tags["olb.error"] = payload.get("error", "")
-        return tags
-
-    def _cell_files(self, payload: dict) -> dict[str, bytes]:
-        """The cell's artifacts: its curve (CSV, and the worker's plot) when finished, else its traceback."""
-        if payload["status"] != Status.FINISHED:
-            return {"traceback.txt": str(payload.get("traceback", payload.get("error", ""))).encode()}
-        files = {}
-        if self.cell_artifacts:
-            files["curve.csv"] = curve_csv(payload).encode()
-            if payload.get("curve_png"):
-                files["curve.png"] = payload["curve_png"]
-        return files
+    def _run_tags(self) -> dict:
+        """The tags every child run carries: the experiment, olb's version and the parent run (once open)."""
+        tags = {"olb.experiment": self.experiment_name, "olb.code_version": self.code_version}
+        return {**tags, "mlflow.parentRunId": self.parent_run_id} if self.parent_run_id else tags
 
     def _log_batch(self, run_id: str, metrics=(), params: dict | None = None, tags: dict | None = None) -> None:
         from mlflow.entities import Metric, Param, RunTag
@@ -350,90 +300,6 @@ class MlflowTracker(Tracker):
         plist = [Param(str(k), _clip(str(v), MAX_PARAM)) for k, v in (params or {}).items()]
         tlist = [RunTag(str(k), _clip(str(v), MAX_TAG)) for k, v in (tags or {}).items()]
         self._retry(self.client.log_batch, run_id, metrics=list(metrics), params=plist, tags=tlist)
-
-
-def _cell_params(cell: Cell) -> dict:
-    """A cell's run parameters: what decides its result; a hyperparameter named like one of them gets ``param.``."""
-    params = {
-        "algorithm": cell.algorithm,
-        "dataset": cell.dataset,
-        "seed": cell.seed,
-        "protocol": cell.protocol,
-        "loops": cell.loops,
-        "metrics": ",".join(cell.metrics),
-        "curve_every": cell.curve_every,
-        "label": cell.label,
-        "cell_id": cell.cell_id,
-    }
-    for key, value in cell.params.items():
-        params[key if key not in params else f"param.{key}"] = value
-    return params
-
-
-def _cell_metrics(payload: dict, end_ms: int) -> list:
-    """A finished cell's metrics, timings, phase timings and curve (one point per step); a failed one's wall time."""
-    from mlflow.entities import Metric
-
-    if payload["status"] != Status.FINISHED:
-        return [Metric("wall_s", float(payload.get("wall_s", 0.0)), end_ms, 0)]
-    metrics = [Metric(key, float(value), end_ms, 0) for key, value in payload["metrics"].items()]
-    for key in ("runtime_s", "cpu_s", "compile_s", "train_us_per_example", "wall_s", "setup_s", "peak_rss_mb"):
-        metrics.append(Metric(key, float(payload[key]), end_ms, 0))
-    for phase, timing in payload["phases"].items():
-        for key, value in timing.items():
-            metrics.append(Metric(f"phase/{phase}/{key}", float(value), end_ms, 0))
-    curve, name = payload["curve"], f"curve/{payload['primary_metric']}"
-    metrics.extend(Metric(name, float(v), end_ms, int(s)) for s, v in zip(curve["step"], curve["value"]))
-    return metrics
-
-
-@contextmanager
-def _sqlite_lock(uri: str):
-    """An exclusive lock for a sqlite URI's database file (nothing for other stores), kept in the temp dir and
-    removed when released (a driver that finds the file replaced meanwhile locks the new one)."""
-    import fcntl
-    import hashlib
-
-    path = uri[len("sqlite:///") :].split("?")[0] if uri.startswith("sqlite:///") else None
-    if not path or path.startswith(":memory:"):
-        yield
-        return
-    key = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:16]
-    lock = Path(tempfile.gettempdir()) / f"olb-sqlite-{os.getuid()}-{key}.lock"
-    while True:
-        fh = open(lock, "a")
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            if os.stat(lock).st_ino == os.fstat(fh.fileno()).st_ino:
-                break  # the file we hold is still the lock (not removed by its previous holder)
-        except FileNotFoundError:
-            pass
-        fh.close()
-    try:
-        yield
-    finally:
-        lock.unlink(missing_ok=True)
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        fh.close()
-
-
-def _check_server(uri: str, attempts: int = 3) -> None:
-    """Fail fast (seconds, not MLflow's minutes of retries) when a tracking server does not answer."""
-    import requests
-
-    for attempt in range(attempts):
-        try:
-            requests.get(uri.rstrip("/") + "/health", timeout=5)
-            return  # any answer: the server is there (auth or a proxy may answer differently)
-        except requests.RequestException as err:
-            if attempt + 1 == attempts:
-                raise ConnectionError(f"no MLflow server answers at {uri}: {err}") from None
-            time.sleep(1.0)
-
-
-def _first_line(err: Exception) -> str:
-    text = str(err).strip()
-    return f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"[:300]
 
 
 def _clip(text: str, limit: int) -> str:

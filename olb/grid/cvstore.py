@@ -1,0 +1,134 @@
+"""Where finished cross-validation tasks are kept: in the grid's tracker, like cells (one store for both).
+
+Each finished task becomes a run tagged ``olb.kind=cv`` and :data:`~olb.grid.tracker.CV_TASK_TAG` (its task id,
+which hashes everything that decides its result), with the data it read (``olb.data_fingerprint``), its
+identity as parameters and its figures as metrics: ``fold/<k>/<metric>`` for fold k (1-based), ``cpu_s`` and
+``wall_s``. Resume takes the newest finished run of each planned task from any experiment of the store, under the
+cells' rule (:func:`~olb.grid.datacheck.matches_data`): ``tracking=off`` resumes nothing, a shared server resumes
+every grid's tasks. A JSON-lines store written by earlier versions (``selection_store``) is moved into the tracker
+the first time a grid with tracking on finds it, then renamed ``<name>.migrated``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from olb.grid.datacheck import DataCheck, matches_data, provenance_tags
+from olb.grid.lost import TrackingLost
+from olb.grid.messages import Status
+from olb.grid.tracker import CV_TASK_TAG, FinishedRun, Tracker
+
+log = logging.getLogger("olb.grid")
+
+IDENTITY = ("algorithm", "dataset", "folds", "seed", "metrics")  # params named like a hyperparameter get "cv."
+
+
+def record_task(tracker: Tracker, task: dict, payload: dict, data: DataCheck) -> None:
+    """Log one finished task's run; a failed write is reported (a rerun computes the task again), a lost server
+    ends the stage (:class:`~olb.grid.lost.TrackingLost`)."""
+    try:
+        tracker.log_run(*_task_run(task, payload, data))
+    except TrackingLost:
+        raise
+    except Exception as err:  # noqa: BLE001 - the result is used all the same; only its record is missing
+        log.error(
+            "olb.grid: could not record cross-validation task %s (%s: %s); a rerun computes it again",
+            task["cell_id"],
+            type(err).__name__,
+            err,
+        )
+
+
+def finished_tasks(tracker: Tracker, tasks: dict[str, dict], data: DataCheck) -> dict[str, dict]:
+    """Task id -> the result (a worker's payload) of each of ``tasks`` finished earlier on the same data."""
+
+    def same_task_same_data(run: FinishedRun) -> bool:
+        task = tasks.get(run.cell_id)
+        return task is not None and matches_data(run.tags, data.sources.get(task["dataset"]))
+
+    found = tracker.finished_cv_tasks(same_task_same_data)
+    return {tid: _payload(run, tasks[tid]) for tid, run in found.items()}
+
+
+def migrate(path: Path, tracker: Tracker, tasks: dict[str, dict], data: DataCheck) -> None:
+    """Move the finished tasks of a JSON-lines store of earlier versions into ``tracker`` (those the grid plans
+    with their identity and data, the others by id), then rename the file; on failure it stays, for next time."""
+    if not path.is_file():
+        return
+    records = _read_jsonl(path)
+    if tracker.uri is None:
+        log.warning(
+            "olb.grid: %s (%d cross-validation task(s) of an earlier version) is not read: tracking=off resumes "
+            "nothing; a run with tracking on moves them into its tracker",
+            path,
+            len(records),
+        )
+        return
+    try:
+        known = tracker.finished_cv_tasks()  # moved by an earlier, interrupted migration
+        moved = [tid for tid in records if tid not in known]
+        for tid in moved:
+            task = tasks.get(tid, {"cell_id": tid})
+            tracker.log_run(*_task_run(task, records[tid], data, {"olb.migrated_from": str(path.resolve())}))
+        target = path.with_name(path.name + ".migrated")
+        path.rename(target)
+    except Exception as err:  # noqa: BLE001 - the tasks not moved run again; the file is read again next time
+        log.error("olb.grid: could not move %s into the tracker (%s: %s); it stays", path, type(err).__name__, err)
+        return
+    log.warning(
+        "olb.grid: %d cross-validation task(s) of %s moved into the tracking store %s (%d already there); "
+        "the file is now %s",
+        len(moved),
+        path,
+        tracker.uri,
+        len(records) - len(moved),
+        target,
+    )
+
+
+def _task_run(task: dict, payload: dict, data: DataCheck, tags: dict | None = None) -> tuple:
+    """``log_run``'s arguments for a finished task: name, parameters, tags, files, metrics. A task known only by
+    its id (migrated, not planned) has no identity and no data tags."""
+    tid = task["cell_id"]
+    params = {"task_id": tid}
+    if "algorithm" in task:
+        params.update({key: ",".join(task[key]) if key == "metrics" else task[key] for key in IDENTITY})
+        params.update({(f"cv.{k}" if k in params else k): v for k, v in task["params"].items()})
+        tags = {"olb.dataset": task["dataset"], **provenance_tags(data.sources[task["dataset"]]), **(tags or {})}
+    metrics = {f"fold/{f + 1}/{m}": v for f, values in enumerate(payload["folds"]) for m, v in values.items()}
+    metrics.update({key: payload[key] for key in ("cpu_s", "wall_s") if key in payload})
+    name = f"cv {task.get('algorithm', tid)} {task.get('dataset', '')}".rstrip()
+    tags = {"olb.kind": "cv", CV_TASK_TAG: tid, "olb.status": Status.FINISHED, **(tags or {})}
+    return name, params, tags, [], metrics
+
+
+def _payload(run: FinishedRun, task: dict) -> dict:
+    """A recorded task's result as the worker returned it: its folds' metrics (in the task's metric order), CPU
+    and wall seconds."""
+    folds: dict[int, dict] = {}
+    for key, value in run.metrics.items():
+        if key.startswith("fold/"):
+            _, fold, metric = key.split("/", 2)
+            folds.setdefault(int(fold), {})[metric] = value
+    order = list(task["metrics"])
+    folds_list = [
+        {m: values[m] for m in [*order, *sorted(set(values) - set(order))] if m in values}
+        for _, values in sorted(folds.items())
+    ]
+    result = {"cell_id": run.cell_id, "kind": "cv", "status": Status.FINISHED, "folds": folds_list}
+    return {**result, **{key: run.metrics[key] for key in ("cpu_s", "wall_s") if key in run.metrics}}
+
+
+def _read_jsonl(path: Path) -> dict[str, dict]:
+    """Task id -> the finished tasks of a JSON-lines store (a line cut by a kill is skipped: that task runs again)."""
+    records = {}
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if record.get("status") == Status.FINISHED:
+            records[record["cell_id"]] = record
+    return records
