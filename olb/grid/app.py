@@ -41,6 +41,7 @@ from olb.grid.messages import (
     EXIT_LOST,
     EXIT_NOTHING_COMPUTED,
     EXIT_OK,
+    CellTask,
     GridOutcome,
     Status,
 )
@@ -51,14 +52,14 @@ from olb.grid.report import print_report, write_leaderboard, write_plots
 log = logging.getLogger("olb.grid")
 
 
-def _cell_task(cell, cfg: DictConfig, data_dir, plot: bool) -> dict:
-    return {
-        "cell_id": cell.cell_id,
-        "spec": cell.spec_dict(data_dir, cfg.verify_checksums),
-        "imports": list(cfg.imports),
-        "plot": plot,
-        "title": f"{cell.run_name} ({cell.cell_id})",
-    }
+def _cell_task(cell, cfg: DictConfig, data_dir, plot: bool) -> CellTask:
+    return CellTask(
+        cell_id=cell.cell_id,
+        spec=cell.spec_dict(data_dir, cfg.verify_checksums),
+        imports=tuple(cfg.imports),
+        plot=plot,
+        title=f"{cell.run_name} ({cell.cell_id})",
+    )
 
 
 def grid_data_dir(cfg: DictConfig):

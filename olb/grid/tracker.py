@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from olb.grid.messages import CellFailure, CellResult
     from olb.grid.plan import Cell
     from olb.grid.tracking import FinishedRun
 
@@ -43,8 +44,8 @@ class Tracker(ABC):
         """A finished run besides the cells' (e.g. a cross-validated selection); its id."""
 
     @abstractmethod
-    def log_cell(self, cell: Cell, payload: dict, data_tags: dict | None = None) -> str | None:
-        """One cell's result (the worker's payload) as a child run; its id."""
+    def log_cell(self, cell: Cell, message: CellResult | CellFailure, data_tags: dict | None = None) -> str | None:
+        """One cell's result or failure as a child run; its id."""
 
 
 class NoopTracker(Tracker):
@@ -65,5 +66,5 @@ class NoopTracker(Tracker):
     def log_run(self, run_name: str, params: dict, tags: dict, files: list[Path]) -> str | None:
         return None
 
-    def log_cell(self, cell: Cell, payload: dict, data_tags: dict | None = None) -> str | None:
+    def log_cell(self, cell: Cell, message: CellResult | CellFailure, data_tags: dict | None = None) -> str | None:
         return None

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from olb.grid.config import TrackingConfig
 from olb.grid.lost import TrackingLost
-from olb.grid.messages import Status
+from olb.grid.messages import CellFailure, CellResult, Status
 from olb.grid.plan import Cell
 from olb.grid.tracker import Tracker
 from olb.grid.worker import curve_csv
@@ -280,13 +280,13 @@ class MlflowTracker(Tracker):
         self._retry(self.client.set_terminated, run.info.run_id, Status.FINISHED)
         return run.info.run_id
 
-    def log_cell(self, cell: Cell, payload: dict, data_tags: dict | None = None) -> str:
+    def log_cell(self, cell: Cell, message: CellResult | CellFailure, data_tags: dict | None = None) -> str:
         """One child run with the cell's parameters, metrics, curve (one batch), tags (``data_tags``: which
         data it read) and artifacts."""
-        status = payload["status"]
-        start_ms = int(payload.get("start_time", time.time()) * 1000)
-        end_ms = int(payload.get("end_time", time.time()) * 1000)
-        tags = self._cell_tags(cell, payload, data_tags)
+        status = message.status
+        start_ms = int(message.start_time * 1000)
+        end_ms = int(message.end_time * 1000)
+        tags = self._cell_tags(cell, message, data_tags)
         run = self._retry(
             self.client.create_run,
             self.experiment_id,
@@ -296,10 +296,10 @@ class MlflowTracker(Tracker):
         )
         run_id = run.info.run_id
         params = _cell_params(cell)
-        if status == Status.FINISHED:
-            params["phases"] = ",".join(payload["phases"])
-        self._log_batch(run_id, metrics=_cell_metrics(payload, end_ms), params=params, tags={"olb.status": status})
-        files = self._cell_files(payload)
+        if isinstance(message, CellResult):
+            params["phases"] = ",".join(message.phases)
+        self._log_batch(run_id, metrics=_cell_metrics(message, end_ms), params=params, tags={"olb.status": status})
+        files = self._cell_files(message)
         if files:
             with tempfile.TemporaryDirectory(prefix="olb-cell-") as tmp:
                 for fname, data in files.items():
@@ -310,7 +310,7 @@ class MlflowTracker(Tracker):
         )
         return run_id
 
-    def _cell_tags(self, cell: Cell, payload: dict, data_tags: dict | None) -> dict:
+    def _cell_tags(self, cell: Cell, message: CellResult | CellFailure, data_tags: dict | None) -> dict:
         tags = {
             "mlflow.runName": cell.run_name,
             "olb.kind": "cell",
@@ -319,26 +319,26 @@ class MlflowTracker(Tracker):
             "olb.code_version": self.code_version,
             "olb.entry": cell.entry,
             "olb.label": cell.label,
-            "olb.host": str(payload.get("host", "")),
-            "olb.node_ip": str(payload.get("node_ip", "")),
-            "olb.status": payload["status"],
+            "olb.host": message.host,
+            "olb.node_ip": message.node_ip,
+            "olb.status": message.status,
             **(data_tags or {}),
         }
         if self.parent_run_id:
             tags["mlflow.parentRunId"] = self.parent_run_id
-        if payload["status"] != Status.FINISHED:
-            tags["olb.error"] = payload.get("error", "")
+        if isinstance(message, CellFailure):
+            tags["olb.error"] = message.error
         return tags
 
-    def _cell_files(self, payload: dict) -> dict[str, bytes]:
+    def _cell_files(self, message: CellResult | CellFailure) -> dict[str, bytes]:
         """The cell's artifacts: its curve (CSV, and the worker's plot) when finished, else its traceback."""
-        if payload["status"] != Status.FINISHED:
-            return {"traceback.txt": str(payload.get("traceback", payload.get("error", ""))).encode()}
+        if isinstance(message, CellFailure):
+            return {"traceback.txt": message.traceback.encode()}
         files = {}
         if self.cell_artifacts:
-            files["curve.csv"] = curve_csv(payload).encode()
-            if payload.get("curve_png"):
-                files["curve.png"] = payload["curve_png"]
+            files["curve.csv"] = curve_csv(message).encode()
+            if message.curve_png:
+                files["curve.png"] = message.curve_png
         return files
 
     def _log_batch(self, run_id: str, metrics=(), params: dict | None = None, tags: dict | None = None) -> None:
@@ -370,19 +370,19 @@ def _cell_params(cell: Cell) -> dict:
     return params
 
 
-def _cell_metrics(payload: dict, end_ms: int) -> list:
+def _cell_metrics(message: CellResult | CellFailure, end_ms: int) -> list:
     """A finished cell's metrics, timings, phase timings and curve (one point per step); a failed one's wall time."""
     from mlflow.entities import Metric
 
-    if payload["status"] != Status.FINISHED:
-        return [Metric("wall_s", float(payload.get("wall_s", 0.0)), end_ms, 0)]
-    metrics = [Metric(key, float(value), end_ms, 0) for key, value in payload["metrics"].items()]
+    if isinstance(message, CellFailure):
+        return [Metric("wall_s", float(message.wall_s), end_ms, 0)]
+    metrics = [Metric(key, float(value), end_ms, 0) for key, value in message.metrics.items()]
     for key in ("runtime_s", "cpu_s", "compile_s", "train_us_per_example", "wall_s", "setup_s", "peak_rss_mb"):
-        metrics.append(Metric(key, float(payload[key]), end_ms, 0))
-    for phase, timing in payload["phases"].items():
+        metrics.append(Metric(key, float(getattr(message, key)), end_ms, 0))
+    for phase, timing in message.phases.items():
         for key, value in timing.items():
             metrics.append(Metric(f"phase/{phase}/{key}", float(value), end_ms, 0))
-    curve, name = payload["curve"], f"curve/{payload['primary_metric']}"
+    curve, name = message.curve, f"curve/{message.primary_metric}"
     metrics.extend(Metric(name, float(v), end_ms, int(s)) for s, v in zip(curve["step"], curve["value"]))
     return metrics
 
