@@ -52,7 +52,8 @@ def outcome_from_message(message: CellResult | CellFailure, run_id: str | None) 
         "node_ip": message.node_ip,
     }
     for key in (*RUNTIME_COLUMNS, "wall_s"):
-        out[key] = getattr(message, key, math.nan)
+        value = getattr(message, key, None)  # a failure has no runtime, and memory figures only when killed for it
+        out[key] = math.nan if value is None else value
     return out
 
 
