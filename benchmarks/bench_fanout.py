@@ -32,11 +32,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from olb.grid import compose, run_grid
-    from olb.grid.backends import RayBackend
+    from olb.grid.backends import LocalRayBackend
     from olb.grid.config import BackendConfig
 
     work = Path(tempfile.mkdtemp(prefix="olb-bench-"))
-    local = RayBackend(BackendConfig(num_cpus=args.cores, temp_dir=f"/tmp/olbb-{os.getpid()}"))
+    local = LocalRayBackend(BackendConfig(num_cpus=args.cores, temp_dir=f"/tmp/olbb-{os.getpid()}"))
     import ray
 
     print(

@@ -105,10 +105,10 @@ def test_the_default_grid_runs_serially_and_says_why(tmp_path, caplog):
 def test_each_driver_starts_its_local_ray_in_its_own_folder(monkeypatch):
     import os
 
-    from olb.grid.backends import ray_init_kwargs
+    from olb.grid.backends import LocalRayBackend
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    assert ray_init_kwargs(_cfg())["_temp_dir"] == f"/tmp/olb-ray-{os.getpid()}"
+    assert LocalRayBackend(_cfg()).init_kwargs()["_temp_dir"] == f"/tmp/olb-ray-{os.getpid()}"
 
 
 @pytest.mark.e2e

@@ -10,7 +10,7 @@ import pytest
 
 import olb.grid.testing as stub
 from olb.grid import compose, run_grid
-from olb.grid.backends import RayBackend
+from olb.grid.backends import LocalRayBackend
 from olb.grid.config import BackendConfig
 
 pytestmark = pytest.mark.e2e
@@ -22,7 +22,7 @@ GRID = ["seeds=2", "num_learners=3", "algorithm.onlinebmr.params.gamma=[0.1,0.01
 def ray_cluster():
     import ray
 
-    local = RayBackend(BackendConfig(num_cpus=2, temp_dir="/tmp/olbt-{pid}"))  # short: Ray's sockets live there
+    local = LocalRayBackend(BackendConfig(num_cpus=2, temp_dir="/tmp/olbt-{pid}"))  # short: Ray's sockets live there
     local.start()  # private: a fresh token, loopback only
     yield ray
     local.stop()

@@ -134,8 +134,10 @@ def test_a_user_checks_a_learner_without_data_and_without_the_grid_stack(tmp_pat
     assert proc.stdout.strip() == "[]"
 
 
-def _cell_task(cls, data_dir) -> dict:
+def _cell_task(cls, data_dir):
     """The grid's task for one cell of ``cls`` (what a Ray worker runs, ``olb.grid.worker.execute_cell``)."""
+    from olb.grid.messages import CellTask
+
     spec = {
         "algorithm": cls.name,
         "dataset": "emotions" if cls.task == "multilabel" else "balance",
@@ -143,22 +145,22 @@ def _cell_task(cls, data_dir) -> dict:
         "params": dict(cls.test_params),
         "data_dir": str(data_dir),
     }
-    return {"cell_id": cls.name, "spec": spec}
+    return CellTask(cell_id=cls.name, spec=spec)
 
 
-def _result(payload: dict):
-    assert payload["status"] == "FINISHED", payload.get("traceback")
-    return payload["metrics"], payload["curve"]
+def _result(message):
+    assert message.status == "FINISHED", getattr(message, "traceback", "")
+    return message.metrics, message.curve
 
 
 @pytest.fixture(scope="module")
 def ray_local():
     import ray
 
-    from olb.grid.backends import RayBackend
+    from olb.grid.backends import LocalRayBackend
     from olb.grid.config import BackendConfig
 
-    local = RayBackend(BackendConfig(num_cpus=2, temp_dir="/tmp/olbc-{pid}"))  # short: Ray's sockets live there
+    local = LocalRayBackend(BackendConfig(num_cpus=2, temp_dir="/tmp/olbc-{pid}"))  # short: Ray's sockets live there
     local.start()  # private: a fresh token, loopback only
     yield ray
     local.stop()
@@ -171,4 +173,4 @@ def test_serial_and_ray_agree_for_every_learner(ray_local, data_dir):
     tasks = [_cell_task(cls, data_dir) for cls in LEARNERS]
     on_ray = ray_local.get([ray_local.remote(num_cpus=1)(execute_cell).remote(task) for task in tasks])
     for task, far in zip(tasks, on_ray):
-        assert _result(execute_cell(task)) == _result(far), task["cell_id"]
+        assert _result(execute_cell(task)) == _result(far), task.cell_id

@@ -12,7 +12,7 @@ from ray_probe import descendants, listeners, on_loopback, outsiders
 
 from olb.grid import compose, run_grid
 from olb.grid.auth import LOOPBACK_ENV, TOKEN_FILE, private_dir, write_token
-from olb.grid.backends import RayBackend
+from olb.grid.backends import LocalRayBackend
 from olb.grid.config import BackendConfig
 
 
@@ -36,7 +36,7 @@ def test_local_ray_is_private_and_the_grid_runs_on_it(tmp_path):
     if ray.is_initialized():
         pytest.skip("a Ray is already running in this process")
     temp = f"/tmp/olba-{os.getpid()}"
-    backend = RayBackend(BackendConfig(num_cpus=2, temp_dir=temp))
+    backend = LocalRayBackend(BackendConfig(num_cpus=2, temp_dir=temp))
     environ = dict(os.environ)
     backend.start()
     try:

@@ -21,7 +21,7 @@ from olb.grid.context import GridRun, Stages
 from olb.grid.cost import choose
 from olb.grid.fanout import fan_out
 from olb.grid.finish import finish
-from olb.grid.messages import GridOutcome, Status
+from olb.grid.messages import CellTask, GridOutcome, Status
 from olb.grid.plan import describe
 from olb.grid.recording import Recorder, resumed_outcomes
 from olb.grid.stages import cross_validate, grid_data_dir, plain_value, prepare, start_tracker_and_backend
@@ -29,14 +29,14 @@ from olb.grid.stages import cross_validate, grid_data_dir, plain_value, prepare,
 log = logging.getLogger("olb.grid")
 
 
-def _cell_task(cell, cfg: DictConfig, data_dir, plot: bool) -> dict:
-    return {
-        "cell_id": cell.cell_id,
-        "spec": cell.spec_dict(data_dir, cfg.verify_checksums),
-        "imports": list(cfg.imports),
-        "plot": plot,
-        "title": f"{cell.run_name} ({cell.cell_id})",
-    }
+def _cell_task(cell, cfg: DictConfig, data_dir, plot: bool) -> CellTask:
+    return CellTask(
+        cell_id=cell.cell_id,
+        spec=cell.spec_dict(data_dir, cfg.verify_checksums),
+        imports=tuple(cfg.imports),
+        plot=plot,
+        title=f"{cell.run_name} ({cell.cell_id})",
+    )
 
 
 def run_grid(

@@ -1,8 +1,8 @@
 """The backend interface: where cell tasks run. :mod:`olb.grid.fanout` drives any backend through it.
 
-Two backends exist (:mod:`olb.grid.backends`): ``serial`` (in the driver process) and ``ray`` (a local Ray, or a
-Ray cluster when an address is given). A new backend is one subclass and its entry in
-``olb.grid.backends.BACKEND_CLASSES`` (and its name in ``olb.grid.config.BACKENDS``).
+The backends are in :mod:`olb.grid.backends`: ``serial`` (in the driver process) and ``ray`` (a local Ray, or a
+Ray cluster when an address is given). A new backend is one subclass in one file there and its line in
+``olb.grid.backends.BACKENDS`` (and its name in ``olb.grid.config.BACKENDS``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ HEARTBEAT = None  # yielded when nothing finished within a second, so that the p
 
 
 class Backend(ABC):
-    """Runs tasks (:func:`olb.grid.worker.execute_cell` arguments) and yields their payloads as they finish."""
+    """Runs tasks (:class:`~olb.grid.messages.CellTask`, or cross-validation dicts) through
+    :func:`olb.grid.worker.execute_cell` and yields its answers (``CellResult``, ``CellFailure``) as they finish."""
 
     name: str  # as in backend.name
     cpus: int = 1  # tasks it runs at once (the progress bar's slots, the fan-out's efficiency)
@@ -38,5 +39,6 @@ class Backend(ABC):
         """Drop the tasks still queued or running (Ctrl-C, a lost head or tracker)."""
 
     @abstractmethod
-    def run(self, tasks: list[dict]) -> Iterator[dict | None]:
-        """Each task's payload as it finishes, in any order; :data:`HEARTBEAT` when nothing finished for a while."""
+    def run(self, tasks: list) -> Iterator:
+        """Each task's answer as it finishes, in any order; :data:`HEARTBEAT` when nothing finished for a while.
+        A task whose worker died answers with a ``CellFailure`` saying why (the backend builds it)."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from olb.grid.backend import HEARTBEAT, Backend
 from olb.grid.lost import InfrastructureLost
+from olb.grid.messages import CellResult, Status
 from olb.grid.progress import Progress
 
 log = logging.getLogger("olb.grid")
@@ -33,14 +34,16 @@ class FanoutStats:
 
 def fan_out(
     backend: Backend,
-    tasks: list[dict],
-    on_result: Callable[[dict], None],
+    tasks: list,
+    on_result: Callable,
     desc: str,
     skipped: int = 0,
     unit: str = "cell",
 ) -> FanoutStats:
-    """Run ``tasks`` (``execute_cell`` payloads) on ``backend``; ``on_result(payload)`` runs in the driver for
-    each result. ``skipped`` (tasks done earlier) only shapes the progress bar, which counts in ``unit``s."""
+    """Run ``tasks`` (:class:`~olb.grid.messages.CellTask`, or cross-validation dicts) on ``backend``;
+    ``on_result(message)`` runs in the driver for each result (a ``CellResult`` or ``CellFailure``, or a
+    cross-validation dict). ``skipped`` (tasks done earlier) only shapes the progress bar, which counts in
+    ``unit``s."""
     stats = FanoutStats()
     if not tasks:
         return stats
@@ -50,13 +53,14 @@ def fan_out(
         backend.start()
         start = time.perf_counter()
         progress = Progress(len(tasks) + skipped, skipped=skipped, desc=desc, slots=backend.cpus, unit=unit)
-        for payload in backend.run(tasks):
-            if payload is HEARTBEAT:
+        for message in backend.run(tasks):
+            if message is HEARTBEAT:
                 progress.heartbeat(backend.running)
                 continue
-            on_result(payload)
+            on_result(message)
             stats.n_done += 1
-            progress.update(payload["status"], backend.running, payload.get("compile_s", 0.0))
+            status, compile_s = _status_and_compile_s(message)
+            progress.update(status, backend.running, compile_s)
     except InfrastructureLost as err:
         stats.lost = err
         log.error("olb.grid: %s; ending the grid (%d cell(s) finished in this run are kept)", err, stats.n_done)
@@ -74,3 +78,11 @@ def fan_out(
     stats.seconds = time.perf_counter() - start
     stats.startup_s, stats.cpus = backend.startup_s, backend.cpus
     return stats
+
+
+def _status_and_compile_s(message) -> tuple[Status, float]:
+    """A result's status and compile time for the progress bar (a cross-validation result is a dict with a
+    status and no compile time, olb/grid/crossval.py)."""
+    if isinstance(message, dict):
+        return message["status"], 0.0
+    return message.status, message.compile_s if isinstance(message, CellResult) else 0.0

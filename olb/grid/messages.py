@@ -1,7 +1,10 @@
-"""What the grid's rooms tell one another: a cell's status, and a grid run's outcome and exit code.
+"""What the grid's rooms tell one another: a cell's task, its result or failure, a status, and a grid run's
+outcome and exit code.
 
-The values are the strings MLflow, ``cells.csv`` and the tables show (``Status.FINISHED == "FINISHED"``), so a
-status read back from any of them compares equal to its member.
+One cell travels as a :class:`CellTask` (driver -> backend -> worker) and comes back as a :class:`CellResult`
+or a :class:`CellFailure` (worker or backend -> driver: recording, tracker, table). They are plain frozen
+dataclasses, so they pickle for Ray. Status values are the strings MLflow, ``cells.csv`` and the tables show
+(``Status.FINISHED == "FINISHED"``), so a status read back from any of them compares equal to its member.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,6 +37,63 @@ EXIT_OK, EXIT_FAILED_CELLS, EXIT_CONFIG, EXIT_NOTHING_COMPUTED, EXIT_INTERRUPTED
 
 
 EXIT_LOST = 4  # the Ray head or the tracking server stopped answering (olb/grid/lost.py)
+
+
+@dataclass(frozen=True)
+class CellTask:
+    """What a worker needs to run one cell (:func:`olb.grid.worker.execute_cell`)."""
+
+    cell_id: str
+    spec: dict  # olb.run.CellSpec's keyword arguments
+    imports: tuple[str, ...] = ()  # plugin modules the worker imports first (they register learners)
+    plot: bool = False  # whether the worker draws the curve's PNG
+    title: str = ""  # the PNG's title
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellReport:
+    """What every answer about one cell says: which cell, when, for how long, and where it ran."""
+
+    status: ClassVar[Status]
+    cell_id: str
+    start_time: float  # epoch seconds
+    end_time: float
+    wall_s: float = 0.0  # everything, data loading included
+    cpu_s: float = 0.0
+    host: str = ""
+    node_ip: str = ""  # the Ray node's IP; "" in the driver (serial backend)
+    pid: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellResult(CellReport):
+    """A finished cell: its metrics, learning curve, timings and the data it read."""
+
+    status: ClassVar[Status] = Status.FINISHED
+    metrics: dict[str, float]
+    primary_metric: str
+    curve: dict[str, list]  # {"step": [...], "phase": [...], "value": [...]}: running mean of primary_metric
+    phases: dict[str, dict[str, float]]  # phase name -> its timings
+    data_fingerprint: str  # what the cell read (the driver checks it against its plan)
+    data_files: str
+    setup_s: float
+    runtime_s: float  # learner construction + stream (data loading, compiling excluded)
+    train_us_per_example: float  # training CPU per training row
+    compile_s: float  # numba compiling/loading kernels first called in this process
+    peak_rss_mb: float
+    curve_png: bytes | None = None  # the worker's plot of the curve (CellTask.plot), None if not drawn
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellFailure(CellReport):
+    """A cell that raised (its traceback), or whose worker died in each of its ``attempts``."""
+
+    status: ClassVar[Status] = Status.FAILED
+    error: str
+    traceback: str = ""
+    attempts: int = 1
+    peak_rss_mb: float | None = None  # when killed for memory: its use then (None: not said), in MB
+    memory_limit_mb: float | None = None  # ... and the node's limit Ray kills above
 
 
 @dataclass

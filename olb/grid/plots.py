@@ -40,7 +40,7 @@ def _save(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
 def learning_curves(plan: Plan, outcomes: dict[str, dict], table: pd.DataFrame, curve_of, out_dir: Path) -> list[Path]:
     """One figure per data set: the mean (over seeds) running loss of each table row's configuration.
 
-    ``curve_of(cell, outcome)`` returns {"step": [...], "value": [...]} (from the payload or the tracking store).
+    ``curve_of(cell, outcome)`` returns {"step": [...], "value": [...]} (from the cell's result or the tracking store).
     """
     paths = []
     for ds in plan.datasets:

@@ -15,11 +15,11 @@ import olb
 from olb.grid.config import TrackingConfig
 from olb.grid.lost import TrackingLost
 from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, matches_data, provenance_tags
-from olb.grid.messages import Status
+from olb.grid.messages import CellFailure, CellResult
 from olb.grid.plan import GridConfigError, Plan
 from olb.grid.results import (
     cells_frame,
-    outcome_from_payload,
+    outcome_from_message,
     outcome_from_run,
 )
 from olb.grid.tracker import Tracker
@@ -99,24 +99,24 @@ class Recorder:
         self.untracked: list[str] = []
         self.last_write = time.perf_counter()
 
-    def __call__(self, payload: dict) -> None:
-        cell = self.by_id[payload["cell_id"]]
+    def __call__(self, message: CellResult | CellFailure) -> None:
+        cell = self.by_id[message.cell_id]
         tags = provenance_tags(self.data.sources[cell.dataset])
-        if payload.get("data_fingerprint", tags[FINGERPRINT_TAG]) != tags[FINGERPRINT_TAG]:
+        if isinstance(message, CellResult) and message.data_fingerprint != tags[FINGERPRINT_TAG]:
             log.warning(
                 "olb.grid: cell %s read other data than planned (files changed during the grid): "
                 "fingerprint %s, planned %s; its run records what it read",
                 cell.cell_id,
-                payload["data_fingerprint"],
+                message.data_fingerprint,
                 tags[FINGERPRINT_TAG],
             )
-            tags = {FINGERPRINT_TAG: payload["data_fingerprint"], FILES_TAG: payload["data_files"]}
+            tags = {FINGERPRINT_TAG: message.data_fingerprint, FILES_TAG: message.data_files}
         run_id = None
         try:
-            run_id = self.tracker.log_cell(cell, payload, tags)
+            run_id = self.tracker.log_cell(cell, message, tags)
         except TrackingLost:  # the grid ends (fan_out); this cell's result stays in cells.csv
             self.untracked.append(cell.cell_id)
-            self.outcomes[cell.cell_id] = outcome_from_payload(payload, None)
+            self.outcomes[cell.cell_id] = outcome_from_message(message, None)
             raise
         except Exception as err:  # noqa: BLE001 - keep the grid going; the result stays in cells.csv
             self.untracked.append(cell.cell_id)
@@ -126,10 +126,10 @@ class Recorder:
                 type(err).__name__,
                 err,
             )
-        self.outcomes[cell.cell_id] = outcome_from_payload(payload, run_id)
-        if payload["status"] != Status.FINISHED:
-            self.failures.append((cell.run_name, payload.get("traceback") or payload.get("error", "")))
-            log.error("olb.grid: cell %s (%s) FAILED: %s", cell.cell_id, cell.run_name, payload.get("error"))
+        self.outcomes[cell.cell_id] = outcome_from_message(message, run_id)
+        if isinstance(message, CellFailure):
+            self.failures.append((cell.run_name, message.traceback or message.error))
+            log.error("olb.grid: cell %s (%s) FAILED: %s", cell.cell_id, cell.run_name, message.error)
         if time.perf_counter() - self.last_write > 10:  # a local copy of the progress, besides MLflow
             cells_frame(self.plan, self.outcomes, self.data).to_csv(self.out / "cells.csv", index=False)
             self.last_write = time.perf_counter()

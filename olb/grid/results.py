@@ -9,24 +9,27 @@ import math
 
 import pandas as pd
 
-from olb.grid.messages import Status
+from olb.grid.messages import CellFailure, CellResult, Status
 from olb.grid.plan import RUNTIME_COLUMNS, Cell, Plan
 
 
-def outcome_from_payload(payload: dict, run_id: str | None) -> dict:
+def outcome_from_message(message: CellResult | CellFailure, run_id: str | None) -> dict:
+    """A cell run in this invocation, from what its worker (or backend) answered."""
+    finished = isinstance(message, CellResult)
     out = {
-        "status": payload["status"],
+        "status": message.status,
         "run_id": run_id,
         "source": "run",
-        "error": payload.get("error", ""),
-        "metrics": dict(payload.get("metrics", {})),
-        "curve": payload.get("curve"),
-        "primary_metric": payload.get("primary_metric"),
-        "host": payload.get("host", ""),
-        "node_ip": payload.get("node_ip", ""),
+        "error": "" if finished else message.error,
+        "metrics": dict(message.metrics) if finished else {},
+        "curve": message.curve if finished else None,
+        "primary_metric": message.primary_metric if finished else None,
+        "host": message.host,
+        "node_ip": message.node_ip,
     }
     for key in (*RUNTIME_COLUMNS, "wall_s"):
-        out[key] = payload.get(key, math.nan)
+        value = getattr(message, key, None)  # a failure has no runtime, and memory figures only when killed for it
+        out[key] = math.nan if value is None else value
     return out
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from olb.grid.config import TrackingConfig
+    from olb.grid.messages import CellFailure, CellResult
     from olb.grid.plan import Cell
 
 CV_TASK_TAG = "olb.cv_task_id"  # a cross-validation task's run (tag olb.kind=cv): its id (olb.grid.crossval.task_id)
@@ -76,5 +77,5 @@ class Tracker(ABC):
         """A finished run besides the cells' (a cross-validation task, a selection); its id."""
 
     @abstractmethod
-    def log_cell(self, cell: Cell, payload: dict, data_tags: dict | None = None) -> str | None:
-        """One cell's result (the worker's payload) as a child run; its id."""
+    def log_cell(self, cell: Cell, message: CellResult | CellFailure, data_tags: dict | None = None) -> str | None:
+        """One cell's result or failure as a child run; its id."""

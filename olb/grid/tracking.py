@@ -23,7 +23,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from olb.grid.config import TrackingConfig
-from olb.grid.messages import Status
+from olb.grid.messages import CellFailure, CellResult, Status
 from olb.grid.plan import Cell
 from olb.grid.tracker import CV_TASK_TAG, FinishedRun, Tracker
 from olb.grid.tracking_cells import cell_files, cell_metrics, cell_params, cell_tags
@@ -256,13 +256,13 @@ class MlflowTracker(Tracker):
             self.orphans.append(run.info.run_id)
         return run.info.run_id
 
-    def log_cell(self, cell: Cell, payload: dict, data_tags: dict | None = None) -> str:
+    def log_cell(self, cell: Cell, message: CellResult | CellFailure, data_tags: dict | None = None) -> str:
         """One child run with the cell's parameters, metrics, curve (one batch), tags (``data_tags``: which
         data it read) and artifacts (:mod:`olb.grid.tracking_cells`)."""
-        status = payload["status"]
-        start_ms = int(payload.get("start_time", time.time()) * 1000)
-        end_ms = int(payload.get("end_time", time.time()) * 1000)
-        tags = cell_tags(cell, payload, data_tags, self._run_tags())
+        status = message.status
+        start_ms = int(message.start_time * 1000)
+        end_ms = int(message.end_time * 1000)
+        tags = cell_tags(cell, message, data_tags, self._run_tags())
         run = self._retry(
             self.client.create_run,
             self.experiment_id,
@@ -272,10 +272,10 @@ class MlflowTracker(Tracker):
         )
         run_id = run.info.run_id
         params = cell_params(cell)
-        if status == Status.FINISHED:
-            params["phases"] = ",".join(payload["phases"])
-        self._log_batch(run_id, metrics=cell_metrics(payload, end_ms), params=params, tags={"olb.status": status})
-        files = cell_files(payload, self.cell_artifacts)
+        if isinstance(message, CellResult):
+            params["phases"] = ",".join(message.phases)
+        self._log_batch(run_id, metrics=cell_metrics(message, end_ms), params=params, tags={"olb.status": status})
+        files = cell_files(message, self.cell_artifacts)
         if files:
             with tempfile.TemporaryDirectory(prefix="olb-cell-") as tmp:
                 for fname, data in files.items():

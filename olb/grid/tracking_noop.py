@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from olb.grid.tracker import FinishedRun, Tracker
 
 if TYPE_CHECKING:
+    from olb.grid.messages import CellFailure, CellResult
     from olb.grid.plan import Cell
 
 
@@ -35,5 +36,5 @@ class NoopTracker(Tracker):
     ) -> str | None:
         return None
 
-    def log_cell(self, cell: Cell, payload: dict, data_tags: dict | None = None) -> str | None:
+    def log_cell(self, cell: Cell, message: CellResult | CellFailure, data_tags: dict | None = None) -> str | None:
         return None

@@ -1,12 +1,14 @@
 """What runs inside a Ray task (or in the driver with ``backend=serial``): one cell, start to end.
 
-:func:`execute_cell` never raises: an exception inside the cell becomes a ``FAILED`` payload carrying the
-traceback, so that Ray only retries cells whose worker process died (``max_retries``). The payload is plain
-Python (lists, dicts, bytes) and small; the driver logs it to MLflow as soon as it arrives.
+:func:`execute_cell` never raises: an exception inside the cell becomes a :class:`~olb.grid.messages.CellFailure`
+carrying the traceback, so that Ray only retries cells whose worker process died (``max_retries``). A
+:class:`~olb.grid.messages.CellResult` holds plain Python (lists, dicts, bytes) and is small; the driver logs it
+to MLflow as soon as it arrives.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import io
 import os
@@ -15,69 +17,64 @@ import sys
 import time
 import traceback
 
-from olb.grid.messages import Status
+from olb.grid.messages import CellFailure, CellResult, CellTask
 
 
-def execute_cell(task: dict) -> dict:
-    """Run ``task["spec"]`` (CellSpec keyword arguments) and return the payload the driver records.
-    A cross-validation task (``task["kind"] == "cv"``) runs :func:`olb.grid.crossval.execute_cv` instead."""
-    if task.get("kind") == "cv":
+def execute_cell(task: CellTask | dict) -> CellResult | CellFailure | dict:
+    """Run one cell and return what the driver records. A cross-validation task (a dict, ``kind == "cv"``) runs
+    :func:`olb.grid.crossval.execute_cv` instead and answers in its own shape."""
+    if isinstance(task, dict):
         from olb.grid.crossval import execute_cv
 
         return execute_cv(task)
     started = time.time()
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    base = {
-        "cell_id": task["cell_id"],
-        "start_time": started,
-        "host": socket.gethostname(),
-        "node_ip": _node_ip(),
-        "pid": os.getpid(),
-    }
+    where = dict(
+        cell_id=task.cell_id, start_time=started, host=socket.gethostname(), node_ip=_node_ip(), pid=os.getpid()
+    )
     try:
-        for module in task.get("imports", ()):
+        for module in task.imports:
             importlib.import_module(module)
         from olb.run import CellSpec, run_cell
 
-        spec = dict(task["spec"])
+        spec = dict(task.spec)
         spec["metrics"] = tuple(spec["metrics"]) if spec.get("metrics") is not None else None
         result = run_cell(CellSpec(**spec))
     except Exception as err:  # noqa: BLE001 - everything a cell raises is recorded, nothing escapes
-        return {
-            **base,
-            "status": Status.FAILED,
-            "error": f"{type(err).__name__}: {err}",
-            "traceback": traceback.format_exc(),
-            "wall_s": time.perf_counter() - wall0,
-            "cpu_s": time.process_time() - cpu0,
-            "end_time": time.time(),
-        }
+        return CellFailure(
+            **where,
+            error=f"{type(err).__name__}: {err}",
+            traceback=traceback.format_exc(),
+            wall_s=time.perf_counter() - wall0,
+            cpu_s=time.process_time() - cpu0,
+            end_time=time.time(),
+        )
     stream = result.stream
     curve = {key: [v.item() if hasattr(v, "item") else v for v in values] for key, values in stream.curve.items()}
-    payload = {
-        **base,
-        "status": Status.FINISHED,
-        "metrics": {k: float(v) for k, v in stream.metrics.items()},
-        "primary_metric": stream.primary_metric,
-        "data_fingerprint": result.data.fingerprint,  # what the cell read (the driver checks it against its plan)
-        "data_files": result.data.files_text(),
-        "curve": curve,
-        "phases": {name: dict(p) for name, p in stream.phases.items()},
-        "setup_s": float(result.setup_s),
-        "runtime_s": float(result.runtime_s),  # learner construction + stream (data loading, compiling excluded)
-        "cpu_s": float(stream.cpu_s),
-        "train_us_per_example": float(stream.train_us_per_example),  # training CPU per training row
-        "compile_s": float(result.compile_s),  # numba compiling/loading kernels first called in this process
-        "peak_rss_mb": float(stream.peak_rss_mb),
-        "wall_s": time.perf_counter() - wall0,  # everything, data loading included
-        "end_time": time.time(),
-    }
-    if task.get("plot"):
+    finished = CellResult(
+        **where,
+        metrics={k: float(v) for k, v in stream.metrics.items()},
+        primary_metric=stream.primary_metric,
+        data_fingerprint=result.data.fingerprint,
+        data_files=result.data.files_text(),
+        curve=curve,
+        phases={name: dict(p) for name, p in stream.phases.items()},
+        setup_s=float(result.setup_s),
+        runtime_s=float(result.runtime_s),
+        cpu_s=float(stream.cpu_s),
+        train_us_per_example=float(stream.train_us_per_example),
+        compile_s=float(result.compile_s),
+        peak_rss_mb=float(stream.peak_rss_mb),
+        wall_s=time.perf_counter() - wall0,
+        end_time=time.time(),
+    )
+    if task.plot:
         try:
-            payload["curve_png"] = curve_png(task.get("title", task["cell_id"]), payload)
+            png = curve_png(task.title or task.cell_id, finished)
         except Exception:  # noqa: BLE001 - a plot is never worth a failed cell
-            payload["curve_png"] = None
-    return payload
+            png = None
+        finished = dataclasses.replace(finished, curve_png=png)
+    return finished
 
 
 def in_ray_worker() -> bool:
@@ -96,24 +93,24 @@ def _node_ip() -> str:
     return sys.modules["ray"].util.get_node_ip_address() if in_ray_worker() else ""
 
 
-def curve_csv(payload: dict) -> str:
+def curve_csv(result: CellResult) -> str:
     """The learning curve as CSV text: step, phase, value."""
-    curve = payload["curve"]
-    phases = list(payload["phases"])
-    lines = [f"step,phase,{payload['primary_metric']}"]
+    curve = result.curve
+    phases = list(result.phases)
+    lines = [f"step,phase,{result.primary_metric}"]
     for step, phase, value in zip(curve["step"], curve["phase"], curve["value"]):
         lines.append(f"{int(step)},{phases[int(phase)] if int(phase) < len(phases) else phase},{float(value)!r}")
     return "\n".join(lines) + "\n"
 
 
-def curve_png(title: str, payload: dict) -> bytes:
+def curve_png(title: str, result: CellResult) -> bytes:
     """A small PNG of one cell's learning curve (running mean per phase)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    curve, phases = payload["curve"], list(payload["phases"])
+    curve, phases = result.curve, list(result.phases)
     fig = Figure(figsize=(5, 3.2), dpi=80)
     fig.subplots_adjust(left=0.15, right=0.97, bottom=0.15, top=0.9)  # tight_layout costs 0.2 s a figure
     ax = fig.add_subplot()
@@ -123,7 +120,7 @@ def curve_png(title: str, payload: dict) -> bytes:
         if xs:
             ax.plot(xs, ys, label=name)
     ax.set_xlabel("example")
-    ax.set_ylabel(f"running mean {payload['primary_metric']}")
+    ax.set_ylabel(f"running mean {result.primary_metric}")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
     buf = io.BytesIO()

@@ -1,0 +1,175 @@
+"""What the Ray backends share: one Ray task with one CPU per cell, results yielded as cells finish.
+
+If Ray is already initialized in the process (tests, notebooks) it is used as it is and left running;
+otherwise a subclass connects (:meth:`RayBackend.connect`: a local Ray, or a cluster). A cell whose worker
+process dies is re-run up to ``backend.max_retries`` times, also when Ray's memory monitor killed it (Ray's own
+default retries those without end); a cell that raises is not retried (it fails the same way). A cell killed for
+memory each time is recorded as failed with "out of memory", its memory use when killed and the node's limit
+(:mod:`olb.grid.backends.ray_lost`). While cells run the Ray head is polled: one silent for
+``backend.head_timeout_s`` ends the grid (:class:`olb.grid.lost.RayLost`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from abc import abstractmethod
+from collections import deque
+from collections.abc import Iterator
+
+from olb.grid.backend import HEARTBEAT, Backend
+from olb.grid.backends.ray_lost import keep_logs, lost_failure
+from olb.grid.config import BackendConfig
+from olb.grid.lost import RayLost, answers
+from olb.grid.worker import execute_cell
+
+# Token authentication (also to join a cluster), no usage statistics (nor their prompt), and no C++ failure
+# signal handler: with it a SIGTERM to the driver aborts the process with a stack dump instead of ending the
+# grid through Python.
+QUIET_RAY_ENV = {
+    "RAY_AUTH_MODE": "token",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_USAGE_STATS_PROMPT_ENABLED": "0",
+    "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1",
+}
+
+
+class RayBackend(Backend):
+    """One Ray task per cell; subclasses say how to get a Ray (:meth:`connect`) and how to let it go."""
+
+    name = "ray"
+
+    def __init__(self, cfg: BackendConfig):
+        self.cfg = cfg
+        self.owned = False  # whether this backend started (or connected) Ray, so ends it
+        self.cpus = 1
+        self.startup_s = 0.0
+        self._in_flight: dict = {}  # Ray object ref -> its task
+        self._remote = None
+        self.lost = 0  # cells whose worker died
+        self._head = ""  # the GCS address, polled while cells run
+        self._head_lost = False
+        self.log_dir = None  # where the Ray logs of lost cells go (the grid's output folder); None: nowhere
+
+    @abstractmethod
+    def init_kwargs(self) -> dict:
+        """``ray.init``'s arguments (:meth:`_common_kwargs` and where Ray is)."""
+
+    def _common_kwargs(self) -> dict:
+        """What both Ray backends pass to ``ray.init``: no dashboard, Ray's own logging at WARNING."""
+        return {
+            "include_dashboard": False,
+            "log_to_driver": self.cfg.log_to_driver,
+            "logging_level": logging.WARNING,
+            "configure_logging": True,
+        }
+
+    def connect(self, ray, kwargs: dict) -> None:
+        """``ray.init(**kwargs)`` (a subclass prepares and undoes around it)."""
+        ray.init(**kwargs)
+
+    @property
+    def running(self) -> int:
+        return min(len(self._in_flight), self.cpus)
+
+    def start(self) -> None:
+        if self._remote is not None:
+            return
+        for key, value in QUIET_RAY_ENV.items():
+            os.environ.setdefault(key, value)
+        t0 = time.perf_counter()
+        import ray
+
+        if not ray.is_initialized():
+            main_thread = threading.current_thread() is threading.main_thread()
+            previous = signal.getsignal(signal.SIGTERM) if main_thread else None
+            self.connect(ray, self.init_kwargs())
+            self.owned = True
+            if main_thread and previous is not None:
+                # ray.init makes SIGTERM a bare sys.exit; keep the grid's handler (it records the interruption)
+                signal.signal(signal.SIGTERM, previous)
+        try:
+            self._head = ray.get_runtime_context().gcs_address
+        except Exception:  # noqa: BLE001 - a Ray Client connection (ray://) does not say: not polled
+            self._head = ""
+        self._head_lost = False
+        self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        options = {"num_cpus": 1, "max_retries": self.cfg.max_retries, "retry_exceptions": False}
+        if self.cfg.fresh_worker_per_cell:
+            options["max_calls"] = 1
+        self._remote = ray.remote(**options)(execute_cell)
+        self.startup_s = time.perf_counter() - t0
+
+    def stop(self) -> None:
+        """Cancel what still runs; a subclass then lets its Ray go."""
+        self.cancel()
+        self._remote = None
+
+    def _shutdown(self, ray) -> None:
+        """``ray.shutdown()``, keeping this session's Ray logs in ``log_dir`` if a cell was lost."""
+        session = ray._private.worker._global_node.get_session_dir_path() if self.lost else None
+        ray.shutdown()
+        if session:
+            keep_logs(session, self.log_dir)
+
+    def _check_head(self, silent_since: float | None) -> float | None:
+        """None while the Ray head answers, else since when it has not; RayLost after ``head_timeout_s``."""
+        if not self._head or answers(self._head, timeout=1.0):
+            return None
+        now = time.monotonic()
+        silent_since = silent_since or now
+        if now - silent_since >= self.cfg.head_timeout_s:
+            self._head_lost = True
+            raise RayLost(f"the Ray head at {self._head} has not answered for {now - silent_since:.0f} s")
+        return silent_since
+
+    def cancel(self) -> None:
+        import ray
+
+        if self._head_lost:  # nobody to ask
+            self._in_flight.clear()
+            return
+        for ref in list(self._in_flight):
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - already finished or the cluster is gone
+                pass
+        self._in_flight.clear()
+
+    def _submit(self, task):
+        """Start one task on Ray (its per-task options are set here); its object ref."""
+        return self._remote.remote(task)
+
+    def run(self, tasks: list) -> Iterator:
+        import ray
+        from ray.exceptions import RayError
+
+        pending = deque(tasks)
+        slots = self.cpus * (1 + max(0, self.cfg.queue_per_cpu))
+
+        def refill():
+            while pending and len(self._in_flight) < slots:
+                task = pending.popleft()
+                self._in_flight[self._submit(task)] = task
+
+        refill()
+        silent_since = None
+        while self._in_flight:
+            done, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=1.0)
+            if not done:
+                silent_since = self._check_head(silent_since)
+                yield HEARTBEAT
+                continue
+            finished = []
+            for ref in done:
+                task = self._in_flight.pop(ref)
+                try:
+                    finished.append(ray.get(ref))
+                except RayError as err:  # the worker died more than max_retries times, or the task was lost
+                    self.lost += 1
+                    finished.append(lost_failure(task, err, self.cfg.max_retries))
+            refill()  # keep the workers busy while the driver records what finished
+            yield from finished

@@ -1,0 +1,59 @@
+"""``ray`` without an address: a local Ray, started quietly (no dashboard, no usage statistics, session files
+under ``backend.temp_dir``) and shut down at the end. It is private: a fresh token (``RAY_AUTH_MODE=token``) in
+its 0700 temp dir, every server on 127.0.0.1 (:mod:`olb.grid.auth`); the temp dir is removed when it stops,
+after the Ray logs of lost cells were copied into the grid's output folder (``log_dir``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from olb.grid.auth import LOOPBACK, LocalRayAuth
+from olb.grid.backends.ray_base import RayBackend
+from olb.grid.config import BackendConfig
+
+
+class LocalRayBackend(RayBackend):
+    """A Ray of this machine's ``backend.num_cpus`` CPUs, started and stopped by the grid."""
+
+    def __init__(self, cfg: BackendConfig):
+        super().__init__(cfg)
+        self._auth: LocalRayAuth | None = None
+
+    def init_kwargs(self) -> dict:
+        cfg = self.cfg
+        return {
+            **self._common_kwargs(),
+            "address": "local",
+            "_node_ip_address": LOOPBACK,
+            "num_cpus": cfg.num_cpus or os.cpu_count() or 1,
+            "_temp_dir": str(cfg.temp_dir).replace("{pid}", str(os.getpid())),
+            "object_store_memory": int(cfg.object_store_memory_mb) * 1024 * 1024,
+            "_system_config": {"task_oom_retries": int(cfg.max_retries)},  # Ray's default: retry memory kills forever
+        }
+
+    def connect(self, ray, kwargs: dict) -> None:
+        # Ray opens its own temp dir to everyone (0777): it goes below the private one with the token
+        self._auth = LocalRayAuth(kwargs["_temp_dir"]).apply()
+        kwargs["_temp_dir"] = str(self._auth.directory / "ray")
+        try:
+            ray.init(**kwargs)
+        except BaseException:
+            self._release()
+            raise
+
+    def stop(self) -> None:
+        import ray
+
+        super().stop()
+        if self.owned and ray.is_initialized():
+            self._shutdown(ray)
+        self.owned = False
+        self._release()
+
+    def _release(self) -> None:
+        """The environment as before the local Ray, and its temp dir (token, sockets, logs) removed."""
+        if self._auth is not None:
+            self._auth.restore()
+            shutil.rmtree(self._auth.directory, ignore_errors=True)
+            self._auth = None

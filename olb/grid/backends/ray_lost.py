@@ -1,0 +1,71 @@
+"""What the driver records for a cell whose Ray worker died more often than ``backend.max_retries``: a failure
+saying why (out of memory, with the cell's use and the node's limit; a crash), and the Ray logs that explain it."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+import shutil
+import time
+
+from olb.grid.messages import CellFailure, CellTask
+
+
+def lost_failure(task: CellTask | dict, err: Exception, max_retries: int) -> CellFailure | dict:
+    """The failure of ``task``, whose worker died in each of its ``max_retries + 1`` attempts (``err``: Ray's
+    last word). A cross-validation task (a dict, :mod:`olb.grid.crossval`) gets it in its own shape."""
+    from ray.exceptions import OutOfMemoryError, WorkerCrashedError
+
+    attempts = max_retries + 1
+    error, memory = f"{type(err).__name__}: {err}".strip(), {}
+    if isinstance(err, OutOfMemoryError):
+        used, limit = _oom_figures(str(err))
+        memory = {"peak_rss_mb": used, "memory_limit_mb": limit}
+        error = (
+            f"out of memory: killed by Ray's memory monitor in each of {attempts} attempt(s); the cell used "
+            f"{_mb(used)} when killed, the node's limit is {_mb(limit)} (Ray kills above it: RAY_memory_usage_threshold)"
+        )
+    elif isinstance(err, WorkerCrashedError):
+        error = (
+            f"the worker process died in each of {attempts} attempt(s) (killed by a signal, e.g. the kernel's "
+            "out-of-memory killer, or crashed); see ray-logs/ in the output folder"
+        )
+    now = time.time()
+    cell_id = task.cell_id if isinstance(task, CellTask) else task["cell_id"]
+    failure = CellFailure(
+        cell_id=cell_id,
+        start_time=now,
+        end_time=now,
+        error=error,
+        traceback=f"{type(err).__name__}: {err}",
+        attempts=attempts,
+        **memory,
+    )
+    return failure if isinstance(task, CellTask) else {**dataclasses.asdict(failure), "status": failure.status}
+
+
+def _oom_figures(message: str) -> tuple[float | None, float | None]:
+    """The killed cell's memory use and the node's limit (the threshold Ray kills at), in MB, from the
+    message of Ray's ``OutOfMemoryError``; None where the message does not say."""
+    used = re.search(r"task name=execute_cell,[^)]*?memory used=([\d.]+)GB", message)
+    limit = re.search(r"exceeded threshold of (\d+)B", message)
+    return (float(used.group(1)) * 1024 if used else None, int(limit.group(1)) / 2**20 if limit else None)
+
+
+def _mb(value: float | None) -> str:
+    return "? MB" if value is None else f"{value:.0f} MB"
+
+
+def keep_logs(session_dir: str, log_dir) -> None:
+    """Copy a local Ray's worker and node logs into ``log_dir``/ray-logs (they explain lost cells)."""
+    if log_dir is None:
+        return
+    src = os.path.join(session_dir, "logs")
+    try:
+        shutil.copytree(
+            src, os.path.join(log_dir, "ray-logs"), dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.sock")
+        )
+    except OSError as err:
+        logging.getLogger("olb.grid").warning("olb.grid: could not keep Ray's logs from %s: %s", src, err)

@@ -1,0 +1,39 @@
+"""``serial``: every cell in the driver process, one after the other, through the same function as on Ray: the
+same numbers, for debugging."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from olb.grid.backend import Backend
+from olb.grid.config import BackendConfig
+from olb.grid.worker import execute_cell
+
+
+class SerialBackend(Backend):
+    """Every task in the driver process, one after the other."""
+
+    name = "serial"
+
+    def __init__(self, cfg: BackendConfig | None = None):
+        self._running = 0
+
+    @property
+    def running(self) -> int:
+        return self._running
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
+
+    def run(self, tasks: list) -> Iterator:
+        for task in tasks:
+            self._running = 1
+            message = execute_cell(task)
+            self._running = 0
+            yield message
