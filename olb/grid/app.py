@@ -34,7 +34,7 @@ from olb.grid.results import (
     reference_source,
     table_markdown,
 )
-from olb.grid.cost import choose
+from olb.grid.cost import check_memory, choose, planned_memory_mb
 from olb.grid.messages import (
     EXIT_FAILED_CELLS,
     EXIT_INTERRUPTED,
@@ -58,6 +58,7 @@ def _cell_task(cell, cfg: DictConfig, data_dir, plot: bool) -> dict:
         "imports": list(cfg.imports),
         "plot": plot,
         "title": f"{cell.run_name} ({cell.cell_id})",
+        "predicted_memory_mb": planned_memory_mb(cell.algorithm, cell.params, cell.dataset),
     }
 
 
@@ -184,6 +185,7 @@ def run_grid(
         t_start,
     )
     try:  # every stage runs on the one backend, stopped once at the end
+        check_memory(cfg, plan, data.unavailable, backend)
         return _run_stages(run)
     finally:
         backend.stop()

@@ -96,6 +96,7 @@ class RayBackend(Backend):
         self.lost = 0  # cells whose worker died
         self._head = ""  # the GCS address, polled while cells run
         self._head_lost = False
+        self.memory_mb = 0.0  # the largest node's memory Ray hands out (MB), known once started
 
     @property
     def running(self) -> int:
@@ -132,6 +133,7 @@ class RayBackend(Backend):
             self._head = ""
         self._head_lost = False
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.memory_mb = self.memory_limit_mb()
         options = {"num_cpus": 1, "max_retries": self.cfg.max_retries, "retry_exceptions": False}
         if self.cfg.fresh_worker_per_cell:
             options["max_calls"] = 1
@@ -152,6 +154,12 @@ class RayBackend(Backend):
         self.owned = False
         self._remote = None
         self._release_local()
+
+    def memory_limit_mb(self) -> float:
+        """The largest alive node's memory that Ray hands out to tasks (its ``memory`` resource), in MB."""
+        import ray
+
+        return max((n["Resources"].get("memory", 0) for n in ray.nodes() if n["Alive"]), default=0) / 2**20
 
     def _check_head(self, silent_since: float | None) -> float | None:
         """None while the Ray head answers, else since when it has not; RayLost after ``head_timeout_s``."""
@@ -194,7 +202,10 @@ class RayBackend(Backend):
         def refill():
             while pending and len(self._in_flight) < slots:
                 task = pending.popleft()
-                self._in_flight[self._remote.remote(task)] = task
+                task["memory_mb"] = memory_request_mb(task.get("predicted_memory_mb", 0.0), self.cfg, self.memory_mb)
+                memory = int(task["memory_mb"] * 2**20)  # Ray runs on a node only the cells whose requests fit
+                remote = self._remote.options(memory=memory) if memory else self._remote
+                self._in_flight[remote.remote(task)] = task
 
         refill()
         silent_since = None
@@ -237,11 +248,12 @@ def _lost(task: dict, err: Exception, max_retries: int) -> dict:
         payload["error"] = (
             f"out of memory: killed by Ray's memory monitor in each of {attempts}; the cell used "
             f"{_mb(used)} when killed, the node's limit is {_mb(limit)} (Ray kills above it: RAY_memory_usage_threshold)"
+            f"; {_memory_asked(task)}"
         )
     elif isinstance(err, WorkerCrashedError):
         payload["error"] = (
             f"the worker process died in each of {attempts} (killed by a signal, e.g. the kernel's out-of-memory "
-            "killer, or crashed); see ray-logs/ in the output folder"
+            f"killer, or crashed); see ray-logs/ in the output folder; {_memory_asked(task)}"
         )
     return payload
 
@@ -252,6 +264,20 @@ def _oom_figures(message: str) -> tuple[float | None, float | None]:
     used = re.search(r"task name=execute_cell,[^)]*?memory used=([\d.]+)GB", message)
     limit = re.search(r"exceeded threshold of (\d+)B", message)
     return (float(used.group(1)) * 1024 if used else None, int(limit.group(1)) / 2**20 if limit else None)
+
+
+def memory_request_mb(predicted_mb: float, cfg: BackendConfig, limit_mb: float) -> float:
+    """What a cell asks Ray for: its predicted peak memory times ``backend.memory_factor``, at most ``limit_mb``
+    (the largest node's; a bigger cell runs only with ``backend.refuse_oversized=false``)."""
+    return min(predicted_mb * cfg.memory_factor, limit_mb)
+
+
+def _memory_asked(task: dict) -> str:
+    """The killed cell's predicted memory and what it was allowed (its Ray request), and how to retry with more."""
+    return (
+        f"predicted {_mb(task.get('predicted_memory_mb'))}, allowed {_mb(task.get('memory_mb'))} (its Ray request); "
+        "a rerun with a larger backend.memory_factor asks for more"
+    )
 
 
 def _mb(value: float | None) -> str:
@@ -290,6 +316,8 @@ def ray_init_kwargs(cfg: BackendConfig) -> dict:
         object_store_memory=int(cfg.object_store_memory_mb) * 1024 * 1024,
         _system_config={"task_oom_retries": int(cfg.max_retries)},  # Ray's default: retry memory kills forever
     )
+    if cfg.memory_mb:
+        kwargs["_memory"] = int(cfg.memory_mb) * 2**20
     return kwargs
 
 

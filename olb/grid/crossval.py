@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from olb.grid.cost import planned_memory_mb
 from olb.grid.messages import Status
 from olb.grid.plan import Cell, Plan
 
@@ -167,6 +168,7 @@ def run_selection(
                 "data_dir": data_dir,
                 "imports": imports,
                 "verify_checksums": verify_checksums,
+                "predicted_memory_mb": planned_memory_mb(cell.algorithm, cell.params, dataset),
             }
             task["cell_id"] = task_id(task)
             task_ids.setdefault((entry, dataset), []).append(task["cell_id"])
