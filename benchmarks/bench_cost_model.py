@@ -4,6 +4,7 @@ process floor, the data and the learner's ``model_memory_mb``), which Ray reserv
 
     python benchmarks/bench_cost_model.py CELLS_CSV [CELLS_CSV ...]
     python benchmarks/bench_cost_model.py CELLS_CSV --cv olb_cv.jsonl --grid +experiment=leaderboard ...
+    python benchmarks/bench_cost_model.py --plan +experiment=leaderboard allow_unavailable=true
 
 Reads the cells.csv of one or more grids (finished cells only) and prints, per learner, the predicted and the
 measured CPU microseconds per example of the stream (medians over its cells) and the ratio predicted/measured
@@ -18,6 +19,10 @@ With ``--cv`` (a cross-validation store, ``selection.store``) and ``--grid`` (th
 wrote it), the same comparison for the cross-validation tasks: the grid is planned again (no work run), each
 candidate's task id recomputed, and its planned CPU (every fold streams the training split once) set against
 the store's ``cpu_s``.
+
+With ``--plan OVERRIDES`` (no csv): what a grid plans before running anything: its planned CPU seconds and tasks
+(``planned_work``, the data sets without a local copy left out and named) and its largest cells by predicted
+peak memory.
 """
 
 from __future__ import annotations
@@ -125,12 +130,37 @@ def cv_comparison(store: str, overrides: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def plan_summary(overrides: list[str], largest: int = 5) -> None:
+    """The planned work of the grid ``overrides`` and its cells of largest predicted peak memory."""
+    from olb.grid import compose
+    from olb.grid.app import prepare
+    from olb.grid.cost import planned_work
+
+    plan, data = prepare(compose(overrides))
+    seconds, tasks = planned_work(plan, data.unavailable)
+    print(f"absent data sets (not counted): {', '.join(sorted(data.unavailable)) or 'none'}")
+    print(f"planned: {seconds:.0f} CPU s ({seconds / 3600:.2f} CPU h) in {tasks} tasks")
+    cells = {
+        (c.config_label, c.dataset): (planned_memory_mb(c.algorithm, c.params, c.dataset), c.algorithm, c.params)
+        for c in plan.unique_cells
+        if c.dataset not in data.unavailable
+    }
+    for (label, dataset), (mb, algorithm, params) in sorted(cells.items(), key=lambda kv: -kv[1][0])[:largest]:
+        print(f"  {mb:.0f} MB  {label} on {dataset}: {algorithm} {params}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("cells_csv", nargs="+", help="cells.csv of finished grids")
+    parser.add_argument("cells_csv", nargs="*", help="cells.csv of finished grids")
     parser.add_argument("--cv", help="a cross-validation store (olb_cv.jsonl) to compare as well")
     parser.add_argument("--grid", nargs="*", default=[], help="the overrides of the grid that wrote --cv")
+    parser.add_argument("--plan", nargs="+", help="a grid's overrides: its planned work and largest cells")
     args = parser.parse_args(argv)
+    if args.plan:
+        plan_summary(args.plan)
+        return
+    if not args.cells_csv:
+        parser.error("give cells.csv files, or --plan OVERRIDES")
     pd.set_option("display.width", 160)
     done = predicted_cells(pd.concat([pd.read_csv(path) for path in args.cells_csv], ignore_index=True))
     table = per_learner(done)
