@@ -4,6 +4,7 @@ learner's model on the data set's shape), which Ray reserves per task, and the c
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -17,14 +18,27 @@ from olb.registry import get_algorithm
 log = logging.getLogger("olb.grid")
 
 
+def _spec(dataset: str):
+    """The data set's registry entry, its file parsed once per registry (planning asks for it per cell)."""
+    from olb.data.registry import registry_dirs
+
+    return _registry_entry(dataset, tuple(registry_dirs()))
+
+
+@functools.lru_cache(maxsize=256)
+def _registry_entry(dataset: str, dirs: tuple):
+    from olb.data import dataset_spec
+
+    return dataset_spec(dataset)
+
+
 def planned_stream(algorithm: str, params: dict, dataset: str, loops: int = 1) -> tuple[float, int, int]:
     """``(cost per example, training rows, rows of the stream)`` of one cell as the grid plans it: the learner's
     ``cost_per_example_s`` (resolved ``params``) on the data set's registered shape, and a stream of ``loops``
     passes over the training rows (every row when the data set has no split) then the test rows."""
-    from olb.data import dataset_spec
     from olb.learners.base import StreamShape
 
-    spec = dataset_spec(dataset)
+    spec = _spec(dataset)
     n_train = spec.n_train or spec.shape.n_examples
     cost = get_algorithm(algorithm).cost_per_example_s(
         params, StreamShape(spec.shape.n_features, spec.shape.n_labels, n_train)
@@ -42,18 +56,18 @@ DATA_COPIES = 2
 """Float64 copies of a data set's rows a cell holds at its peak: as read, and scaled (``feature_scaling``)."""
 
 ROW_FEATURES_CAP = 300
-"""Features of a row counted in the data's memory at most: the registry does not record nonzeros, and every
-registered data set with more features is sparse (bibtex: 1,836 features, ~70 nonzeros a row)."""
+"""Features of a row counted in the data's memory at most: the registry does not record nonzeros, and the
+registered data sets with more features are mostly sparse text (bibtex: 1,836 features, ~70 nonzeros a row); a
+dense one (isolet: 617 features) is under-counted by ~20 MB a copy."""
 
 
 def planned_memory_mb(algorithm: str, params: dict, dataset: str) -> float:
     """Predicted peak resident memory (MB) of one cell's whole process, as ``olb.run`` reports it: the process
     floor, the data set's rows and the learner's model (``model_memory_mb`` on the data set's registered shape)."""
-    from olb.data import dataset_spec
     from olb.learners.base import MB_PER_FLOAT, StreamShape
 
-    shape = dataset_spec(dataset).shape
-    n_train = shape.n_train or shape.n_examples
+    spec = _spec(dataset)
+    shape, n_train = spec.shape, spec.n_train or spec.shape.n_examples
     row = min(shape.n_features, ROW_FEATURES_CAP) + shape.n_labels  # the labels are held dense
     data = DATA_COPIES * MB_PER_FLOAT * shape.n_examples * row
     model = get_algorithm(algorithm).model_memory_mb(params, StreamShape(shape.n_features, shape.n_labels, n_train))
