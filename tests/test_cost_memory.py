@@ -82,7 +82,7 @@ class _Ray:
     name = "ray"
 
     def __init__(self, memory_mb):
-        self.memory_mb = memory_mb
+        self.node_memory_mb = memory_mb
 
 
 def test_cells_bigger_than_every_node_are_refused_all_at_once():

@@ -67,6 +67,7 @@ def test_a_cell_killed_for_memory_is_retried_max_retries_times_then_failed(tmp_p
     cfg = _hog_grid(
         "backend.num_cpus=1",  # one cell at a time: the monitor has only the hog to kill
         "backend.max_retries=1",
+        "backend.memory_mb=20000",  # Ray hands out more than the hog's request, whatever the machine has free
         "+algorithm._memory_hog.params.mb=[0,8192]",
     )
     o = run_grid(cfg, tmp_path / "out")

@@ -96,7 +96,7 @@ class RayBackend(Backend):
         self.lost = 0  # cells whose worker died
         self._head = ""  # the GCS address, polled while cells run
         self._head_lost = False
-        self.memory_mb = 0.0  # the largest node's memory Ray hands out (MB), known once started
+        self.node_memory_mb = 0.0  # the largest node's memory Ray hands out (MB), known once started
 
     @property
     def running(self) -> int:
@@ -133,7 +133,7 @@ class RayBackend(Backend):
             self._head = ""
         self._head_lost = False
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        self.memory_mb = self.memory_limit_mb()
+        self.node_memory_mb = self.memory_limit_mb()
         options = {"num_cpus": 1, "max_retries": self.cfg.max_retries, "retry_exceptions": False}
         if self.cfg.fresh_worker_per_cell:
             options["max_calls"] = 1
@@ -202,7 +202,9 @@ class RayBackend(Backend):
         def refill():
             while pending and len(self._in_flight) < slots:
                 task = pending.popleft()
-                task["memory_mb"] = memory_request_mb(task.get("predicted_memory_mb", 0.0), self.cfg, self.memory_mb)
+                task["memory_mb"] = memory_request_mb(
+                    task.get("predicted_memory_mb", 0.0), self.cfg, self.node_memory_mb
+                )
                 memory = int(task["memory_mb"] * 2**20)  # Ray runs on a node only the cells whose requests fit
                 remote = self._remote.options(memory=memory) if memory else self._remote
                 self._in_flight[remote.remote(task)] = task

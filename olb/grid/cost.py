@@ -121,12 +121,12 @@ def check_memory(cfg: DictConfig, plan: Plan, unavailable, backend) -> None:
         if cell.dataset in unavailable:
             continue
         predicted = planned_memory_mb(cell.algorithm, cell.params, cell.dataset)
-        if memory_request_mb(predicted, cfg.backend, math.inf) > backend.memory_mb:
+        if memory_request_mb(predicted, cfg.backend, math.inf) > backend.node_memory_mb:
             name = f"{cell.config_label} on {cell.dataset}"
             lines.setdefault(name, f"{name}: predicted {predicted:.0f} MB")
     if lines:
         raise GridConfigError(
-            f"{len(lines)} setting(s) need more memory than any Ray node has ({backend.memory_mb:.0f} MB to hand "
+            f"{len(lines)} setting(s) need more memory than any Ray node has ({backend.node_memory_mb:.0f} MB to hand "
             f"out; backend.memory_factor={cfg.backend.memory_factor:g}): " + "; ".join(lines.values()) + ". Run them "
             "on a bigger node, lower backend.memory_factor, or set backend.refuse_oversized=false to run them "
             "anyway (each then asks for a whole node's memory)."
