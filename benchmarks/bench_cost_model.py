@@ -1,19 +1,28 @@
-"""How well the grid's planning cost model (each learner's ``cost_per_example_s``, summed by ``planned_work``)
-predicts the CPU seconds that finished grids measured.
+"""How well the grid's planning cost model predicts what finished grids measured: the CPU seconds (each learner's
+``cost_per_example_s``, summed by ``planned_work``) and each cell's peak memory (``planned_memory_mb``: the
+process floor, the data and the learner's ``model_memory_mb``), which Ray reserves per cell.
 
     python benchmarks/bench_cost_model.py CELLS_CSV [CELLS_CSV ...]
     python benchmarks/bench_cost_model.py CELLS_CSV --cv sqlite:///mlflow.db --grid +experiment=leaderboard ...
+    python benchmarks/bench_cost_model.py --plan +experiment=leaderboard allow_unavailable=true
 
 Reads the cells.csv of one or more grids (finished cells only) and prints, per learner, the predicted and the
 measured CPU microseconds per example of the stream (medians over its cells) and the ratio predicted/measured
 (median, min, max over its cells), then the whole grid's predicted and measured CPU seconds. A cell's prediction
 is exactly the one ``backend=auto`` uses (``olb.grid.cost.planned_stream``): its resolved hyperparameters from
 the csv's columns, the data set's registered shape, and ``loops`` passes over the training rows plus the test rows.
+Next to it, per learner, the predicted and the measured peak memory in MB (whole process, ``peak_rss_mb``:
+medians over its cells) and their ratio (median, min, max), then how many cells peaked above their prediction
+(those a node packed by the predictions could run out of memory with).
 
 With ``--cv`` (the tracking store's URI, or a JSON-lines store of earlier versions) and ``--grid`` (the overrides
 of the grid that wrote it), the same comparison for the cross-validation tasks: the grid is planned again (no
 work run), each candidate's task id recomputed, and its planned CPU (every fold streams the training split once)
 set against the recorded ``cpu_s``.
+
+With ``--plan OVERRIDES`` (no csv): what a grid plans before running anything: its planned CPU seconds and tasks
+(``planned_work``, the data sets without a local copy left out and named) and its largest cells by predicted
+peak memory.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from olb.grid.cost import planned_stream
+from olb.grid.cost import planned_memory_mb, planned_stream
 from olb.registry import get_algorithm
 
 
@@ -56,6 +65,10 @@ def predicted_cells(cells: pd.DataFrame) -> pd.DataFrame:
     done["predicted_s"] = done["predicted_s_per_example"] * done["rows"]
     done["measured_s_per_example"] = done["cpu_s"] / done["rows"]
     done["ratio"] = done["predicted_s_per_example"] / done["measured_s_per_example"]
+    done["predicted_mb"] = [
+        planned_memory_mb(r["algorithm"], resolved_params(r), r["dataset"]) for _, r in done.iterrows()
+    ]
+    done["memory_ratio"] = done["predicted_mb"] / done["peak_rss_mb"]
     return done
 
 
@@ -70,6 +83,11 @@ def per_learner(done: pd.DataFrame) -> pd.DataFrame:
         ratio_max=("ratio", "max"),
         predicted_s=("predicted_s", "sum"),
         measured_s=("cpu_s", "sum"),
+        predicted_mb=("predicted_mb", "median"),
+        measured_mb=("peak_rss_mb", "median"),
+        mb_ratio_median=("memory_ratio", "median"),
+        mb_ratio_min=("memory_ratio", "min"),
+        mb_ratio_max=("memory_ratio", "max"),
     )
     table[["predicted_us", "measured_us"]] *= 1e6
     return table
@@ -126,15 +144,40 @@ def cv_comparison(store: str, overrides: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def plan_summary(overrides: list[str], largest: int = 5) -> None:
+    """The planned work of the grid ``overrides`` and its cells of largest predicted peak memory."""
+    from olb.grid import compose
+    from olb.grid.stages import prepare
+    from olb.grid.cost import planned_work
+
+    plan, data = prepare(compose(overrides))
+    seconds, tasks = planned_work(plan, data.unavailable)
+    print(f"absent data sets (not counted): {', '.join(sorted(data.unavailable)) or 'none'}")
+    print(f"planned: {seconds:.0f} CPU s ({seconds / 3600:.2f} CPU h) in {tasks} tasks")
+    cells = {
+        (c.config_label, c.dataset): (planned_memory_mb(c.algorithm, c.params, c.dataset), c.algorithm, c.params)
+        for c in plan.unique_cells
+        if c.dataset not in data.unavailable
+    }
+    for (label, dataset), (mb, algorithm, params) in sorted(cells.items(), key=lambda kv: -kv[1][0])[:largest]:
+        print(f"  {mb:.0f} MB  {label} on {dataset}: {algorithm} {params}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("cells_csv", nargs="+", help="cells.csv of finished grids")
+    parser.add_argument("cells_csv", nargs="*", help="cells.csv of finished grids")
     parser.add_argument(
         "--cv",
         help="the tracking store (URI) with the grid's cross-validation tasks, or an olb_cv.jsonl of earlier versions",
     )
     parser.add_argument("--grid", nargs="*", default=[], help="the overrides of the grid that wrote --cv")
+    parser.add_argument("--plan", nargs="+", help="a grid's overrides: its planned work and largest cells")
     args = parser.parse_args(argv)
+    if args.plan:
+        plan_summary(args.plan)
+        return
+    if not args.cells_csv:
+        parser.error("give cells.csv files, or --plan OVERRIDES")
     pd.set_option("display.width", 160)
     done = predicted_cells(pd.concat([pd.read_csv(path) for path in args.cells_csv], ignore_index=True))
     table = per_learner(done)
@@ -143,6 +186,12 @@ def main(argv=None) -> None:
         f"\nwhole grid: {len(done)} cells, predicted {done['predicted_s'].sum():.0f} CPU s, measured "
         f"{done['cpu_s'].sum():.0f} CPU s, ratio {done['predicted_s'].sum() / done['cpu_s'].sum():.2f}; "
         f"per-learner median ratios {table['ratio_median'].min():.2f} to {table['ratio_median'].max():.2f}"
+    )
+    print(
+        f"peak memory: predicted/measured {done['memory_ratio'].min():.2f} to {done['memory_ratio'].max():.2f} over "
+        f"the cells (median {done['memory_ratio'].median():.2f}); {(done['memory_ratio'] < 1).sum()} cell(s) peaked "
+        f"above their prediction; largest cell measured {done['peak_rss_mb'].max():.0f} MB, predicted "
+        f"{done.loc[done['peak_rss_mb'].idxmax(), 'predicted_mb']:.0f} MB"
     )
     if args.cv:
         cv = cv_comparison(args.cv, args.grid)

@@ -1,6 +1,8 @@
 """A learner for the grid's memory tests (imported through the grid's ``imports``): at its first update it
-allocates ``mb`` megabytes, 64 MB at a time (each page written, so that the memory is really used), and holds
-them. Every start appends a line to the file ``$OLB_MEMORY_HOG_LOG`` (if set), so a test can count attempts."""
+allocates ``mb`` megabytes, 64 MB at a time (each page written, so that the memory is really used), holds them
+``hold_s`` seconds (so that cells run at once overlap), and keeps them to the end of the stream; its planned model
+memory is those ``mb``. Every start appends a line to the file ``$OLB_MEMORY_HOG_LOG`` (if set), so a test can
+count attempts ("start TIME"; "end TIME" once the hold is over)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,14 @@ from olb.registry import register
 class MemoryHog(OnlineLearner):
     name = "_memory_hog"
     task = "multilabel"
-    params = {"mb": Param(int, 0, low=0, doc="megabytes to allocate at the first update (0: none)")}
+    params = {
+        "mb": Param(int, 0, low=0, doc="megabytes to allocate at the first update (0: none)"),
+        "hold_s": Param(float, 0.0, low=0.0, doc="seconds to wait once they are allocated"),
+    }
+
+    @classmethod
+    def model_memory_mb(cls, params: dict, shape) -> float:
+        return params["mb"]
 
     def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
@@ -30,11 +39,17 @@ class MemoryHog(OnlineLearner):
 
     def learn_one(self, x: np.ndarray, y) -> None:
         if self.t == 0 and self.mb:
-            if os.environ.get("OLB_MEMORY_HOG_LOG"):
-                with open(os.environ["OLB_MEMORY_HOG_LOG"], "a") as f:
-                    f.write(f"{os.getpid()}\n")
+            _log("start")
             for _ in range(self.mb // 64):
                 self.held.append(np.ones(64 * 2**20 // 8))
                 time.sleep(0.02)
+            time.sleep(self.hold_s)
+            _log("end")
         self.counts += np.asarray(y, float)
         self.t += 1
+
+
+def _log(event: str) -> None:
+    if os.environ.get("OLB_MEMORY_HOG_LOG"):
+        with open(os.environ["OLB_MEMORY_HOG_LOG"], "a") as f:
+            f.write(f"{event} {time.time()}\n")

@@ -18,7 +18,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from olb.grid.context import GridRun, Stages
-from olb.grid.cost import choose
+from olb.grid.cost import check_memory, choose, planned_memory_mb
 from olb.grid.fanout import fan_out
 from olb.grid.finish import finish
 from olb.grid.messages import CellTask, GridOutcome, Status
@@ -36,6 +36,7 @@ def _cell_task(cell, cfg: DictConfig, data_dir, plot: bool) -> CellTask:
         imports=tuple(cfg.imports),
         plot=plot,
         title=f"{cell.run_name} ({cell.cell_id})",
+        predicted_memory_mb=planned_memory_mb(cell.algorithm, cell.params, cell.dataset),
     )
 
 
@@ -74,6 +75,7 @@ def run_grid(
         t_start,
     )
     try:  # every stage runs on the one backend, stopped once at the end
+        check_memory(cfg, plan, data.unavailable, backend)
         return _run_stages(run)
     finally:
         backend.stop()

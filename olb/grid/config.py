@@ -66,6 +66,13 @@ class BackendConfig:
     temp_dir: str = "/tmp/olb-ray-{pid}"
     object_store_memory_mb: int = 256  # local Ray: cells return small results, no need for a big store
     max_retries: int = 2  # re-runs of a cell whose worker process died (exceptions are not retried)
+    # each Ray task asks for its cell's predicted peak memory (olb/grid/cost.py) times this, so that a node runs
+    # only as many cells as fit; raise it to rerun cells killed for memory; 0: no request (cells packed by CPUs)
+    memory_factor: float = 1.0
+    memory_mb: Optional[int] = None  # local Ray: memory it hands out to cells (None: Ray's default, ~70% of free)
+    # cells whose request exceeds every node's memory are refused before any work; false: run them, each asking
+    # for the largest node's whole memory
+    refuse_oversized: bool = True
     queue_per_cpu: int = 1  # cells queued per CPU besides the running ones (keeps workers busy)
     fresh_worker_per_cell: bool = False  # one new worker process per cell (~1 s per cell; isolates cells fully)
     log_to_driver: bool = False  # forward workers' stdout/stderr

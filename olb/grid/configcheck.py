@@ -174,6 +174,10 @@ def check_settings(cfg: DictConfig, problems: Problems) -> None:
         problems.add(f"backend.num_cpus={cfg.backend.num_cpus} is out of range; allowed: null or an integer >= 1")
     if cfg.backend.max_retries < 0:
         problems.add(f"backend.max_retries={cfg.backend.max_retries} is out of range; allowed: an integer >= 0")
+    if cfg.backend.memory_factor < 0:
+        problems.add(f"backend.memory_factor={cfg.backend.memory_factor} is out of range; allowed: a number >= 0")
+    if cfg.backend.memory_mb is not None and cfg.backend.memory_mb < 1:
+        problems.add(f"backend.memory_mb={cfg.backend.memory_mb} is out of range; allowed: null or an integer >= 1")
     if cfg.curve_every < 1:
         problems.add(f"curve_every={cfg.curve_every} is out of range; allowed: an integer >= 1")
 

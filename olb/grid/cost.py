@@ -1,34 +1,77 @@
-"""Planning's cost model: the work a grid plans (learners' cost per example on the data sets' shapes), and the
-backend it chooses from it (``backend=auto``)."""
+"""Planning's cost model: the work a grid plans (learners' cost per example on the data sets' shapes) and the
+backend it chooses from it (``backend=auto``); each cell's peak memory (the process floor, the data and the
+learner's model on the data set's shape), which Ray reserves per task, and the cells too big for any node."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
 
 from omegaconf import DictConfig
 
-from olb.grid.backends import choose_backend, make_backend
-from olb.grid.plan import Cell, Plan
+from olb.grid.backends import choose_backend, make_backend, memory_request_mb
+from olb.grid.plan import Cell, GridConfigError, Plan
 from olb.registry import get_algorithm
 
 log = logging.getLogger("olb.grid")
+
+
+def _spec(dataset: str):
+    """The data set's registry entry, its file parsed once per registry (planning asks for it per cell)."""
+    from olb.data.registry import registry_dirs
+
+    return _registry_entry(dataset, tuple(registry_dirs()))
+
+
+@functools.lru_cache(maxsize=256)
+def _registry_entry(dataset: str, dirs: tuple):
+    from olb.data import dataset_spec
+
+    return dataset_spec(dataset)
 
 
 def planned_stream(algorithm: str, params: dict, dataset: str, loops: int = 1) -> tuple[float, int, int]:
     """``(cost per example, training rows, rows of the stream)`` of one cell as the grid plans it: the learner's
     ``cost_per_example_s`` (resolved ``params``) on the data set's registered shape, and a stream of ``loops``
     passes over the training rows (every row when the data set has no split) then the test rows."""
-    from olb.data import dataset_spec
     from olb.learners.base import StreamShape
 
-    spec = dataset_spec(dataset)
+    spec = _spec(dataset)
     n_train = spec.n_train or spec.shape.n_examples
     cost = get_algorithm(algorithm).cost_per_example_s(
         params, StreamShape(spec.shape.n_features, spec.shape.n_labels, n_train)
     )
     return cost, n_train, loops * n_train + spec.shape.n_examples - n_train
+
+
+PROCESS_FLOOR_MB = 430.0
+"""Resident MB of a Ray worker before its cell's own memory: Python, numpy, scipy, numba's compiled kernels,
+olb's and Ray's imports, and what the worker's earlier cells left behind (a worker runs many cells). The
+largest peak less data and model over a 100-cell calibration grid on a local Ray (docs/grid.md: 340-430 MB);
+a fresh ``python -m olb.run`` process starts at 140-170 MB, so its cells are over-predicted by ~270 MB."""
+
+DATA_COPIES = 2
+"""Float64 copies of a data set's rows a cell holds at its peak: as read, and scaled (``feature_scaling``)."""
+
+ROW_FEATURES_CAP = 300
+"""Features of a row counted in the data's memory at most: the registry does not record nonzeros, and the
+registered data sets with more features are mostly sparse text (bibtex: 1,836 features, ~70 nonzeros a row); a
+dense one (isolet: 617 features) is under-counted by ~20 MB a copy."""
+
+
+def planned_memory_mb(algorithm: str, params: dict, dataset: str) -> float:
+    """Predicted peak resident memory (MB) of one cell's whole process, as ``olb.run`` reports it: the process
+    floor, the data set's rows and the learner's model (``model_memory_mb`` on the data set's registered shape)."""
+    from olb.learners.base import MB_PER_FLOAT, StreamShape
+
+    spec = _spec(dataset)
+    shape, n_train = spec.shape, spec.n_train or spec.shape.n_examples
+    row = min(shape.n_features, ROW_FEATURES_CAP) + shape.n_labels  # the labels are held dense
+    data = DATA_COPIES * MB_PER_FLOAT * shape.n_examples * row
+    model = get_algorithm(algorithm).model_memory_mb(params, StreamShape(shape.n_features, shape.n_labels, n_train))
+    return PROCESS_FLOOR_MB + data + model
 
 
 def planned_work(plan: Plan, unavailable=()) -> tuple[float, int]:
@@ -66,3 +109,25 @@ def choose(cfg: DictConfig, plan: Plan, unavailable=()):
     name, reason = choose_backend(cfg.backend, work_s, n_tasks)
     log.info("olb.grid: backend %s: %s", name, reason)
     return make_backend(cfg.backend, name), reason
+
+
+def check_memory(cfg: DictConfig, plan: Plan, unavailable, backend) -> None:
+    """On a started Ray backend: GridConfigError naming every cell whose predicted peak memory (times
+    ``backend.memory_factor``) exceeds the largest node's memory, unless ``backend.refuse_oversized=false``."""
+    if backend.name != "ray" or not cfg.backend.refuse_oversized or cfg.backend.memory_factor == 0:
+        return
+    lines = {}
+    for cell in plan.unique_cells:
+        if cell.dataset in unavailable:
+            continue
+        predicted = planned_memory_mb(cell.algorithm, cell.params, cell.dataset)
+        if memory_request_mb(predicted, cfg.backend, math.inf) > backend.node_memory_mb:
+            name = f"{cell.config_label} on {cell.dataset}"
+            lines.setdefault(name, f"{name}: predicted {predicted:.0f} MB")
+    if lines:
+        raise GridConfigError(
+            f"{len(lines)} setting(s) need more memory than any Ray node has ({backend.node_memory_mb:.0f} MB to hand "
+            f"out; backend.memory_factor={cfg.backend.memory_factor:g}): " + "; ".join(lines.values()) + ". Run them "
+            "on a bigger node, lower backend.memory_factor, or set backend.refuse_oversized=false to run them "
+            "anyway (each then asks for a whole node's memory)."
+        )

@@ -34,6 +34,7 @@ import pandas as pd
 from olb.grid.backend import Backend
 from olb.grid.cvstore import finished_tasks, migrate, record_task
 from olb.grid.datacheck import DataCheck
+from olb.grid.cost import planned_memory_mb
 from olb.grid.messages import Status
 from olb.grid.plan import Cell, Plan
 from olb.grid.tracker import Tracker
@@ -175,6 +176,7 @@ def _tasks(candidates: dict, selected: dict[str, dict], ctx: SelectionContext) -
                 "data_dir": ctx.data_dir,
                 "imports": ctx.imports,
                 "verify_checksums": ctx.verify_checksums,
+                "predicted_memory_mb": planned_memory_mb(cell.algorithm, cell.params, dataset),
             }
             task["cell_id"] = task_id(task)
             tasks[task["cell_id"]] = task

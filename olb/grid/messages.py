@@ -48,6 +48,7 @@ class CellTask:
     imports: tuple[str, ...] = ()  # plugin modules the worker imports first (they register learners)
     plot: bool = False  # whether the worker draws the curve's PNG
     title: str = ""  # the PNG's title
+    predicted_memory_mb: float = 0.0  # the cost model's peak memory (olb.grid.cost.planned_memory_mb); Ray reserves it
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -65,6 +65,10 @@ ROUND_OVERHEAD_S = 8e-5
 updates of scored rows): the intercept of every family's fit on a finished multi-label grid (docs/grid.md)."""
 
 
+MB_PER_FLOAT = 8 / 2**20
+"""Megabytes of one float64 (the learners' memory formulas count floats)."""
+
+
 @dataclass(frozen=True)
 class StreamShape:
     """What a learner may know of its stream before it starts: the sizes the data registry declares.
@@ -165,6 +169,21 @@ class OnlineLearner:
         True
         """
         return ROUND_OVERHEAD_S + 2e-6 * max(1, int(params.get("num_learners", shape.n_labels)))
+
+    @classmethod
+    def model_memory_mb(cls, params: dict, shape: StreamShape) -> float:
+        """A rough peak in MB of what the learner holds on a stream of ``shape`` (its model at the stream's end,
+        with the copies it makes while growing), for planning only: the grid adds the process floor and the
+        data (:func:`olb.grid.cost.planned_memory_mb`) and asks Ray for that much memory per cell;
+        ``benchmarks/bench_cost_model.py`` checks it against measured peaks.
+
+        Each family whose model grows with the stream overrides it. This default counts a few d x q float64
+        matrices (a linear learner's weights and its working copies).
+
+        >>> OnlineLearner.model_memory_mb({}, StreamShape(n_features=72, n_labels=6)) < 1
+        True
+        """
+        return 4 * MB_PER_FLOAT * (shape.n_features + 1) * shape.n_labels
 
     def predict_one(self, x: np.ndarray):
         raise NotImplementedError

@@ -92,6 +92,11 @@ class Thresholded(OnlineLearner):
         return own + (5.5e-5 + 5.5e-7 * shape.n_labels if params["threshold_rule"] in LEARNED_RULES else 0.0)
 
     @classmethod
+    def model_memory_mb(cls, params: dict, shape: StreamShape) -> float:
+        """The scorer's model (the threshold's own weights are a few vectors of q)."""
+        return cls.scorer_class.model_memory_mb(cls._scorer_params(params), shape)
+
+    @classmethod
     def check_params(cls, params: dict, shape: StreamShape) -> list[str]:
         return cls.scorer_class.check_params(cls._scorer_params(params), shape)
 

@@ -24,6 +24,7 @@ from olb.grid.backend import HEARTBEAT, Backend
 from olb.grid.backends.ray_lost import keep_logs, lost_failure
 from olb.grid.config import BackendConfig
 from olb.grid.lost import RayLost, answers
+from olb.grid.messages import CellTask
 from olb.grid.worker import execute_cell
 
 # Token authentication (also to join a cluster), no usage statistics (nor their prompt), and no C++ failure
@@ -52,6 +53,7 @@ class RayBackend(Backend):
         self.lost = 0  # cells whose worker died
         self._head = ""  # the GCS address, polled while cells run
         self._head_lost = False
+        self.node_memory_mb = 0.0  # the largest node's memory Ray hands out (MB), known once started
         self.log_dir = None  # where the Ray logs of lost cells go (the grid's output folder); None: nowhere
 
     @abstractmethod
@@ -97,6 +99,7 @@ class RayBackend(Backend):
             self._head = ""
         self._head_lost = False
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.node_memory_mb = self.memory_limit_mb()
         options = {"num_cpus": 1, "max_retries": self.cfg.max_retries, "retry_exceptions": False}
         if self.cfg.fresh_worker_per_cell:
             options["max_calls"] = 1
@@ -139,9 +142,21 @@ class RayBackend(Backend):
                 pass
         self._in_flight.clear()
 
+    def memory_limit_mb(self) -> float:
+        """The largest alive node's memory that Ray hands out to tasks (its ``memory`` resource), in MB."""
+        import ray
+
+        return max((n["Resources"].get("memory", 0) for n in ray.nodes() if n["Alive"]), default=0) / 2**20
+
+    def _asked_mb(self, task) -> float:
+        predicted = task.predicted_memory_mb if isinstance(task, CellTask) else task.get("predicted_memory_mb", 0.0)
+        return memory_request_mb(predicted, self.cfg, self.node_memory_mb)
+
     def _submit(self, task):
-        """Start one task on Ray (its per-task options are set here); its object ref."""
-        return self._remote.remote(task)
+        """Start one task on Ray (its per-task options are set here); its object ref. The task reserves its
+        predicted peak memory, so Ray runs on a node only the cells whose requests fit."""
+        memory = int(self._asked_mb(task) * 2**20)
+        return (self._remote.options(memory=memory) if memory else self._remote).remote(task)
 
     def run(self, tasks: list) -> Iterator:
         import ray
@@ -170,6 +185,12 @@ class RayBackend(Backend):
                     finished.append(ray.get(ref))
                 except RayError as err:  # the worker died more than max_retries times, or the task was lost
                     self.lost += 1
-                    finished.append(lost_failure(task, err, self.cfg.max_retries))
+                    finished.append(lost_failure(task, err, self.cfg.max_retries, self._asked_mb(task)))
             refill()  # keep the workers busy while the driver records what finished
             yield from finished
+
+
+def memory_request_mb(predicted_mb: float, cfg: BackendConfig, limit_mb: float) -> float:
+    """What a cell asks Ray for: its predicted peak memory times ``backend.memory_factor``, at most ``limit_mb``
+    (the largest node's; a bigger cell runs only with ``backend.refuse_oversized=false``)."""
+    return min(predicted_mb * cfg.memory_factor, limit_mb)

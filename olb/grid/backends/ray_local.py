@@ -22,6 +22,7 @@ class LocalRayBackend(RayBackend):
 
     def init_kwargs(self) -> dict:
         cfg = self.cfg
+        memory = {"_memory": int(cfg.memory_mb) * 2**20} if cfg.memory_mb else {}  # a local Ray's budget
         return {
             **self._common_kwargs(),
             "address": "local",
@@ -30,6 +31,7 @@ class LocalRayBackend(RayBackend):
             "_temp_dir": str(cfg.temp_dir).replace("{pid}", str(os.getpid())),
             "object_store_memory": int(cfg.object_store_memory_mb) * 1024 * 1024,
             "_system_config": {"task_oom_retries": int(cfg.max_retries)},  # Ray's default: retry memory kills forever
+            **memory,
         }
 
     def connect(self, ray, kwargs: dict) -> None:

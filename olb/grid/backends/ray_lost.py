@@ -13,9 +13,12 @@ import time
 from olb.grid.messages import CellFailure, CellTask
 
 
-def lost_failure(task: CellTask | dict, err: Exception, max_retries: int) -> CellFailure | dict:
+def lost_failure(
+    task: CellTask | dict, err: Exception, max_retries: int, asked_mb: float | None = None
+) -> CellFailure | dict:
     """The failure of ``task``, whose worker died in each of its ``max_retries + 1`` attempts (``err``: Ray's
-    last word). A cross-validation task (a dict, :mod:`olb.grid.crossval`) gets it in its own shape."""
+    last word; ``asked_mb``: the memory its Ray request reserved). A cross-validation task (a dict,
+    :mod:`olb.grid.crossval`) gets it in its own shape."""
     from ray.exceptions import OutOfMemoryError, WorkerCrashedError
 
     attempts = max_retries + 1
@@ -26,11 +29,12 @@ def lost_failure(task: CellTask | dict, err: Exception, max_retries: int) -> Cel
         error = (
             f"out of memory: killed by Ray's memory monitor in each of {attempts} attempt(s); the cell used "
             f"{_mb(used)} when killed, the node's limit is {_mb(limit)} (Ray kills above it: RAY_memory_usage_threshold)"
+            f"; {_memory_asked(task, asked_mb)}"
         )
     elif isinstance(err, WorkerCrashedError):
         error = (
             f"the worker process died in each of {attempts} attempt(s) (killed by a signal, e.g. the kernel's "
-            "out-of-memory killer, or crashed); see ray-logs/ in the output folder"
+            f"out-of-memory killer, or crashed); see ray-logs/ in the output folder; {_memory_asked(task, asked_mb)}"
         )
     now = time.time()
     cell_id = task.cell_id if isinstance(task, CellTask) else task["cell_id"]
@@ -52,6 +56,15 @@ def _oom_figures(message: str) -> tuple[float | None, float | None]:
     used = re.search(r"task name=execute_cell,[^)]*?memory used=([\d.]+)GB", message)
     limit = re.search(r"exceeded threshold of (\d+)B", message)
     return (float(used.group(1)) * 1024 if used else None, int(limit.group(1)) / 2**20 if limit else None)
+
+
+def _memory_asked(task: CellTask | dict, asked_mb: float | None) -> str:
+    """The killed cell's predicted memory and what it was allowed (its Ray request), and how to retry with more."""
+    predicted = task.predicted_memory_mb if isinstance(task, CellTask) else task.get("predicted_memory_mb")
+    return (
+        f"predicted {_mb(predicted)}, allowed {_mb(asked_mb)} (its Ray request); "
+        "a rerun with a larger backend.memory_factor asks for more"
+    )
 
 
 def _mb(value: float | None) -> str:

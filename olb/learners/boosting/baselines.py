@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, RoundCache
-from olb.learners.boosting.common import ALL_FEATURES_PARAM, BOOSTER_PARAMS, build_weak_learners
+from olb.learners.boosting.common import ALL_FEATURES_PARAM, BOOSTER_PARAMS, build_weak_learners, weak_memory_mb
 from olb.learners.boosting.multiclass import MulticlassBooster
 from olb.weak import VFDTForest
 from olb.weak.river_adapter import river_hoeffding_tree
@@ -42,6 +42,8 @@ class _TreeBaseline(OnlineLearner):
         Fitted on the best VFDT (mice) and Oza (mushroom, balance), 100 trees.
         """
         return ROUND_OVERHEAD_S + (MulticlassBooster.cost_per_example_s(params, shape) - ROUND_OVERHEAD_S) / 9
+
+    model_memory_mb = staticmethod(weak_memory_mb)  # the trees' storage
 
 
 class BestVFDT(_TreeBaseline):

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from olb.learners.base import Param
-from olb.weak import WEAK_LEARNERS, WeakLearners, make_weak_learners
+from olb.learners.base import Param, StreamShape
+from olb.weak import WEAK_LEARNERS, VFDTForest, WeakLearners, make_weak_learners
 
 BOOSTER_PARAMS = {
     "num_learners": Param(int, 100, low=1, doc="number of weak learners N"),
@@ -36,6 +36,15 @@ ALL_FEATURES_PARAM = Param(
 )
 GAMMA_PARAM = Param(float, 0.1, low=0.0, high=1.0, open_low=True, open_high=True, doc="edge of the baseline")
 MARGIN_PARAM = Param(float, 1.0, low=0.0, doc="hinge margin inside the potential (authors' code: 0)")
+
+
+def weak_memory_mb(params: dict, shape: StreamShape) -> float:
+    """A booster's planned model memory (``OnlineLearner.model_memory_mb``): its N trees' storage after the
+    training rows (:meth:`olb.weak.VFDTForest.planned_memory_mb`; river's trees are taken alike)."""
+    covariates = params["num_covariates"] or shape.n_features
+    return VFDTForest.planned_memory_mb(
+        params["num_learners"], min(covariates, shape.n_features), shape.n_labels, shape.n_train or 0
+    )
 
 
 def build_weak_learners(

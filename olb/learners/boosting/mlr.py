@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, Param, RoundCache
-from olb.learners.boosting.common import BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM, build_weak_learners
+from olb.learners.boosting.common import BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM, build_weak_learners, weak_memory_mb
 from olb.learners.boosting.potentials import PairwisePotential
 from olb.learners.boosting.rounds import adaolmr_round, expert_states, hedge_draw, hedge_init, onlinebmr_round
 
@@ -50,6 +50,8 @@ class MLRBooster(OnlineLearner):
         from those): cal500 (~26 of 174) costs ~2-3x more, medical and slashdot (~1.2) ~4-8x less.
         """
         return ROUND_OVERHEAD_S + 2.5e-6 * params["num_learners"] * shape.n_labels**0.7
+
+    model_memory_mb = staticmethod(weak_memory_mb)  # the trees' storage
 
     def _experts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Weak predictions H (N, k) and the states s^0..s^N (N + 1, k) of the experts."""

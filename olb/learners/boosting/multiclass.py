@@ -32,7 +32,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, Param, RoundCache
-from olb.learners.boosting.common import ALL_FEATURES_PARAM, BOOSTER_PARAMS, GAMMA_PARAM, build_weak_learners
+from olb.learners.boosting.common import (
+    ALL_FEATURES_PARAM,
+    BOOSTER_PARAMS,
+    GAMMA_PARAM,
+    build_weak_learners,
+    weak_memory_mb,
+)
 from olb.learners.boosting.potentials import baseline, mbbm_cost_matrix
 from olb.learners.boosting.rounds import (
     adaolm_chain,
@@ -113,6 +119,8 @@ class MulticlassBooster(OnlineLearner):
         """
         features = params["num_covariates"] or shape.n_features
         return ROUND_OVERHEAD_S + 1.3e-6 * params["num_learners"] * (features * shape.n_labels) ** 0.7
+
+    model_memory_mb = staticmethod(weak_memory_mb)  # the trees' storage
 
     # ------------------------------------------------------------------ one round
     def _round(self, x: np.ndarray) -> _Round:

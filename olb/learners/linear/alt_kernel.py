@@ -46,6 +46,7 @@ class FALTKernel(OnlineLearner):
     }
     test_params = {"eta": 0.5, "repeats": 5, "sigma": 1.0}
     cost_per_example_s = _PABRKernel.cost_per_example_s  # a kernel row against the support vectors (fitted on both)
+    model_memory_mb = _PABRKernel.model_memory_mb  # the same support-vector store
 
     def __init__(self, n_features, n_labels, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)

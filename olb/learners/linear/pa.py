@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, StreamShape
+from olb.learners.base import MB_PER_FLOAT, ROUND_OVERHEAD_S, OnlineLearner, StreamShape
 from olb.learners.linear import passes
 from olb.learners.linear.alt import _LinearALT
 from olb.learners.linear.rows import nonzero_entries
@@ -131,6 +131,12 @@ class _PABRKernel(OnlineLearner):
         """
         support_vectors = 0.75 * (shape.n_train or 0)
         return ROUND_OVERHEAD_S + shape.n_features * (7.6e-8 + 1.6e-10 * support_vectors)
+
+    @classmethod
+    def model_memory_mb(cls, params: dict, shape: StreamShape) -> float:
+        """At most every training row as a support vector (dense, with its norm and q + 1 coefficients), twice:
+        the store doubles by copying."""
+        return 2 * MB_PER_FLOAT * (shape.n_train or 0) * (shape.n_features + shape.n_labels + 2)
 
     def predict_one(self, x):
         s = self.support.scores(self.support.kernel_row(x))

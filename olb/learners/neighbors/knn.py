@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, Param, StreamShape
+from olb.learners.base import MB_PER_FLOAT, ROUND_OVERHEAD_S, OnlineLearner, Param, StreamShape
 from olb.learners.neighbors.memory import RowMemory, k_nearest, vote
 from olb.learners.params import FEATURE_SCALING, INIT_FRACTION, N_NEIGHBORS
 
@@ -43,6 +43,11 @@ class NeighborLearner(OnlineLearner):
         """
         memory = 0.75 * (shape.n_train or 0)
         return ROUND_OVERHEAD_S + shape.n_features * (1.2e-7 + 1.1e-10 * memory)
+
+    @classmethod
+    def model_memory_mb(cls, params: dict, shape: StreamShape) -> float:
+        """Every training row in the memory, dense, with its squared norm and its label vector."""
+        return MB_PER_FLOAT * (shape.n_train or 0) * (shape.n_features + shape.n_labels + 1)
 
     @property
     def tie_rng(self) -> np.random.Generator | None:

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from olb.learners.base import Param, StreamShape
+from olb.learners.base import MB_PER_FLOAT, Param, StreamShape
 from olb.learners.neighbors.knn import VOTE_PARAMS, NeighborLearner
 from olb.learners.neighbors.memory import RowMemory, k_nearest, vote
 
@@ -150,6 +150,13 @@ class OML(NeighborLearner):
         """
         latent = params["latent_dim"] or math.ceil(shape.n_labels / 2)
         return super().cost_per_example_s(params, shape) + 1.1e-4 + 6.4e-9 * shape.n_labels * latent
+
+    @classmethod
+    def model_memory_mb(cls, params: dict, shape: StreamShape) -> float:
+        """kNN's memory, plus the least-squares fit of P (a d x d system) and P, V, Q (d x r, q x r, r x r)."""
+        latent = params["latent_dim"] or math.ceil(shape.n_labels / 2)
+        d, q = shape.n_features, shape.n_labels
+        return super().model_memory_mb(params, shape) + MB_PER_FLOAT * (2 * d * d + (d + q + latent) * latent)
 
     @classmethod
     def check_params(cls, params: dict, shape: StreamShape) -> list[str]:
