@@ -11,7 +11,8 @@ import math
 
 from omegaconf import DictConfig
 
-from olb.grid.backends import choose_backend, make_backend, memory_request_mb
+from olb.grid.backends import choose_backend, make_backend
+from olb.grid.backends.ray_base import memory_request_mb
 from olb.grid.plan import Cell, GridConfigError, Plan
 from olb.registry import get_algorithm
 
