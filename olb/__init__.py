@@ -1,32 +1,10 @@
 """olb: online boosting and online multi-label learning, reproducible at scale."""
 
-import os
-from pathlib import Path
-
 from olb.cache import use_private_numba_cache
+from olb.paths import conf_dir, conf_dirs, conf_file
 
 __version__ = "0.2.0"
-
-
-def conf_dir() -> Path:
-    """olb's own configuration directory (Hydra configs, the data set registry, the papers' values): ``conf/``
-    inside the package (in a checkout a link to the repository's ``conf/``; in an installed wheel the copy
-    shipped with it)."""
-    return Path(__file__).parent / "conf"
-
-
-def conf_dirs() -> list[Path]:
-    """The configuration search path, first match first: the directories named by ``$OLB_CONF_DIR`` (one, or
-    several joined by ``os.pathsep``), then olb's own :func:`conf_dir`. A directory of one's own holds only what
-    it adds or replaces (``dataset/NAME.yaml``, ``experiment/NAME.yaml``, ...); see docs/data.md."""
-    own = [Path(p).expanduser() for p in os.environ.get("OLB_CONF_DIR", "").split(os.pathsep) if p]
-    dirs = [*own, conf_dir()]
-    return [d for i, d in enumerate(dirs) if d.resolve() not in {e.resolve() for e in dirs[:i]}]
-
-
-def conf_file(relative: str) -> Path:
-    """The first ``relative`` file on the search path (:func:`conf_dirs`); olb's own when none has it."""
-    return next((d / relative for d in conf_dirs() if (d / relative).is_file()), conf_dir() / relative)
+__all__ = ["conf_dir", "conf_dirs", "conf_file", "__version__"]
 
 
 use_private_numba_cache()  # before any olb module imports numba

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from olb.data import dataset_names, dataset_spec, load_dataset
 from olb.grid import GridConfigError, compose
-from olb.grid.backends.ray_base import memory_request_mb
+from olb.grid.cost import memory_request_mb
 from olb.grid.messages import CellTask
 from olb.grid.backends.ray_local import LocalRayBackend
 from olb.grid.backends.ray_lost import lost_failure

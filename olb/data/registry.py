@@ -7,10 +7,10 @@ from pathlib import Path
 
 import yaml
 
-import olb
 from olb.data.dataset import Dataset
 from olb.data.errors import DataFormatError, UnknownDatasetError
 from olb.data.splits import SplitSpec
+from olb.paths import conf_dirs
 from olb.text import did_you_mean
 
 _COMMON_KEYS = ("name", "task", "format", "source", "files", "shape", "embedded", "quirks", "split")
@@ -96,8 +96,8 @@ class DatasetSpec:
 
 
 def registry_dirs() -> list[Path]:
-    """The registry's folders, first match first: ``dataset/`` of each config dir (:func:`olb.conf_dirs`)."""
-    return [d / "dataset" for d in olb.conf_dirs()]
+    """The registry's folders, first match first: ``dataset/`` of each config dir (:func:`olb.paths.conf_dirs`)."""
+    return [d / "dataset" for d in conf_dirs()]
 
 
 def dataset_names() -> list[str]:

@@ -18,13 +18,13 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from olb.grid.context import GridRun, Stages
-from olb.grid.cost import check_memory, choose, planned_memory_mb
+from olb.grid.cost import check_memory, planned_memory_mb
 from olb.grid.fanout import fan_out
 from olb.grid.finish import finish
 from olb.grid.messages import CellTask, GridOutcome, Status
 from olb.grid.plan import describe
 from olb.grid.recording import Recorder, resumed_outcomes
-from olb.grid.stages import cross_validate, grid_data_dir, plain_value, prepare, start_tracker_and_backend
+from olb.grid.stages import choose, cross_validate, grid_data_dir, plain_value, prepare, start_tracker_and_backend
 
 log = logging.getLogger("olb.grid")
 

@@ -11,8 +11,7 @@ import math
 
 from omegaconf import DictConfig
 
-from olb.grid.backends import choose_backend, make_backend
-from olb.grid.backends.ray_base import memory_request_mb
+from olb.grid.config import BackendConfig
 from olb.grid.plan import Cell, GridConfigError, Plan
 from olb.registry import get_algorithm
 
@@ -103,15 +102,6 @@ def planned_work(plan: Plan, unavailable=()) -> tuple[float, int]:
     return seconds, tasks
 
 
-def choose(cfg: DictConfig, plan: Plan, unavailable=()):
-    """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.backends.choose_backend) and why; the
-    cells of ``unavailable`` data sets are no work."""
-    work_s, n_tasks = planned_work(plan, unavailable)
-    name, reason = choose_backend(cfg.backend, work_s, n_tasks)
-    log.info("olb.grid: backend %s: %s", name, reason)
-    return make_backend(cfg.backend, name), reason
-
-
 def check_memory(cfg: DictConfig, plan: Plan, unavailable, backend) -> None:
     """On a started Ray backend: GridConfigError naming every cell whose predicted peak memory (times
     ``backend.memory_factor``) exceeds the largest node's memory, unless ``backend.refuse_oversized=false``."""
@@ -132,3 +122,9 @@ def check_memory(cfg: DictConfig, plan: Plan, unavailable, backend) -> None:
             "on a bigger node, lower backend.memory_factor, or set backend.refuse_oversized=false to run them "
             "anyway (each then asks for a whole node's memory)."
         )
+
+
+def memory_request_mb(predicted_mb: float, cfg: BackendConfig, limit_mb: float) -> float:
+    """What a cell asks Ray for: its predicted peak memory times ``backend.memory_factor``, at most ``limit_mb``
+    (the largest node's; a bigger cell runs only with ``backend.refuse_oversized=false``)."""
+    return min(predicted_mb * cfg.memory_factor, limit_mb)

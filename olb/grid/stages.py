@@ -10,6 +10,8 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from olb.data import dataset_names
+from olb.grid.backends import choose_backend, make_backend
+from olb.grid.cost import planned_work
 from olb.grid.datacheck import DataCheck, check_data
 from olb.grid.expand import collect_plan
 from olb.grid.fanout import fan_out
@@ -98,3 +100,12 @@ def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backen
             choice.reason,
         )
     return plan, choices, stats, unselected
+
+
+def choose(cfg: DictConfig, plan: Plan, unavailable=()):
+    """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.backends.choose_backend; the work is the cost model's, olb/grid/cost.py) and why; the
+    cells of ``unavailable`` data sets are no work."""
+    work_s, n_tasks = planned_work(plan, unavailable)
+    name, reason = choose_backend(cfg.backend, work_s, n_tasks)
+    log.info("olb.grid: backend %s: %s", name, reason)
+    return make_backend(cfg.backend, name), reason

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from olb.grid.backend import HEARTBEAT, Backend
 from olb.grid.backends.ray_lost import keep_logs, lost_failure
 from olb.grid.config import BackendConfig
+from olb.grid.cost import memory_request_mb
 from olb.grid.lost import RayLost, answers
 from olb.grid.messages import CellTask
 from olb.grid.worker import execute_cell
@@ -188,9 +189,3 @@ class RayBackend(Backend):
                     finished.append(lost_failure(task, err, self.cfg.max_retries, self._asked_mb(task)))
             refill()  # keep the workers busy while the driver records what finished
             yield from finished
-
-
-def memory_request_mb(predicted_mb: float, cfg: BackendConfig, limit_mb: float) -> float:
-    """What a cell asks Ray for: its predicted peak memory times ``backend.memory_factor``, at most ``limit_mb``
-    (the largest node's; a bigger cell runs only with ``backend.refuse_oversized=false``)."""
-    return min(predicted_mb * cfg.memory_factor, limit_mb)
