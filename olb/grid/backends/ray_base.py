@@ -21,11 +21,10 @@ from collections import deque
 from collections.abc import Iterator
 
 from olb.grid.backend import HEARTBEAT, Backend
-from olb.grid.backends.ray_lost import keep_logs, lost_failure
+from olb.grid.backends.ray_lost import keep_logs, lost_failure, predicted_mb
 from olb.grid.config import BackendConfig
 from olb.grid.cost import memory_request_mb
 from olb.grid.lost import RayLost, answers
-from olb.grid.messages import CellTask
 from olb.grid.worker import execute_cell
 
 # Token authentication (also to join a cluster), no usage statistics (nor their prompt), and no C++ failure
@@ -150,8 +149,7 @@ class RayBackend(Backend):
         return max((n["Resources"].get("memory", 0) for n in ray.nodes() if n["Alive"]), default=0) / 2**20
 
     def _asked_mb(self, task) -> float:
-        predicted = task.predicted_memory_mb if isinstance(task, CellTask) else task.get("predicted_memory_mb", 0.0)
-        return memory_request_mb(predicted, self.cfg, self.node_memory_mb)
+        return memory_request_mb(predicted_mb(task) or 0.0, self.cfg, self.node_memory_mb)
 
     def _submit(self, task):
         """Start one task on Ray (its per-task options are set here); its object ref. The task reserves its

@@ -58,11 +58,15 @@ def _oom_figures(message: str) -> tuple[float | None, float | None]:
     return (float(used.group(1)) * 1024 if used else None, int(limit.group(1)) / 2**20 if limit else None)
 
 
+def predicted_mb(task: CellTask | dict) -> float | None:
+    """The cost model's peak memory of a cell task, or of a cross-validation task (a dict); None if not given."""
+    return task.predicted_memory_mb if isinstance(task, CellTask) else task.get("predicted_memory_mb")
+
+
 def _memory_asked(task: CellTask | dict, asked_mb: float | None) -> str:
     """The killed cell's predicted memory and what it was allowed (its Ray request), and how to retry with more."""
-    predicted = task.predicted_memory_mb if isinstance(task, CellTask) else task.get("predicted_memory_mb")
     return (
-        f"predicted {_mb(predicted)}, allowed {_mb(asked_mb)} (its Ray request); "
+        f"predicted {_mb(predicted_mb(task))}, allowed {_mb(asked_mb)} (its Ray request); "
         "a rerun with a larger backend.memory_factor asks for more"
     )
 
