@@ -274,6 +274,26 @@ def test_sparse_rows_and_dense_rows_agree(load):
     np.testing.assert_array_equal(ds.rows(5), ds.rows([5]))
 
 
+def test_single_sparse_rows_are_read_from_the_csr_arrays_as_scipy_would():
+    """One row at a time (the protocol's hot path) skips scipy's row indexing: the same values, dtype and sparsity
+    as scipy gives, for an empty row, the last row, a negative index and a matrix with duplicate entries."""
+    import scipy.sparse as sp
+
+    from olb.data.dataset import Dataset
+
+    X = sp.random_array((6, 9), density=0.3, format="csr", random_state=0)
+    X = sp.csr_array(X.multiply(np.arange(6)[:, None] != 2))  # row 2 empty
+    duplicated = sp.csr_array((np.array([1.0, 2.0]), np.array([4, 4]), np.array([0, 2, 2])), shape=(2, 9))
+    for matrix in (X, duplicated):
+        ds = Dataset("toy", matrix, np.zeros((matrix.shape[0], 1), np.int8), "multilabel", None, ("y",))
+        for i in (*range(matrix.shape[0]), -1):
+            expected = matrix[[i]]
+            np.testing.assert_array_equal(ds.rows(i), expected.toarray())
+            assert ds.rows(i).dtype == np.float64
+            got = ds.sparse_rows(i)
+            assert got.shape == (1, 9) and (got != expected).nnz == 0 and got.nnz == expected.nnz, i
+
+
 def test_several_data_dirs_are_searched_in_order(tmp_path, data_dir, monkeypatch):
     monkeypatch.delenv("OLB_DATA_DIR", raising=False)
     empty = tmp_path / "mine"

@@ -70,6 +70,7 @@ def _decide(class_0, class_1, regrouped=False):
         np.array([np.log(2.0)]),
         np.array([0.05]),
         regrouped,
+        *vfdt_core.pairwise_plan(2),
     )
     assert usable[0, 0]
     return per_feature[0, 0], bool(splits[0])
@@ -90,7 +91,7 @@ def _evaluate_every_leaf(forest, regrouped):
     stats = (forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max)
     out = vfdt_core.evaluate_splits(
         leaves, trees, *args, *stats, forest._fractions, 1e-12, 0.01, forest._eps_factor,
-        forest._ln_inv_delta, forest.tau, regrouped,
+        forest._ln_inv_delta, forest.tau, regrouped, *forest._label_sum_plan,
     )  # fmt: skip
     return out[4], out[5], out[3]
 
@@ -125,10 +126,10 @@ def test_split_entropy_is_checked_and_named_as_a_weak_learner():
         VFDTForest(2, 3, 2, split_entropy="fast")
     assert make_weak_learners("vfdt", 2, 3, 2, 3, None, 0).split_entropy == "exact"
     assert make_weak_learners("vfdt_regrouped", 2, 3, 2, 3, None, 0).split_entropy == "regrouped"
-    terms, every = np.empty(3), np.arange(3)
-    assert vfdt_core._entropy(np.array([1.0, 1.0, 2.0]), 4.0, terms, every, 3) == pytest.approx(1.5)
-    assert vfdt_core._entropy(np.array([2.0, 0.0, 2.0]), 4.0, terms, every, 3) == 1.0  # a zero share adds nothing
-    assert vfdt_core._entropy(np.zeros(3), 0.0, terms, every, 3) == 0.0
+    terms, every, plan, scratch = np.empty(3), np.arange(3), vfdt_core.pairwise_plan(3), np.empty(10)
+    assert vfdt_core._entropy(np.array([1.0, 1.0, 2.0]), 4.0, terms, every, 3, plan, scratch) == pytest.approx(1.5)
+    assert vfdt_core._entropy(np.array([2.0, 0.0, 2.0]), 4.0, terms, every, 3, plan, scratch) == 1.0  # 0 adds 0
+    assert vfdt_core._entropy(np.zeros(3), 0.0, terms, every, 3, plan, scratch) == 0.0
 
 
 def test_compiled_sums_add_in_numpys_order_bit_for_bit():
@@ -136,6 +137,22 @@ def test_compiled_sums_add_in_numpys_order_bit_for_bit():
     for n in [*range(1, 300), 1000, 4099]:
         a = rng.random(n) * 10.0 ** rng.integers(-8, 8, n)
         assert vfdt_core.pairwise_sum(a, 0, n) == a.sum(), n
+
+
+def test_sparse_sums_add_the_nonzero_entries_in_numpys_order_bit_for_bit():
+    """The split attempts sum only a leaf's labels with weight: the same bits as numpy's sum of the whole array
+    with zeros elsewhere, for every length's blocks (one block, several, a tail of fewer than 8) and density."""
+    rng = np.random.default_rng(1)
+    for n in [*range(1, 140), 159, 256, 374, 983, 4099]:
+        plan = vfdt_core.pairwise_plan(n)
+        scratch = np.empty(8 + 2 * len(plan[0]))
+        for density in (0.02, 0.3, 1.0):
+            a = np.where(rng.random(n) < density, rng.random(n) * 10.0 ** rng.integers(-8, 8, n), 0.0)
+            a[(rng.random(n) < 0.1) & (a != 0)] *= -1.0  # mixed signs; no -0.0 (the sums' condition)
+            positions = np.flatnonzero(rng.random(n) < 0.5) if density < 1 else np.arange(n)
+            positions = np.union1d(positions, np.flatnonzero(a)).astype(np.int64)  # may hold zeros too
+            total = vfdt_core._sparse_sum(a[positions], positions, len(positions), *plan, scratch)
+            assert total == a.sum() and np.signbit(total) == np.signbit(a.sum()), (n, density)
 
 
 def test_compiled_normal_cdf_is_scipys_bit_for_bit():

@@ -120,6 +120,7 @@ class VFDTForest(WeakLearners):
         self._ln_inv_delta = np.log(1.0 / self.delta)
         self._fractions = np.arange(1, _N_THRESHOLDS + 1) / (_N_THRESHOLDS + 1)
         self._eps_factor = np.array([np.log2(c) ** 2 if c >= 2 else 0.0 for c in range(n_labels + 1)])
+        self._label_sum_plan = vfdt_core.pairwise_plan(n_labels)
         self._d = self.covariates.shape[1]
         self._init_storage(capacity=4 * N)
         self._round_leaves: tuple[np.ndarray, np.ndarray] | None = None  # (x, leaves) of the round's prediction
@@ -281,18 +282,15 @@ class VFDTForest(WeakLearners):
     def _attempt_splits(self, leaves: np.ndarray, trees: np.ndarray) -> None:
         """Evaluate the candidate splits of ``leaves`` (of ``trees``) and split where the Hoeffding test says so
         (compiled)."""
-        splits, feature, tied, _, per_feature, best_t, best_left, best_right, thresholds = vfdt_core.evaluate_splits(
+        stats = (self.g_weight, self.g_mean, self.g_m2, self.g_min, self.g_max)
+        splits, feature, tied, _, per_feature, best_t, thresholds = vfdt_core.evaluate_splits(
             leaves,
             trees,
             self.slot,
             self.pair_of,
             self.class_mass,
             self.seen,
-            self.g_weight,
-            self.g_mean,
-            self.g_m2,
-            self.g_min,
-            self.g_max,
+            *stats,
             self._fractions,
             _MIN_VARIANCE,
             _MIN_BRANCH_FRACTION,
@@ -300,12 +298,16 @@ class VFDTForest(WeakLearners):
             self._ln_inv_delta,
             self.tau,
             self.split_entropy == "regrouped",
+            *self._label_sum_plan,
         )
         for b in np.flatnonzero(splits & tied):
             feature[b] = np.argsort(per_feature[b])[::-1][0]  # numpy's choice among tied features
         n_splits = int(splits.sum())
         if not n_splits:
             return
+        branch_left, branch_right = vfdt_core.branch_masses(
+            splits, leaves, feature, best_t, thresholds, self.slot, self.pair_of, *stats, _MIN_VARIANCE
+        )
         while self.n_nodes + 2 * n_splits > len(self.split_feature):
             self._grow(self._NODE_ARRAYS)
         while self.n_slots + n_splits > len(self.pair_of):
@@ -316,8 +318,8 @@ class VFDTForest(WeakLearners):
             best_t,
             leaves,
             thresholds,
-            best_left,
-            best_right,
+            branch_left,
+            branch_right,
             self.n_nodes,
             self.n_slots,
             self.split_feature,

@@ -222,6 +222,47 @@ def pairwise_sum(a, start, n):  # pragma: no cover - compiled
     return result
 
 
+def pairwise_plan(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The shape of :func:`pairwise_sum` over n values, for :func:`planned_sum`: its blocks of at most 128
+    values (starts, lengths, left to right) and the order in which their sums are added, in postfix
+    (``i >= 0``: push block i's sum; -1: replace the top two by their sum, left + right)."""
+    starts: list[int] = []
+    lengths: list[int] = []
+    ops: list[int] = []
+
+    def visit(start: int, size: int) -> None:
+        if size <= 128:
+            ops.append(len(starts))
+            starts.append(start)
+            lengths.append(size)
+            return
+        half = size // 2
+        half -= half % 8
+        visit(start, half)
+        visit(start + half, size - half)
+        ops.append(-1)
+
+    visit(0, n)
+    return np.array(starts, np.int64), np.array(lengths, np.int64), np.array(ops, np.int64)
+
+
+@njit(cache=True, nogil=True)
+def planned_sum(a, plan_starts, plan_lengths, plan_ops, stack):  # pragma: no cover - compiled
+    """:func:`pairwise_sum` of all of ``a`` by its :func:`pairwise_plan` (len(a)), without allocating: ``stack``
+    holds at least as many values as the plan has blocks."""
+    if plan_starts.shape[0] == 1:
+        return _block_sum(a, 0, a.shape[0])
+    top = -1
+    for op in plan_ops:
+        if op >= 0:
+            top += 1
+            stack[top] = _block_sum(a, plan_starts[op], plan_lengths[op])
+        else:
+            stack[top - 1] = stack[top - 1] + stack[top]
+            top -= 1
+    return stack[0]
+
+
 @njit(cache=True, nogil=True)
 def evaluate_splits(
     leaves,
@@ -242,6 +283,9 @@ def evaluate_splits(
     ln_inv_delta,
     tau,
     regrouped,
+    plan_starts,
+    plan_lengths,
+    plan_ops,
 ):  # pragma: no cover - compiled
     """Every candidate split of every leaf, its information gain, and the Hoeffding test of each leaf, in one pass.
 
@@ -251,12 +295,14 @@ def evaluate_splits(
     more than ``min_branch_fraction`` of the weight; the leaf splits when best - second best > eps or eps < tau,
     eps = sqrt(log2(#classes)^2 ln(1/delta) / (2 n)), n the leaf's weight.
 
-    ``regrouped`` scores the candidates with the branch entropies regrouped (:func:`_regrouped_candidate`):
-    the same merits up to rounding, not bit-identical to the default (:func:`_candidate`).
+    Sums over the k classes are numpy's pairwise sums (``plan_*``: :func:`pairwise_plan` (k)). ``regrouped``
+    scores the candidates with the branch entropies regrouped (:func:`_regrouped_merit`): the same merits up to
+    rounding, not bit-identical to the default (:func:`_merit`).
 
     Returns per leaf whether it splits, the best feature, whether the best merit is tied across features (then
     the caller picks the feature as numpy's argsort would), and per (leaf, covariate): whether it has candidates,
-    the merit, index and class masses left and right of its best threshold; and the thresholds (L, d', T).
+    the merit and index of its best threshold; and the thresholds (L, d', T). The masses a split hands to its
+    children are :func:`branch_masses`'.
     """
     n_leaves, n_thr = leaves.shape[0], fractions.shape[0]
     d, k = g_weight.shape[1], class_mass.shape[1]
@@ -267,22 +313,19 @@ def evaluate_splits(
     best_feature = np.zeros(n_leaves, np.int64)
     best_threshold = np.zeros((n_leaves, d), np.int64)
     per_feature = np.full((n_leaves, d), -np.inf)
-    best_left = np.empty((n_leaves, d, k))  # read only where the covariate is usable
-    best_right = np.empty((n_leaves, d, k))
-    left, right, terms = np.empty(k), np.empty(k), np.empty(k)
-    every = np.arange(k)
+    left, right, terms = np.zeros(k), np.zeros(k), np.zeros(k)
+    plan = (plan_starts, plan_lengths, plan_ops, np.empty(plan_starts.shape[0]))
     # the covariate's labels with weight (the others have 0 on both sides of every threshold), gathered once per
-    # covariate into contiguous arrays: label, weight, mean, sigma, min, max
-    active = np.empty(k, np.int64)
+    # covariate into contiguous arrays: label, weight, mean, sigma, min, max; their masses left of every threshold
+    active, nonzero = np.empty(k, np.int64), np.empty(k, np.int64)
     a_weight, a_mean, a_sigma, a_min, a_max = np.empty(k), np.empty(k), np.empty(k), np.empty(k), np.empty(k)
+    a_left = np.empty((n_thr, k))
     a_wlog = np.empty(k)  # W log2 W, the term of a label wholly on one side (regrouped only)
-    left[:] = 0.0
-    right[:] = 0.0
     for b in range(n_leaves):
         leaf = leaves[b]
         s = slot[leaf]
         n_weight = pairwise_sum(class_mass[leaf], 0, k)
-        pre = _entropy(class_mass[leaf], n_weight, terms, every, k)
+        pre = _entropy(class_mass[leaf], n_weight, terms, np.arange(k), k, nonzero, plan)
         terms[:] = 0.0  # from here on, only the active labels' terms are written
         for f in range(d):
             n_active = 0
@@ -300,43 +343,26 @@ def evaluate_splits(
                     if regrouped:
                         a_wlog[n_active] = W * math.log2(W)
                     n_active += 1
-            if hi > lo:
-                usable[b, f] = True
+            if not hi > lo:
+                continue
+            usable[b, f] = True
+            t = thresholds[b, f]
+            for j in range(n_thr):
+                t[j] = lo + (hi - lo) * fractions[j]
+            if regrouped:
                 for j in range(n_thr):
-                    t = thresholds[b, f, j] = lo + (hi - lo) * fractions[j]
-                    if regrouped:
-                        _regrouped_candidate(
-                            b, f, j, t, left, right, active, n_active, a_weight, a_mean, a_sigma, a_min, a_max,
-                            a_wlog, pre, min_branch_fraction, per_feature, best_threshold, best_left, best_right,
-                        )  # fmt: skip
-                        continue
-                    for a in range(n_active):
-                        W = a_weight[a]
-                        m = 0.0
-                        if not t < a_min[a]:
-                            if t > a_max[a]:
-                                m = W
-                            else:
-                                m = W * ndtr((t - a_mean[a]) / a_sigma[a])
-                        left[active[a]] = m
-                        right[active[a]] = W - m
-                    _candidate(
-                        b,
-                        f,
-                        j,
-                        k,
-                        left,
-                        right,
-                        active,
-                        n_active,
-                        pre,
-                        terms,
-                        min_branch_fraction,
-                        per_feature,
-                        best_threshold,
-                        best_left,
-                        best_right,
+                    merit = _regrouped_merit(
+                        t[j], n_active, a_weight, a_mean, a_sigma, a_min, a_max, a_wlog, pre, min_branch_fraction
                     )
+                    _keep(b, f, j, merit, per_feature, best_threshold)
+                continue
+            _masses_left(t, n_active, a_weight, a_mean, a_sigma, a_min, a_max, a_left)
+            for j in range(n_thr):
+                for a in range(n_active):
+                    left[active[a]] = a_left[j, a]
+                    right[active[a]] = a_weight[a] - a_left[j, a]
+                merit = _merit(left, right, terms, active, n_active, nonzero, pre, min_branch_fraction, plan)
+                _keep(b, f, j, merit, per_feature, best_threshold)
             for a in range(n_active):  # back to zeros for the next covariate
                 left[active[a]] = right[active[a]] = terms[active[a]] = 0.0
 
@@ -359,65 +385,92 @@ def evaluate_splits(
             n_classes += seen[leaf, c]
         eps = np.sqrt(eps_factor[max(n_classes, 2)] * ln_inv_delta[trees[b]] / (2.0 * n_weight))
         splits[b] = best - second > eps or eps < tau[trees[b]]
-    return splits, best_feature, tied, usable, per_feature, best_threshold, best_left, best_right, thresholds
+    return splits, best_feature, tied, usable, per_feature, best_threshold, thresholds
 
 
 @njit(cache=True, nogil=True)
-def _candidate(
-    b,
-    f,
-    j,
-    k,
-    left,
-    right,
-    active,
-    n_active,
-    pre,
-    terms,
-    min_branch_fraction,
-    per_feature,
-    best_threshold,
-    best_left,
-    best_right,
-):  # pragma: no cover - compiled
-    """Score candidate j of covariate f of leaf b from its branch masses (only ``active`` labels nonzero) and keep
-    it if it is the covariate's best so far: merit = prior entropy - weighted branch entropies, -inf unless both
-    branches hold enough weight."""
-    wl = pairwise_sum(left, 0, k)
-    wr = pairwise_sum(right, 0, k)
-    merit = -np.inf
-    if _two_branches(wl, wr, min_branch_fraction):
-        total = wl + wr
-        h_left = _entropy(left, wl, terms, active, n_active)
-        h_right = _entropy(right, wr, terms, active, n_active)
-        merit = pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
-    _keep(b, f, j, merit, left, right, per_feature, best_threshold, best_left, best_right)
+def _masses_left(t, n_active, a_weight, a_mean, a_sigma, a_min, a_max, out):  # pragma: no cover - compiled
+    """Each class's weight left of each threshold (``out[j, a]``, as :func:`_mass_left`), class by class: the
+    thresholds below its smallest value, those within its range, those above its largest (t increases), so
+    that the loops do not branch on the data."""
+    n_thr = t.shape[0]
+    for a in range(n_active):
+        below = within = 0
+        for j in range(n_thr):
+            below += t[j] < a_min[a]
+            within += t[j] <= a_max[a]
+        W = a_weight[a]
+        for j in range(below):
+            out[j, a] = 0.0
+        for j in range(below, within):
+            out[j, a] = W * ndtr((t[j] - a_mean[a]) / a_sigma[a])
+        for j in range(within, n_thr):
+            out[j, a] = W
 
 
 @njit(cache=True, nogil=True)
-def _regrouped_candidate(
-    b,
-    f,
-    j,
-    t,
-    left,
-    right,
-    active,
-    n_active,
-    a_weight,
-    a_mean,
-    a_sigma,
-    a_min,
-    a_max,
-    a_wlog,
-    pre,
-    min_branch_fraction,
-    per_feature,
-    best_threshold,
-    best_left,
-    best_right,
+def _keep(b, f, j, merit, per_feature, best_threshold):  # pragma: no cover - compiled
+    """Keep candidate j as covariate f's best of leaf b if its merit beats the best so far (or it is the first)."""
+    if merit > per_feature[b, f] or j == 0:
+        per_feature[b, f] = merit
+        best_threshold[b, f] = j
+
+
+@njit(cache=True, nogil=True)
+def _mass_left(t, W, mean, sigma, smallest, largest):  # pragma: no cover - compiled
+    """A class's weight left of threshold t: W Phi((t - mean) / sigma), none below its smallest value, all above
+    its largest."""
+    if t < smallest:
+        return 0.0
+    if t > largest:
+        return W
+    return W * ndtr((t - mean) / sigma)
+
+
+@njit(cache=True, nogil=True)
+def branch_masses(
+    splits, leaves, feature, best_threshold, thresholds, slot, pair_of, g_weight, g_mean, g_m2, g_min, g_max,
+    min_variance,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The class masses (L, k) left and right of the chosen threshold of every splitting leaf (``splits``), on
+    covariate ``feature[b]``: the very numbers :func:`evaluate_splits` scored it with."""
+    n_leaves, k = leaves.shape[0], pair_of.shape[1]
+    left, right = np.zeros((n_leaves, k)), np.zeros((n_leaves, k))
+    for b in range(n_leaves):
+        if not splits[b]:
+            continue
+        s, f = slot[leaves[b]], feature[b]
+        t = thresholds[b, f, best_threshold[b, f]]
+        for c in range(k):
+            p = pair_of[s, c]
+            if p >= 0 and g_weight[p, f] > 0:
+                W = g_weight[p, f]
+                sigma = np.sqrt(max(g_m2[p, f] / W, min_variance))
+                left[b, c] = _mass_left(t, W, g_mean[p, f], sigma, g_min[p, f], g_max[p, f])
+                right[b, c] = W - left[b, c]
+    return left, right
+
+
+@njit(cache=True, nogil=True)
+def _merit(left, right, terms, active, n_active, nonzero, pre, min_branch_fraction, plan):  # pragma: no cover
+    """Information gain of a candidate from its branch masses ``left``/``right`` (k; only the classes
+    ``active[:n_active]`` may be nonzero): prior entropy - weighted branch entropies, -inf unless both branches
+    hold enough weight."""
+    wl = planned_sum(left, *plan)
+    wr = planned_sum(right, *plan)
+    if not _two_branches(wl, wr, min_branch_fraction):
+        return -np.inf
+    total = wl + wr
+    h_left = _entropy(left, wl, terms, active, n_active, nonzero, plan)
+    h_right = _entropy(right, wr, terms, active, n_active, nonzero, plan)
+    return pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
+
+
+@njit(cache=True, nogil=True)
+def _regrouped_merit(
+    t, n_active, a_weight, a_mean, a_sigma, a_min, a_max, a_wlog, pre, min_branch_fraction
 ):  # pragma: no cover - compiled
-    """:func:`_candidate` with each branch entropy regrouped as H = log2 w - sum_c m_c log2 m_c / w, so that the
+    """:func:`_merit` with each branch entropy regrouped as H = log2 w - sum_c m_c log2 m_c / w, so that the
     merit is pre - (w_l log2 w_l - S_l + w_r log2 w_r - S_r) / (w_l + w_r), S = sum_c m_c log2 m_c: one pass over
     the active labels, no division per label, and a label wholly on one side of t adds its precomputed
     W log2 W (``a_wlog``) without a logarithm. Equal to the default up to rounding (sums in label order)."""
@@ -437,24 +490,11 @@ def _regrouped_candidate(
                 sl += m * math.log2(m)
             if r > 0.0:
                 sr += r * math.log2(r)
-        left[active[a]] = m
-        right[active[a]] = W - m
         wl += m
         wr += W - m
-    merit = -np.inf
-    if _two_branches(wl, wr, min_branch_fraction):
-        merit = pre - (wl * math.log2(wl) - sl + wr * math.log2(wr) - sr) / (wl + wr)
-    _keep(b, f, j, merit, left, right, per_feature, best_threshold, best_left, best_right)
-
-
-@njit(cache=True, nogil=True)
-def _keep(b, f, j, merit, left, right, per_feature, best_threshold, best_left, best_right):  # pragma: no cover
-    """Keep candidate j as covariate f's best of leaf b if its merit beats the best so far (or it is the first)."""
-    if merit > per_feature[b, f] or j == 0:
-        per_feature[b, f] = merit
-        best_threshold[b, f] = j
-        best_left[b, f] = left
-        best_right[b, f] = right
+    if not _two_branches(wl, wr, min_branch_fraction):
+        return -np.inf
+    return pre - (wl * math.log2(wl) - sl + wr * math.log2(wr) - sr) / (wl + wr)
 
 
 @njit(cache=True, nogil=True)
@@ -465,18 +505,25 @@ def _two_branches(wl, wr, min_branch_fraction):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _entropy(mass, total, terms, labels, n_labels):  # pragma: no cover - compiled
-    """Entropy in bits of the class shares mass / total (0 if the total is 0), summed in numpy's order over all
-    classes. Only the classes ``labels[:n_labels]`` may have mass: their terms are written into ``terms``, whose
-    other entries must be 0. A zero mass adds 0 without a division (its share 0 / total would be 0)."""
+def _entropy(mass, total, terms, labels, n_labels, nonzero, plan):  # pragma: no cover - compiled
+    """Entropy in bits of the class shares mass / total (0 if the total is 0), summed in numpy's order over all k
+    classes (``plan``: :func:`pairwise_plan` (k) and room for its sums). Only the classes ``labels[:n_labels]``
+    may have mass: their terms are written into ``terms``, whose other entries must be 0. A zero mass adds 0
+    without a division (its share 0 / total would be 0); the classes with mass are listed first (in ``nonzero``,
+    without a branch), so that the loop that takes logarithms does not branch on the data either."""
+    n_nonzero = 0
     for a in range(n_labels):
         c = labels[a]
         terms[c] = 0.0
-        if total > 0 and mass[c] != 0.0:
+        nonzero[n_nonzero] = c
+        n_nonzero += mass[c] != 0.0
+    if total > 0:
+        for i in range(n_nonzero):
+            c = nonzero[i]
             p = mass[c] / total
             if p > 0:
                 terms[c] = p * math.log2(p)
-    return -pairwise_sum(terms, 0, mass.shape[0])
+    return -planned_sum(terms, *plan)
 
 
 @njit(cache=True, nogil=True)
@@ -486,8 +533,8 @@ def apply_splits(
     best_threshold,
     leaves,
     thresholds,
-    best_left,
-    best_right,
+    branch_left,
+    branch_right,
     n_nodes,
     n_slots,
     split_feature,
@@ -510,8 +557,8 @@ def apply_splits(
 ):  # pragma: no cover - compiled
     """Split every leaf ``leaves[b]`` with ``splits[b]`` on covariate ``feature[b]`` at its best threshold.
 
-    Its children are the next two nodes (left first), holding that threshold's branch masses (``best_left`` and
-    ``best_right`` per leaf and covariate, from :func:`evaluate_splits`); the left child
+    Its children are the next two nodes (left first), holding that threshold's branch masses (``branch_left``
+    and ``branch_right`` per leaf, from :func:`branch_masses`); the left child
     takes the leaf's slot of Gaussian statistics, cleared (its pool rows zeroed and freed), the right child the
     next unused slot. Missing values will go to the heavier child. The arrays must have room for the new nodes
     and slots (the caller grows them; an unused slot maps no label: ``pair_of`` -1).
@@ -534,7 +581,7 @@ def apply_splits(
                 free_pairs[pairs[1]] = p
                 pairs[1] += 1
                 pair_of[s, c] = -1
-        for child, mass, child_slot in ((n_nodes, best_left[b, f], s), (n_nodes + 1, best_right[b, f], n_slots)):
+        for child, mass, child_slot in ((n_nodes, branch_left[b], s), (n_nodes + 1, branch_right[b], n_slots)):
             slot[child] = child_slot
             for c in range(k):
                 class_mass[child, c] = mass[c]
