@@ -126,10 +126,11 @@ def test_split_entropy_is_checked_and_named_as_a_weak_learner():
         VFDTForest(2, 3, 2, split_entropy="fast")
     assert make_weak_learners("vfdt", 2, 3, 2, 3, None, 0).split_entropy == "exact"
     assert make_weak_learners("vfdt_regrouped", 2, 3, 2, 3, None, 0).split_entropy == "regrouped"
-    terms, every, plan, scratch = np.empty(3), np.arange(3), vfdt_core.pairwise_plan(3), np.empty(10)
-    assert vfdt_core._entropy(np.array([1.0, 1.0, 2.0]), 4.0, terms, every, 3, plan, scratch) == pytest.approx(1.5)
-    assert vfdt_core._entropy(np.array([2.0, 0.0, 2.0]), 4.0, terms, every, 3, plan, scratch) == 1.0  # 0 adds 0
-    assert vfdt_core._entropy(np.zeros(3), 0.0, terms, every, 3, plan, scratch) == 0.0
+    terms, every, nonzero = np.empty(3), np.arange(3), np.empty(3, np.int64)
+    plan = (*vfdt_core.pairwise_plan(3), np.empty(1))
+    assert vfdt_core._entropy(np.array([1.0, 1.0, 2.0]), 4.0, terms, every, 3, nonzero, plan) == pytest.approx(1.5)
+    assert vfdt_core._entropy(np.array([2.0, 0.0, 2.0]), 4.0, terms, every, 3, nonzero, plan) == 1.0  # 0 adds 0
+    assert vfdt_core._entropy(np.zeros(3), 0.0, terms, every, 3, nonzero, plan) == 0.0
 
 
 def test_compiled_sums_add_in_numpys_order_bit_for_bit():
@@ -139,20 +140,15 @@ def test_compiled_sums_add_in_numpys_order_bit_for_bit():
         assert vfdt_core.pairwise_sum(a, 0, n) == a.sum(), n
 
 
-def test_sparse_sums_add_the_nonzero_entries_in_numpys_order_bit_for_bit():
-    """The split attempts sum only a leaf's labels with weight: the same bits as numpy's sum of the whole array
-    with zeros elsewhere, for every length's blocks (one block, several, a tail of fewer than 8) and density."""
+def test_planned_sums_add_in_numpys_order_bit_for_bit():
+    """The split attempts sum over the k labels by a plan made once per forest (no allocation per sum): the same
+    bits as numpy's sum, for one block, several, and a tail of fewer than 8 values."""
     rng = np.random.default_rng(1)
     for n in [*range(1, 140), 159, 256, 374, 983, 4099]:
-        plan = vfdt_core.pairwise_plan(n)
-        scratch = np.empty(8 + 2 * len(plan[0]))
-        for density in (0.02, 0.3, 1.0):
-            a = np.where(rng.random(n) < density, rng.random(n) * 10.0 ** rng.integers(-8, 8, n), 0.0)
-            a[(rng.random(n) < 0.1) & (a != 0)] *= -1.0  # mixed signs; no -0.0 (the sums' condition)
-            positions = np.flatnonzero(rng.random(n) < 0.5) if density < 1 else np.arange(n)
-            positions = np.union1d(positions, np.flatnonzero(a)).astype(np.int64)  # may hold zeros too
-            total = vfdt_core._sparse_sum(a[positions], positions, len(positions), *plan, scratch)
-            assert total == a.sum() and np.signbit(total) == np.signbit(a.sum()), (n, density)
+        starts, lengths, ops = vfdt_core.pairwise_plan(n)
+        assert lengths.sum() == n and (lengths <= 128).all() and len(ops) == 2 * len(starts) - 1
+        a = rng.random(n) * 10.0 ** rng.integers(-8, 8, n) * np.where(rng.random(n) < 0.2, -1.0, 1.0)
+        assert vfdt_core.planned_sum(a, starts, lengths, ops, np.empty(len(starts))) == a.sum(), n
 
 
 def test_compiled_normal_cdf_is_scipys_bit_for_bit():
