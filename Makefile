@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast lint bench clean
+.PHONY: setup demo test test-fast test-any-cpu lint bench clean
 
 setup: $(STAMP)
 
@@ -24,6 +24,13 @@ test: setup
 # everything but the end-to-end tests (Ray start-ups, CLI subprocesses, servers, browsers, Slurm, wheel builds)
 test-fast: setup
 	$(PY) -m pytest -m "not e2e"
+
+# the bit-exact tests with the library code an x86-64 CPU without AVX2, FMA or AVX-512 gets (tests/any_cpu.py:
+# glibc's libm, numpy's dispatch, OpenBLAS's kernel): a result must not depend on the CPU (docs/speed.md)
+BIT_EXACT_TESTS := tests/regression tests/test_vfdt.py tests/test_rounds.py tests/test_olansgd.py tests/test_alt_learners.py
+
+test-any-cpu: setup
+	eval "$$($(PY) tests/any_cpu.py)" && $(PY) -m pytest -m "not e2e" $(BIT_EXACT_TESTS)
 
 # ruff's lint and format checks and mypy's type check (configured in pyproject.toml); CI runs them before the tests
 lint: setup

@@ -1,4 +1,4 @@
-"""References for the compiled kernels that give the same bits on every x86-64 processor.
+"""References for the compiled kernels that hold on every x86-64 processor.
 
 numpy picks its ``exp`` by the processor's SIMD extensions (its AVX-512 ``exp`` differs from the C library's in
 about 5% of values) and OpenBLAS its ``dgemm`` kernel by the processor (with or without fused multiply-adds), so a
@@ -7,7 +7,8 @@ numpy expression is no reference for bit-exact tests. The kernels call the C lib
 :func:`libm_exp` and :func:`libm_fma` call them through Python. numpy's sums (pairwise), cumulative sums, ``einsum``,
 ``sqrt``, ``clip`` and element-wise arithmetic stay valid references: numpy runs them in a fixed order with one
 rounding per operation on every x86-64 processor. So do scipy's ``expit`` and ``ndtr``: the kernels bind these very
-C functions (scipy compiles them once, with no dispatch by processor).
+C functions (scipy compiles them once, with no dispatch by processor; the C library's ``exp`` they call is picked by
+the processor, but it is the same code for the kernel and its reference: ``docs/speed.md``, "On other CPUs").
 """
 
 from __future__ import annotations

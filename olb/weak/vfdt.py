@@ -80,6 +80,9 @@ class VFDTForest(WeakLearners):
         as before; ``"regrouped"`` with H = log2 w - sum m log2 m / w, faster and equal up to rounding, so
         near-tied candidates may rank differently (``docs/speed.md``).
     seed : fixes every random draw.
+
+    A leaf whose best merit is exactly tied across covariates splits on the lowest tied covariate index (numpy's
+    ``argsort``, used before, orders ties by the CPU's SIMD extensions).
     """
 
     def __init__(
@@ -301,7 +304,7 @@ class VFDTForest(WeakLearners):
             *self._label_sum_plan,
         )
         for b in np.flatnonzero(splits & tied):
-            feature[b] = np.argsort(per_feature[b])[::-1][0]  # numpy's choice among tied features
+            feature[b] = np.flatnonzero(per_feature[b] == per_feature[b].max())[0]  # lowest tied index
         n_splits = int(splits.sum())
         if not n_splits:
             return

@@ -85,6 +85,15 @@ CASES = [
 def compute(case: dict, data_dir=None) -> dict:
     """The cell's metrics and its learning curve every 20 examples (the curve pins the predictions along the way);
     for the row-loop learners also a fingerprint of the final model (:func:`model_fingerprint`)."""
+    stream, learner = run_keeping_learner(case, data_dir)
+    result = {"metrics": dict(stream.metrics), "curve": [float(v) for v in stream.curve["value"]]}
+    if case["algorithm"] in MODEL_PINNED:
+        result["model"] = model_fingerprint(learner)
+    return result
+
+
+def run_keeping_learner(case: dict, data_dir=None, curve_every: int = 20):
+    """Run the cell ``case`` (``CellSpec`` keyword arguments); return its stream result and its final learner."""
     import olb.protocol
     from olb.run import CellSpec, run_cell
 
@@ -97,13 +106,10 @@ def compute(case: dict, data_dir=None) -> dict:
 
     olb.protocol.run_stream = keeping_learner  # run_cell imports it at call time
     try:
-        stream = run_cell(CellSpec(data_dir=data_dir, curve_every=20, **case)).stream
+        stream = run_cell(CellSpec(data_dir=data_dir, curve_every=curve_every, **case)).stream
     finally:
         olb.protocol.run_stream = run_stream
-    result = {"metrics": dict(stream.metrics), "curve": [float(v) for v in stream.curve["value"]]}
-    if case["algorithm"] in MODEL_PINNED:
-        result["model"] = model_fingerprint(learners[0])
-    return result
+    return stream, learners[0]
 
 
 # Learners whose final model is pinned bit for bit (metrics and curves barely see a model's last bits). Not the
@@ -112,9 +118,11 @@ def compute(case: dict, data_dir=None) -> dict:
 MODEL_PINNED = ("falt", "salt", "pa1_br", "pa2_br", "olansgd_star")
 
 
-def model_fingerprint(learner) -> str:
-    """sha256 of the learner's float arrays (its own attributes and those of the objects it holds), by name; an
-    object with an integer ``size`` (a store with spare capacity) contributes its first ``size`` rows only."""
+def model_fingerprint(learner, kinds: str = "f") -> str:
+    """sha256 of the learner's arrays of the dtype kinds ``kinds`` (float by default; e.g. ``"fiub"`` adds the
+    integer and boolean ones, a tree's structure) among its own attributes and those of the objects it holds, by
+    name; an object with a length or an integer ``size`` (a store with spare capacity) contributes that many
+    first rows only."""
     import hashlib
 
     import numpy as np
@@ -122,9 +130,9 @@ def model_fingerprint(learner) -> str:
     digest = hashlib.sha256()
 
     def visit(obj, prefix, depth):
-        used = getattr(obj, "size", None)
+        used = len(obj) if hasattr(obj, "__len__") else getattr(obj, "size", None)
         for name, value in sorted(vars(obj).items()):
-            if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            if isinstance(value, np.ndarray) and value.dtype.kind in kinds:
                 value = value[:used] if isinstance(used, int) else value
                 digest.update(f"{prefix}{name}{value.shape}".encode())
                 digest.update(np.ascontiguousarray(value).tobytes())
