@@ -117,9 +117,12 @@ def count_tied_splits(counts: dict) -> None:
 
     def counting(*args):
         out = evaluate(*args)
-        splits, feature, tied, _, per_feature = out[:5]
-        for b in np.flatnonzero(splits & tied):
-            lowest = int(np.flatnonzero(per_feature[b] == per_feature[b].max())[0])
+        splits, feature, _, per_feature = out[:4]
+        for b in np.flatnonzero(splits):
+            tied = np.flatnonzero(per_feature[b] == per_feature[b].max())
+            if len(tied) < 2:
+                continue
+            lowest = int(tied[0])
             counts["tied"] += 1
             counts["argsort_not_lowest"] += int(np.argsort(per_feature[b])[::-1][0] != lowest)
             counts["core_not_lowest"] += int(feature[b] != lowest)

@@ -51,7 +51,7 @@ def _decide(class_0, class_1, regrouped=False):
     # one pool row per label (pair_of), one covariate
     g_weight, g_mean, g_m2 = mass.T.copy(), np.full((2, 1), 0.5), np.full((2, 1), 0.01)
     g_min, g_max = np.array([[0.0], [0.95]]), np.array([[0.05], [1.0]])
-    splits, _, _, usable, per_feature, *_ = vfdt_core.evaluate_splits(
+    splits, _, usable, per_feature, *_ = vfdt_core.evaluate_splits(
         np.array([0]),
         np.array([0]),
         np.array([0]),
@@ -93,7 +93,7 @@ def _evaluate_every_leaf(forest, regrouped):
         leaves, trees, *args, *stats, forest._fractions, 1e-12, 0.01, forest._eps_factor,
         forest._ln_inv_delta, forest.tau, regrouped, *forest._label_sum_plan,
     )  # fmt: skip
-    return out[4], out[5], out[3]
+    return out[3], out[4], out[2]
 
 
 def test_regrouped_entropy_gives_the_same_merits_up_to_rounding_and_the_same_splits():

@@ -286,7 +286,7 @@ class VFDTForest(WeakLearners):
         """Evaluate the candidate splits of ``leaves`` (of ``trees``) and split where the Hoeffding test says so
         (compiled)."""
         stats = (self.g_weight, self.g_mean, self.g_m2, self.g_min, self.g_max)
-        splits, feature, tied, _, per_feature, best_t, thresholds = vfdt_core.evaluate_splits(
+        splits, feature, _, _, best_t, thresholds = vfdt_core.evaluate_splits(
             leaves,
             trees,
             self.slot,
@@ -303,8 +303,6 @@ class VFDTForest(WeakLearners):
             self.split_entropy == "regrouped",
             *self._label_sum_plan,
         )
-        for b in np.flatnonzero(splits & tied):
-            feature[b] = np.flatnonzero(per_feature[b] == per_feature[b].max())[0]  # lowest tied index
         n_splits = int(splits.sum())
         if not n_splits:
             return

@@ -299,17 +299,16 @@ def evaluate_splits(
     scores the candidates with the branch entropies regrouped (:func:`_regrouped_merit`): the same merits up to
     rounding, not bit-identical to the default (:func:`_merit`).
 
-    Returns per leaf whether it splits, the best feature, whether the best merit is tied across features (then
-    the caller picks the feature as numpy's argsort would), and per (leaf, covariate): whether it has candidates,
-    the merit and index of its best threshold; and the thresholds (L, d', T). The masses a split hands to its
-    children are :func:`branch_masses`'.
+    Returns per leaf whether it splits and the best feature (of exactly tied best merits the lowest covariate
+    index, a rule that does not depend on the CPU, unlike numpy's argsort), and per (leaf, covariate) whether it
+    has candidates, the merit and index of its best threshold; and the thresholds (L, d', T). The masses a split
+    hands to its children are :func:`branch_masses`'.
     """
     n_leaves, n_thr = leaves.shape[0], fractions.shape[0]
     d, k = g_weight.shape[1], class_mass.shape[1]
     usable = np.zeros((n_leaves, d), np.bool_)
     thresholds = np.zeros((n_leaves, d, n_thr))
     splits = np.zeros(n_leaves, np.bool_)
-    tied = np.zeros(n_leaves, np.bool_)
     best_feature = np.zeros(n_leaves, np.int64)
     best_threshold = np.zeros((n_leaves, d), np.int64)
     per_feature = np.full((n_leaves, d), -np.inf)
@@ -371,10 +370,8 @@ def evaluate_splits(
             v = per_feature[b, f]
             if v > best:
                 second, best, where = best, v, f
-                tied[b] = False
             elif v == best:
                 second = v
-                tied[b] = True
             elif v > second:
                 second = v
         best_feature[b] = where
@@ -385,7 +382,7 @@ def evaluate_splits(
             n_classes += seen[leaf, c]
         eps = np.sqrt(eps_factor[max(n_classes, 2)] * ln_inv_delta[trees[b]] / (2.0 * n_weight))
         splits[b] = best - second > eps or eps < tau[trees[b]]
-    return splits, best_feature, tied, usable, per_feature, best_threshold, thresholds
+    return splits, best_feature, usable, per_feature, best_threshold, thresholds
 
 
 @njit(cache=True, nogil=True)
