@@ -5,6 +5,7 @@ per tree, and the ratio to the authors' code on the same settings (see docs/spee
     python benchmarks/bench_speed.py --repeats 1 --cells adaolmr-emotions-authors
     python benchmarks/bench_speed.py --jit         # numba's import, and the first examples with a cold/warm cache
     python benchmarks/bench_speed.py --profile --cells adaolmr-yeast-authors   # where a cell's time goes
+    python benchmarks/bench_speed.py --profile --cells onlinebmr-bibtex-40     # ... a paired cell's (train_frozen)
     python benchmarks/bench_speed.py --against f1baebd            # CPU and peak-memory ratios against a commit
     python benchmarks/bench_speed.py --against f1baebd --quick    # its light cells only (passes, CV stage)
     python benchmarks/bench_speed.py --against f1baebd --paired-cells falt-pass-bibtex pa1-br-pass-bibtex
@@ -28,9 +29,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
+import time
 
 # The authors' code (Python 2.7 ported to 3.11, same machine class, CPU seconds, seeds 1-3 where run):
 # microseconds per example per tree on the same settings (their drivers always use their importance weights).
@@ -170,7 +173,6 @@ def against(rev: str, names: list[str], repeats: int, seed: int, this_params: di
 def measure(algorithm: str, dataset: str, params: dict, repeats: int, seed: int) -> dict:
     """Run one cell ``repeats`` times after an untimed warm-up run; CPU seconds of each stream and the peak RSS."""
     import resource
-    import time
 
     from olb.run import CellSpec, run_cell
 
@@ -196,7 +198,6 @@ def measure(algorithm: str, dataset: str, params: dict, repeats: int, seed: int)
 def first_examples(n: int = 200) -> dict:
     """Wall seconds of ``import numba``, of importing and building a forest, and of its first ``n`` examples
     (where the compiled code is loaded from numba's cache, or compiled if the cache is cold)."""
-    import time
 
     start = time.perf_counter()
     import numba  # noqa: F401
@@ -241,39 +242,40 @@ def jit_report() -> None:
             )
 
 
-def profile(algorithm: str, dataset: str, params: dict, seed: int) -> None:
+def profile(algorithm: str, dataset: str, params: dict, seed: int, protocol: str | None = None) -> None:
     """Where one cell's stream time goes: wall seconds inside each compiled kernel of the forest (one run after
-    a warm-up), how many normal-CDF values the split attempts computed, and what one costs (scipy's ndtr, called
-    from compiled code as the forest calls it): their product is a floor on the split attempts' time as long as
-    every candidate threshold is evaluated with that function (which bit-identical results require)."""
-    import time
+    a warm-up), how many normal-CDF and log2 values the split attempts computed, and what one costs (scipy's ndtr
+    and glibc's log2, called from compiled code as the forest calls them): their products are a floor on the split
+    attempts' time as long as every candidate is scored with these functions (which bit-identical results
+    require)."""
     from collections import Counter
-
-    import numpy as np
-    from numba import njit
 
     from olb.run import CellSpec, run_cell
     from olb.weak import vfdt_core
 
-    spec = CellSpec(algorithm, dataset, seed=seed, params=params)
+    spec = CellSpec(algorithm, dataset, seed=seed, params=params, **({"protocol": protocol} if protocol else {}))
     run_cell(spec)
     seconds, counts = Counter(), Counter()
     kernels = ("route", "leaf_masses", "update_statistics", "evaluate_splits", "apply_splits")
     originals = {name: getattr(vfdt_core, name) for name in kernels}
 
-    def cdf_values(args, result):
-        """How many normal-CDF values the call computed: a class with weight whose range holds the threshold."""
+    def cdf_and_log_values(args, result):
+        """How many normal-CDF values the call computed (a class with weight whose range holds the threshold) and
+        at most how many log2 values (a class with mass on a side: every branch entropy term; a candidate whose
+        branch is too light computes none, which this count does not know)."""
         leaves, _, slot, pair_of, _, _, g_weight, _, _, g_min, g_max = args[:11]
-        usable, thresholds = result[3], result[-1]
-        count = 0
+        usable, thresholds = result[2], result[-1]
+        cdf = logs = 0
         for b, leaf in enumerate(leaves):
             rows = pair_of[slot[leaf]]
             rows = rows[rows >= 0]  # the leaf's labels with estimators: (labels, d) below
             t = thresholds[b][:, :, None]  # (d, T, 1)
             w, lo, hi = (a[rows].T[:, None, :] for a in (g_weight, g_min, g_max))
-            inside = (w > 0) & ~(t < lo) & ~(t > hi)
-            count += int((inside & usable[b][:, None, None]).sum())
-        return count
+            has = (w > 0) & usable[b][:, None, None]
+            left, right = has & ~(t < lo), has & ~(t > hi)
+            cdf += int((left & right).sum())
+            logs += int(left.sum() + right.sum())
+        return cdf, logs
 
     counting = False
 
@@ -285,7 +287,9 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int) -> None:
                 seconds[name] += time.perf_counter() - start
                 counts[name] += 1
             elif name == "evaluate_splits":
-                counts["cdf"] += cdf_values(args, result)
+                cdf, logs = cdf_and_log_values(args, result)
+                counts["cdf"] += cdf
+                counts["log2"] += logs
             return result
 
         return call
@@ -300,34 +304,50 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int) -> None:
         for name, fn in originals.items():
             setattr(vfdt_core, name, fn)
 
-    ndtr = vfdt_core.ndtr
-
-    @njit
-    def cdf_loop(z, out):
-        for i in range(z.shape[0]):
-            out[i] = ndtr(z[i])
-
-    z = np.random.default_rng(0).normal(scale=1.5, size=2_000_000)
-    out = np.empty_like(z)
-    cdf_loop(z, out)
-    runs = []
-    for _ in range(3):
-        start = time.perf_counter()
-        cdf_loop(z, out)
-        runs.append((time.perf_counter() - start) / z.size * 1e9)
-    ns_per_cdf = statistics.median(runs)
+    ns_per_cdf, ns_per_log2 = ns_per_value(vfdt_core.ndtr), ns_per_value(math.log2)
     print(f"{algorithm} {dataset} {params}: stream {result.stream.cpu_s:.2f} CPU s")
     for name in kernels:
         print(f"  {name:<18} {seconds[name]:7.2f} s in {counts[name]:>7} calls")
+    cdf_s, log_s = counts["cdf"] * ns_per_cdf * 1e-9, counts["log2"] * ns_per_log2 * 1e-9
     print(
-        f"  split attempts evaluated {counts['cdf']:,} normal-CDF values; one costs {ns_per_cdf:.1f} ns, so "
-        f"{counts['cdf'] * ns_per_cdf * 1e-9:.2f} s of the stream is the CDF alone"
+        f"  split attempts evaluated {counts['cdf']:,} normal-CDF values ({ns_per_cdf:.1f} ns each: {cdf_s:.2f} s) "
+        f"and at most {counts['log2']:,} log2 values ({ns_per_log2:.1f} ns each: {log_s:.2f} s); together "
+        f"{cdf_s + log_s:.2f} s of the {seconds['evaluate_splits']:.2f} s in evaluate_splits"
     )
+
+
+def ns_per_value(function) -> float:
+    """Nanoseconds per call of a compiled scalar ``function`` (float -> float) in a compiled loop, as the forest
+    calls it: median of 3 runs over 2 million arguments (normal, scale 1.5, absolute values plus 1e-3 for log2)."""
+    import numpy as np
+    from numba import njit
+
+    @njit
+    def loop(z, out):
+        for i in range(z.shape[0]):
+            out[i] = function(z[i])
+
+    z = np.abs(np.random.default_rng(0).normal(scale=1.5, size=2_000_000)) + 1e-3
+    out = np.empty_like(z)
+    loop(z, out)
+    runs = []
+    for _ in range(3):
+        start = time.perf_counter()
+        loop(z, out)
+        runs.append((time.perf_counter() - start) / z.size * 1e9)
+    return statistics.median(runs)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
+    streams = [name for name, cell in PAIRED_CELLS.items() if cell[0] == "stream"]
+    parser.add_argument(
+        "--cells",
+        nargs="+",
+        default=list(CELLS),
+        choices=list(CELLS) + streams,
+        help=f"{', '.join(streams)}: --profile",
+    )
     parser.add_argument("--num-learners", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
@@ -367,9 +387,15 @@ def main() -> None:
         return
     if args.profile:
         for name in args.cells:
-            algorithm, dataset, params = CELLS[name]
-            profile(algorithm, dataset, {**params, "num_learners": args.num_learners}, args.seed)
+            if name in CELLS:
+                algorithm, dataset, params = CELLS[name]
+                profile(algorithm, dataset, {**params, "num_learners": args.num_learners}, args.seed)
+            else:
+                _, algorithm, dataset, params, _ = PAIRED_CELLS[name]
+                profile(algorithm, dataset, params, args.seed, protocol="train_frozen")
         return
+    if set(args.cells) - set(CELLS):
+        parser.error(f"{', '.join(sorted(set(args.cells) - set(CELLS)))}: only with --profile or --against")
     if args.child:  # one cell, in this (fresh) process
         algorithm, dataset, params = CELLS[args.child]
         params = {**params, "num_learners": args.num_learners}
