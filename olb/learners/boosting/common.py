@@ -73,7 +73,8 @@ FOREST_COST = {
 labels to ``fed_exponent`` and the labels to ``label_exponent``."""
 
 COST_MARGIN = 1.3
-"""The forest's planned cost over its fit: the fit is a median, the margin keeps most cells below the plan."""
+"""The forest's planned cost over its fit: the fit is a geometric mean over the calibration cells (least squares
+in log space), the margin puts a booster's median cell at ~1.1-1.3x its plan (docs/grid.md)."""
 
 UNKNOWN_CARDINALITY = 4.0
 """Relevant labels per row assumed where the registry does not record the label cardinality (above 8 of the
@@ -85,14 +86,17 @@ class ForestCost:
     ``ROUND_OVERHEAD_S`` plus its N trees' (and its own per-label arithmetic's) work, one formula for every
     booster over the compiled VFDT forest:
 
-        margin x N x [predict_s x k + learning x learn_s x c x fed^fed_exponent x k^label_exponent]
+        margin x N x [predict_s x k + learning x learn_s x c x fed^fed_exponent x k^label_exponent
+                      x (N / 100)^(trees_power - 1)]
 
     (k labels or classes, c features per tree, ``fed`` labels fed to a tree per learned row: the label
-    cardinality for the full-feedback boosters, 1 for the multiclass ones; ``learning`` 0 on a row only
-    predicted). ``forest_learning`` is how hard the booster makes its trees learn against Ada.OLMR (its
-    importance weights grow the trees faster or slower); with ``gamma_scale`` set it falls with the baseline's
-    edge as ``1 / (1 + (gamma / gamma_scale)^gamma_power)`` (a larger edge zeroes more weights).
-    The coefficients are fitted by ``benchmarks/calibrate_boosters.py`` (docs/grid.md, "The cost model")."""
+    cardinality for the full-feedback boosters, at most k for the top-k ones, 1 for the multiclass ones;
+    ``learning`` 0 on a row only predicted). ``learning`` is ``forest_learning``, how hard the booster makes its
+    trees learn against Ada.OLMR (its importance weights grow the trees faster or slower); with ``gamma_scale``
+    set it falls with the baseline's edge as ``1 / (1 + (gamma / gamma_scale)^gamma_power)`` (a larger edge
+    zeroes more weights). ``trees_power`` > 1: a booster whose own work per tree grows with N (OnlineMBBM's
+    potentials). The coefficients are fitted by ``benchmarks/calibrate_boosters.py`` (docs/grid.md, "The cost
+    model")."""
 
     task: str
     forest_learning: float = 1.0
