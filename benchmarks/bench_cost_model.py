@@ -10,7 +10,8 @@ Reads the cells.csv of one or more grids (finished cells only) and prints, per l
 measured CPU microseconds per example of the stream (medians over its cells) and the ratio predicted/measured
 (median, min, max over its cells), then the whole grid's predicted and measured CPU seconds. A cell's prediction
 is exactly the one ``backend=auto`` uses (``olb.grid.cost.planned_stream``): its resolved hyperparameters from
-the csv's columns, the data set's registered shape, and ``loops`` passes over the training rows plus the test rows.
+the csv's columns, the data set's registered shape, and ``loops`` passes over the training rows plus the test rows
+(a frozen model's test rows at the learner's ``predict_cost_s``).
 Next to it, per learner, the predicted and the measured peak memory in MB (whole process, ``peak_rss_mb``:
 medians over its cells) and their ratio (median, min, max), then how many cells peaked above their prediction
 (those a node packed by the predictions could run out of memory with).
@@ -58,7 +59,8 @@ def predicted_cells(cells: pd.DataFrame) -> pd.DataFrame:
         print(f"left out: {valid.count(False)} finished cell(s) whose hyperparameters no longer validate")
     done = done[valid]
     planned = [
-        planned_stream(r["algorithm"], resolved_params(r), r["dataset"], int(r["loops"])) for _, r in done.iterrows()
+        planned_stream(r["algorithm"], resolved_params(r), r["dataset"], int(r["loops"]), r.get("protocol"))
+        for _, r in done.iterrows()
     ]
     done["predicted_s_per_example"] = [cost for cost, _, _ in planned]
     done["rows"] = [rows for _, _, rows in planned]

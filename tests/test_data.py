@@ -78,7 +78,9 @@ def test_registry_entry_is_a_plain_mapping(name):
     spec = dataset_spec(name)
     conf = OmegaConf.to_container(OmegaConf.load(spec.conf_file))
     assert conf["name"] == name and conf["task"] == spec.task
-    assert set(conf["shape"]) == {"n_examples", "n_train", "n_features", "n_labels"}
+    assert set(conf["shape"]) - {"cardinality"} == {"n_examples", "n_train", "n_features", "n_labels"}
+    # the label cardinality (planning's boosters' cost) is registered for every staged multi-label data set
+    assert ("cardinality" in conf["shape"]) == (name in MULTILABEL)
     for file in spec.files.values():
         assert file.url or file.path.startswith(("movement/", "isolet/", "image/")), f"{name}: {file.path} has no URL"
 
@@ -107,6 +109,7 @@ def test_multilabel_shapes(load, name):
     assert ds.X.dtype == np.float64 and ds.Y.dtype == np.int8 and ds.is_sparse == (name in SPARSE_ON_DISK)
     assert set(np.unique(ds.Y)) <= {0, 1}
     assert ds.cardinality == pytest.approx(cardinality, abs=5e-5)
+    assert dataset_spec(name).shape.cardinality == cardinality  # what planning is told is what the data has
     assert len(np.unique(ds.Y, axis=0)) == n_label_sets
     assert len(ds.feature_names) == n_features and len(ds.nominal) == n_features
 

@@ -33,12 +33,15 @@ class FileSpec:
 
 @dataclass(frozen=True)
 class Shape:
-    """The expected size of the loaded data set (``n_train`` is ``None`` without an official split)."""
+    """The expected size of the loaded data set (``n_train`` is ``None`` without an official split), and of a
+    multi-label one optionally its label cardinality (mean relevant labels per row over every row), which only
+    planning reads (the boosters' cost; ``tests/test_data.py`` checks it against the data)."""
 
     n_examples: int
     n_train: int | None
     n_features: int
     n_labels: int
+    cardinality: float | None = None
 
 
 @dataclass(frozen=True)

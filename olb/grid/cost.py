@@ -32,18 +32,31 @@ def _registry_entry(dataset: str, dirs: tuple):
     return dataset_spec(dataset)
 
 
-def planned_stream(algorithm: str, params: dict, dataset: str, loops: int = 1) -> tuple[float, int, int]:
-    """``(cost per example, training rows, rows of the stream)`` of one cell as the grid plans it: the learner's
-    ``cost_per_example_s`` (resolved ``params``) on the data set's registered shape, and a stream of ``loops``
-    passes over the training rows (every row when the data set has no split) then the test rows."""
+def _stream_shape(spec):
+    """What a learner is told of the data set's stream for planning: its registered shape, the training rows
+    (every row when it has no split) and its label cardinality where registered."""
     from olb.learners.base import StreamShape
 
+    shape = spec.shape
+    return StreamShape(shape.n_features, shape.n_labels, spec.n_train or shape.n_examples, shape.cardinality)
+
+
+def planned_stream(
+    algorithm: str, params: dict, dataset: str, loops: int = 1, protocol: str | None = None
+) -> tuple[float, int, int]:
+    """``(cost per example, training rows, rows of the stream)`` of one cell as the grid plans it: a stream of
+    ``loops`` passes over the training rows (every row when the data set has no split) then the test rows, each
+    row at the learner's ``cost_per_example_s`` (resolved ``params``, the data set's registered shape), but a test
+    row of ``protocol="train_frozen"`` (predicted, not learned) at its ``predict_cost_s``; the cost per example
+    is their mean over the stream."""
     spec = _spec(dataset)
-    n_train = spec.n_train or spec.shape.n_examples
-    cost = get_algorithm(algorithm).cost_per_example_s(
-        params, StreamShape(spec.shape.n_features, spec.shape.n_labels, n_train)
-    )
-    return cost, n_train, loops * n_train + spec.shape.n_examples - n_train
+    shape = _stream_shape(spec)
+    cls = get_algorithm(algorithm)
+    cost = cls.cost_per_example_s(params, shape)
+    n_test = spec.shape.n_examples - shape.n_train
+    test_cost = cls.predict_cost_s(params, shape) if protocol == "train_frozen" else cost
+    rows = loops * shape.n_train + n_test
+    return (loops * shape.n_train * cost + n_test * test_cost) / rows, shape.n_train, rows
 
 
 PROCESS_FLOOR_MB = 430.0
@@ -64,13 +77,13 @@ dense one (isolet: 617 features) is under-counted by ~20 MB a copy."""
 def planned_memory_mb(algorithm: str, params: dict, dataset: str) -> float:
     """Predicted peak resident memory (MB) of one cell's whole process, as ``olb.run`` reports it: the process
     floor, the data set's rows and the learner's model (``model_memory_mb`` on the data set's registered shape)."""
-    from olb.learners.base import MB_PER_FLOAT, StreamShape
+    from olb.learners.base import MB_PER_FLOAT
 
     spec = _spec(dataset)
-    shape, n_train = spec.shape, spec.n_train or spec.shape.n_examples
+    shape = spec.shape
     row = min(shape.n_features, ROW_FEATURES_CAP) + shape.n_labels  # the labels are held dense
     data = DATA_COPIES * MB_PER_FLOAT * shape.n_examples * row
-    model = get_algorithm(algorithm).model_memory_mb(params, StreamShape(shape.n_features, shape.n_labels, n_train))
+    model = get_algorithm(algorithm).model_memory_mb(params, _stream_shape(spec))
     return PROCESS_FLOOR_MB + data + model
 
 
@@ -87,14 +100,16 @@ def planned_work(plan: Plan, unavailable=()) -> tuple[float, int]:
     seconds, tasks = 0.0, 0
     for (entry, dataset), candidates in settings.items():
         streams = [
-            (planned_stream(cells[0].algorithm, cells[0].params, dataset, cells[0].loops), len(cells))
+            (planned_stream(cells[0].algorithm, cells[0].params, dataset, cells[0].loops, cells[0].protocol), cells)
             for cells in candidates.values()
         ]
-        cells_s = sum(cost * rows * n for (cost, _, rows), n in streams)
-        n_cells = sum(n for _, n in streams)
+        cells_s = sum(cost * rows * len(cells) for (cost, _, rows), cells in streams)
+        n_cells = sum(len(cells) for _, cells in streams)
         select = plan.entries[entry].get("select")
         if select:
-            seconds += sum(cost * n_train * select["folds"] for (cost, n_train, _), _ in streams)
+            for _, cells in streams:  # a fold's rows are learned (9/10) or tested (1/10): all at a learned row's
+                cost, n_train, _ = planned_stream(cells[0].algorithm, cells[0].params, dataset)
+                seconds += cost * n_train * select["folds"]
             tasks += len(streams)
             cells_s, n_cells = cells_s / len(streams), math.ceil(n_cells / len(streams))
         seconds += cells_s

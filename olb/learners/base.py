@@ -74,12 +74,14 @@ class StreamShape:
     """What a learner may know of its stream before it starts: the sizes the data registry declares.
 
     ``n_train`` is the size of the training split (``None`` when the data set has none) and bounds the
-    rows an initial block can take.
+    rows an initial block can take. ``cardinality`` is the mean number of relevant labels per row where the
+    registry records it (``None``: unknown), which only the cost formulas read.
     """
 
     n_features: int
     n_labels: int
     n_train: int | None = None
+    cardinality: float | None = None
 
 
 class OnlineLearner:
@@ -169,6 +171,13 @@ class OnlineLearner:
         True
         """
         return ROUND_OVERHEAD_S + 2e-6 * max(1, int(params.get("num_learners", shape.n_labels)))
+
+    @classmethod
+    def predict_cost_s(cls, params: dict, shape: StreamShape) -> float:
+        """A rough CPU cost in seconds of a row the learner only predicts (a frozen model's test row), for planning
+        only. By default a learned row's (``cost_per_example_s``); families whose learning is most of their work
+        (the boosters' trees) override it."""
+        return cls.cost_per_example_s(params, shape)
 
     @classmethod
     def model_memory_mb(cls, params: dict, shape: StreamShape) -> float:

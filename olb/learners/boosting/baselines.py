@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, RoundCache
-from olb.learners.boosting.common import ALL_FEATURES_PARAM, BOOSTER_PARAMS, build_weak_learners, weak_memory_mb
-from olb.learners.boosting.multiclass import MulticlassBooster
+from olb.learners.base import OnlineLearner, RoundCache
+from olb.learners.boosting.common import (
+    ALL_FEATURES_PARAM,
+    BOOSTER_PARAMS,
+    ForestCost,
+    build_weak_learners,
+    weak_memory_mb,
+)
 from olb.weak import VFDTForest
 from olb.weak.river_adapter import river_hoeffding_tree
 
@@ -21,7 +26,7 @@ _TREE_PARAMS = {
 }
 
 
-class _TreeBaseline(OnlineLearner):
+class _TreeBaseline(ForestCost, OnlineLearner):
     """What paper 001's two tree baselines declare alike: multiclass, a class output, N trees."""
 
     task = "multiclass"
@@ -33,15 +38,6 @@ class _TreeBaseline(OnlineLearner):
     weak_learner: str
     params = dict(_TREE_PARAMS)
     test_params = {"num_learners": 3}
-
-    @classmethod
-    def cost_per_example_s(cls, params: dict, shape) -> float:
-        """~80 us of protocol plus a ninth of a multiclass booster's tree work (MulticlassBooster's formula):
-        the same trees without the boosters' costs and importance weights.
-
-        Fitted on the best VFDT (mice) and Oza (mushroom, balance), 100 trees.
-        """
-        return ROUND_OVERHEAD_S + (MulticlassBooster.cost_per_example_s(params, shape) - ROUND_OVERHEAD_S) / 9
 
     model_memory_mb = staticmethod(weak_memory_mb)  # the trees' storage
 
@@ -65,6 +61,9 @@ class BestVFDT(_TreeBaseline):
     """
 
     name = "best_vfdt"
+    # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
+    forest_learning = 0.425
+    trees_power = 1.24
     report_metrics = {"best_tree_accuracy": False}  # higher is better
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
@@ -134,6 +133,9 @@ class OzaBoost(_TreeBaseline):
     """
 
     name = "oza"
+    # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
+    forest_learning = 0.536
+    trees_power = 1.14
     EPS_CLIP = 1e-6
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):

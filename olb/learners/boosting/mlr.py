@@ -10,15 +10,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, Param, RoundCache
-from olb.learners.boosting.common import BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM, build_weak_learners, weak_memory_mb
+from olb.learners.base import OnlineLearner, Param, RoundCache
+from olb.learners.boosting.common import (
+    BOOSTER_PARAMS,
+    GAMMA_PARAM,
+    MARGIN_PARAM,
+    ForestCost,
+    build_weak_learners,
+    weak_memory_mb,
+)
 from olb.learners.boosting.potentials import PairwisePotential
 from olb.learners.boosting.rounds import adaolmr_round, expert_states, hedge_draw, hedge_init, onlinebmr_round
 
 AUTHORS_IMPORTANCE_SCALE = (3.0, 10.0)
 
 
-class MLRBooster(OnlineLearner):
+class MLRBooster(ForestCost, OnlineLearner):
     """Algorithm 1 of paper 000; subclasses choose the feedback, the cost vectors, the weights alpha and the expert."""
 
     task = "multilabel"
@@ -39,17 +46,6 @@ class MLRBooster(OnlineLearner):
         self.alpha = np.full(self.num_learners, self.initial_alpha)
         self.t = 0
         self._cache: RoundCache[tuple[np.ndarray, np.ndarray]] = RoundCache()
-
-    @classmethod
-    def cost_per_example_s(cls, params: dict, shape) -> float:
-        """~80 us of protocol plus ~2.5 us x N x q^0.7 (N weak learners, q labels; each tree sees
-        ``num_covariates`` features, so d does not enter).
-
-        Fitted on Ada.OLMR and OnlineBMR (authors' weights, 10 and 100 trees, with and without a threshold) over
-        ten multi-label data sets. What it cannot see is the number of relevant labels per row (the trees learn
-        from those): cal500 (~26 of 174) costs ~2-3x more, medical and slashdot (~1.2) ~4-8x less.
-        """
-        return ROUND_OVERHEAD_S + 2.5e-6 * params["num_learners"] * shape.n_labels**0.7
 
     model_memory_mb = staticmethod(weak_memory_mb)  # the trees' storage
 
@@ -145,6 +141,11 @@ class OnlineBMR(FullFeedbackBooster):
     """
 
     name = "onlinebmr"
+    # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
+    forest_learning = 0.959
+    trees_power = 0.789
+    gamma_scale = 0.0902
+    gamma_power = 1.09
     initial_alpha = 1.0
     # hyperparameters (declared in ``params``)
     gamma: float

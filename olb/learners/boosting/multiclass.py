@@ -31,8 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, Param, RoundCache
+from olb.learners.base import OnlineLearner, Param, RoundCache
 from olb.learners.boosting.common import (
+    ForestCost,
     ALL_FEATURES_PARAM,
     BOOSTER_PARAMS,
     GAMMA_PARAM,
@@ -86,7 +87,7 @@ class _Round:
     weights: np.ndarray  # (N, k): learner i's importance weight if the label is r (paper's rule)
 
 
-class MulticlassBooster(OnlineLearner):
+class MulticlassBooster(ForestCost, OnlineLearner):
     """The shared skeleton of paper 001's two boosters; subclasses choose costs, alpha and the expert."""
 
     task = "multiclass"
@@ -109,16 +110,6 @@ class MulticlassBooster(OnlineLearner):
         self.alpha = np.full(N, self.initial_alpha)
         self.t = 0
         self._cache: RoundCache[_Round] = RoundCache()
-
-    @classmethod
-    def cost_per_example_s(cls, params: dict, shape) -> float:
-        """~80 us of protocol plus ~1.3 us x N x (f k)^0.7 (N trees, k classes, f features per tree:
-        ``num_covariates``, or all d when 0).
-
-        Fitted on Adaboost.OLM and OnlineMBBM (100 trees, authors' weights) on balance, cars, nursery and mice.
-        """
-        features = params["num_covariates"] or shape.n_features
-        return ROUND_OVERHEAD_S + 1.3e-6 * params["num_learners"] * (features * shape.n_labels) ** 0.7
 
     model_memory_mb = staticmethod(weak_memory_mb)  # the trees' storage
 
@@ -215,6 +206,9 @@ class AdaBoostOLM(MulticlassBooster):
     """
 
     name = "adaolm"
+    # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
+    forest_learning = 0.937
+    trees_power = 0.9
     # hyperparameters (declared in ``params``)
     authors_gradient: bool
     params = {
@@ -445,6 +439,11 @@ class OnlineMBBM(MulticlassBooster):
     """
 
     name = "onlinembbm"
+    # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
+    forest_learning = 4.64
+    trees_power = 1.88
+    gamma_scale = 0.148
+    gamma_power = 2.48
     initial_alpha = 1.0
     # hyperparameters (declared in ``params``)
     gamma: float
