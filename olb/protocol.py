@@ -26,9 +26,11 @@ What the learner declares (``olb.learners.base.OnlineLearner``) shapes its strea
   that zeros stay zeros;
 - ``accepts_sparse``: on a data set held sparse (CSR) the learner receives rows as ``scipy.sparse.csr_array``
   of shape (1, d); any other learner receives dense rows.
-- ``learns_passes`` True: a phase that updates without predicting (nor scoring) is given whole to
-  ``learn_pass(X, Y)``, which must learn the rows in order exactly as ``learn_one`` would, one by one, with full
-  feedback (one compiled call instead of a Python call per row; the phase has no curve either way).
+- ``learns_passes`` True: a phase that updates without predicting (nor scoring) is given to ``learn_pass(X, Y)``
+  in blocks of up to ``PASS_ROWS`` rows, in order, which must learn them exactly as ``learn_one`` would, one by
+  one, with full feedback (one call per block instead of the protocol's work per row, for the linear learners one
+  compiled call; blocks keep a sparse data set's rows densified for a learner that reads dense rows small; the
+  phase has no curve either way).
 
 The feedback a learner receives is built by ``FEEDBACK[learner.feedback]`` from its prediction and the
 true labels: the full label vector for full-information learners; for top-k learners (paper 004) a
@@ -73,6 +75,7 @@ FEEDBACK: dict[str, Callable] = {
 }
 # Learner attributes a feedback builder takes as keyword arguments (e.g. the learner's k for "topk").
 FEEDBACK_SETTINGS: dict[str, tuple[str, ...]] = {"full": (), "topk": ("k",)}
+PASS_ROWS = 512  # rows per ``learn_pass`` call (a dense block of bibtex's 1,836 features: 7.5 MB)
 
 DEFAULT_METRICS = {"multilabel": ("rank_loss",), "multiclass": ("accuracy",)}
 
@@ -234,10 +237,13 @@ def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_e
         predicts = phase.scored or always_predict
         with Stopwatch() as clock:
             whole = phase.block or (passes and phase.update and not predicts)
-            if whole:
-                learn = learner.learn_many if phase.block else learner.learn_pass
-                learn(rows.block(phase.rows), Y[phase.rows].copy())
-                step += len(phase.rows)
+            if phase.block:
+                learner.learn_many(rows.block(phase.rows), Y[phase.rows].copy())
+            elif whole:
+                for start in range(0, len(phase.rows), PASS_ROWS):
+                    part = phase.rows[start : start + PASS_ROWS]
+                    learner.learn_pass(rows.block(part), Y[part].copy())
+            step += len(phase.rows) if whole else 0
             for n, row in enumerate(() if whole else phase.rows, start=1):
                 x, y = rows.row(row), Y[row]  # a copy: a view would reach the whole data matrix through .base
                 prediction = learner.predict_one(x) if predicts else None
