@@ -274,6 +274,23 @@ def test_sparse_rows_and_dense_rows_agree(load):
     np.testing.assert_array_equal(ds.rows(5), ds.rows([5]))
 
 
+@pytest.mark.parametrize("layout", ["sorted", "unsorted", "duplicates"])
+def test_one_dense_row_of_a_sparse_matrix_is_what_scipy_gives(layout):
+    """One row is read from the CSR arrays (fast), unless a row stores a column twice (then scipy sums them)."""
+    import scipy.sparse as sp
+
+    from olb.data.dataset import Dataset
+
+    indices = {"sorted": [0, 2, 3, 1], "unsorted": [3, 0, 2, 1], "duplicates": [2, 2, 3, 1]}[layout]
+    X = sp.csr_array((np.array([1.5, -2.0, 0.25, 7.0]), np.array(indices), np.array([0, 3, 3, 4])), shape=(3, 4))
+    ds = Dataset("toy", X, np.zeros((3, 1), np.int8), "multilabel", tuple("abcd"), ("y",))
+    assert ds._csr_without_duplicates == (layout != "duplicates")
+    for index in (0, 1, 2, -1):
+        row = ds.rows(index)
+        assert row.dtype == np.float64 and row.shape == (1, 4)
+        np.testing.assert_array_equal(row, X[[range(3)[index]]].toarray())
+
+
 def test_several_data_dirs_are_searched_in_order(tmp_path, data_dir, monkeypatch):
     monkeypatch.delenv("OLB_DATA_DIR", raising=False)
     empty = tmp_path / "mine"
