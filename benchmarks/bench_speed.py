@@ -20,7 +20,8 @@ has its own numba cache (warmed first, untimed). Every repeat runs each cell onc
 the other (which goes first alternates), each in a fresh process; the ratios REV / this checkout of CPU seconds
 and of peak memory (the whole process's, as ``olb.run`` reports it) are taken pair by pair, and their medians
 reported. Light cells (passes, the CV stage) run twice per process and report the second run (the first loads
-the compiled code). ``--this KEY=VALUE ...`` adds hyperparameters to this checkout's cells only (an option REV
+the compiled code). ``train`` cells (the row-loop learners that are not compiled) time the training phase, predict
+only the first ``TRAIN_TEST_ROWS`` test rows and add the final model's fingerprint to what "same" compares. ``--this KEY=VALUE ...`` adds hyperparameters to this checkout's cells only (an option REV
 does not have, such as ``split_entropy=regrouped``; the "same" column then compares results across the option).
 """
 
