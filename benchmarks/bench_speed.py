@@ -79,6 +79,7 @@ PAIRED_CELLS = {
     "knn-train-bibtex": ("train", "knn", "bibtex", {}, True),
     "oml-train-bibtex": ("train", "oml", "bibtex", {}, False),
     "falt-kernel-train-scene": ("train", "falt_kernel", "scene", {}, True),
+    "oml-train-scene": ("train", "oml", "scene", {}, True),
     "osml-elm-bibtex": ("stream", "osml_elm", "bibtex", {}, True),  # the whole cell: its predictions too
 }
 TRAIN_TEST_ROWS = 100
