@@ -285,10 +285,13 @@ def test_one_dense_row_of_a_sparse_matrix_is_what_scipy_gives(layout):
     X = sp.csr_array((np.array([1.5, -2.0, 0.25, 7.0]), np.array(indices), np.array([0, 3, 3, 4])), shape=(3, 4))
     ds = Dataset("toy", X, np.zeros((3, 1), np.int8), "multilabel", tuple("abcd"), ("y",))
     assert ds._csr_without_duplicates == (layout != "duplicates")
+    csc = Dataset("toy", X.tocsc(), np.zeros((3, 1), np.int8), "multilabel", tuple("abcd"), ("y",))
+    assert not csc._csr_without_duplicates  # other sparse formats: scipy's indexing
     for index in (0, 1, 2, -1):
         row = ds.rows(index)
         assert row.dtype == np.float64 and row.shape == (1, 4)
         np.testing.assert_array_equal(row, X[[range(3)[index]]].toarray())
+        np.testing.assert_array_equal(csc.rows(index), row)
 
 
 def test_several_data_dirs_are_searched_in_order(tmp_path, data_dir, monkeypatch):

@@ -77,7 +77,7 @@ class Dataset:
     @functools.cached_property
     def _csr_without_duplicates(self) -> bool:
         """Whether no row of a sparse X stores a column twice (then a row's entries can be copied as they are)."""
-        if not hasattr(self.X, "indptr"):
+        if getattr(self.X, "format", None) != "csr":
             return False
         canonical = self.X.copy()
         canonical.sum_duplicates()
