@@ -21,13 +21,15 @@ has its own numba cache (warmed first, untimed). Every repeat runs each cell onc
 the other (which goes first alternates), each in a fresh process; the ratios REV / this checkout of CPU seconds
 and of peak memory (the whole process's, as ``olb.run`` reports it) are taken pair by pair, and their medians
 reported. Light cells (passes, the CV stage) run twice per process and report the second run (the first loads
-the compiled code). ``--this KEY=VALUE ...`` adds hyperparameters to this checkout's cells only (an option REV
+the compiled code). ``train`` cells (the row-loop learners that are not compiled) time the training phase, predict
+only the first ``TRAIN_TEST_ROWS`` test rows and add the final model's fingerprint to what "same" compares. ``--this KEY=VALUE ...`` adds hyperparameters to this checkout's cells only (an option REV
 does not have, such as ``split_entropy=regrouped``; the "same" column then compares results across the option).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import statistics
@@ -70,7 +72,20 @@ PAIRED_CELLS = {
     "salt-pass-bibtex": ("pass", "salt", "bibtex", {}, True),
     "pa1-br-pass-bibtex": ("pass", "pa1_br", "bibtex", {}, True),
     "falt-cv10-bibtex": ("cv", "falt", "bibtex", {}, True),
+    # the learners whose passes lost the protocol's work per row: the training phase, then only the first
+    # TRAIN_TEST_ROWS test rows (their predictions scan every support vector or stored row); "same" compares the
+    # final models' fingerprints too. The kernel learners and OML on bibtex take 10-50 s a pass: run once a process
+    "falt-kernel-train-bibtex": ("train", "falt_kernel", "bibtex", {}, False),
+    "pa1-br-kernel-train-bibtex": ("train", "pa1_br_kernel", "bibtex", {}, False),
+    "osml-elm-train-bibtex": ("train", "osml_elm", "bibtex", {}, True),
+    "elm-omll-train-bibtex": ("train", "elm_omll_star", "bibtex", {}, True),
+    "knn-train-bibtex": ("train", "knn", "bibtex", {}, True),
+    "oml-train-bibtex": ("train", "oml", "bibtex", {}, False),
+    "falt-kernel-train-scene": ("train", "falt_kernel", "scene", {}, True),
+    "oml-train-scene": ("train", "oml", "scene", {}, True),
+    "osml-elm-bibtex": ("stream", "osml_elm", "bibtex", {}, True),  # the whole cell: its predictions too
 }
+TRAIN_TEST_ROWS = 100
 
 
 def paired_child(name: str, seed: int, extra: dict) -> dict:
@@ -92,10 +107,49 @@ def paired_child(name: str, seed: int, extra: dict) -> dict:
         else:
             from olb.run import CellSpec, run_cell
 
-            stream = run_cell(CellSpec(algorithm, dataset, seed=seed, params=params, protocol="train_frozen")).stream
-            cpu = stream.phases["train"]["cpu_s"] if kind == "pass" else stream.cpu_s
+            with _train_cell() if kind == "train" else contextlib.nullcontext([]) as learners:
+                spec = CellSpec(algorithm, dataset, seed=seed, params=params, protocol="train_frozen")
+                stream = run_cell(spec).stream
+            cpu = stream.phases["train"]["cpu_s"] if kind in ("pass", "train") else stream.cpu_s
             out = {"cpu_s": cpu, "metrics": dict(stream.metrics), "peak_rss_mb": stream.peak_rss_mb}
+            if learners:
+                out["metrics"]["model_fingerprint"] = _fingerprint(learners[0])
     return out
+
+
+@contextlib.contextmanager
+def _train_cell():
+    """Within it, a cell's test phase keeps its first ``TRAIN_TEST_ROWS`` rows; yields the list its learner is
+    appended to (whichever olb is on the path: only ``make_phases`` and ``run_stream`` are patched)."""
+    import dataclasses
+
+    import olb.protocol
+
+    make_phases, run_stream, learners = olb.protocol.make_phases, olb.protocol.run_stream, []
+
+    def few_test_rows(*args, **kwargs):
+        phases = make_phases(*args, **kwargs)
+        return [*phases[:-1], dataclasses.replace(phases[-1], rows=phases[-1].rows[:TRAIN_TEST_ROWS])]
+
+    def keeping_learner(learner, *args, **kwargs):
+        learners.append(learner)
+        return run_stream(learner, *args, **kwargs)
+
+    olb.protocol.make_phases, olb.protocol.run_stream = few_test_rows, keeping_learner
+    try:
+        yield learners
+    finally:
+        olb.protocol.make_phases, olb.protocol.run_stream = make_phases, run_stream
+
+
+def _fingerprint(learner) -> str:
+    """The model fingerprint of ``tests/regression`` (this checkout's), so that "same" compares the models."""
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "regression"))
+    from cases import model_fingerprint
+
+    return model_fingerprint(learner)
 
 
 def extract(rev: str, directory: str) -> str:

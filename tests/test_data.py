@@ -277,9 +277,10 @@ def test_sparse_rows_and_dense_rows_agree(load):
     np.testing.assert_array_equal(ds.rows(5), ds.rows([5]))
 
 
-def test_single_sparse_rows_are_read_from_the_csr_arrays_as_scipy_would():
-    """One row at a time (the protocol's hot path) skips scipy's row indexing: the same values, dtype and sparsity
-    as scipy gives, for an empty row, the last row, a negative index and a matrix with duplicate entries."""
+def test_one_sparse_row_of_a_csr_matrix_is_what_scipy_gives():
+    """``sparse_rows`` of one row (the protocol's hot path for learners taking sparse rows) skips scipy's row
+    indexing: the same values, dtype and sparsity, for an empty row, the last row, a negative index and a matrix
+    with duplicate entries."""
     import scipy.sparse as sp
 
     from olb.data.dataset import Dataset
@@ -290,11 +291,29 @@ def test_single_sparse_rows_are_read_from_the_csr_arrays_as_scipy_would():
     for matrix in (X, duplicated):
         ds = Dataset("toy", matrix, np.zeros((matrix.shape[0], 1), np.int8), "multilabel", None, ("y",))
         for i in (*range(matrix.shape[0]), -1):
-            expected = matrix[[i]]
-            np.testing.assert_array_equal(ds.rows(i), expected.toarray())
-            assert ds.rows(i).dtype == np.float64
-            got = ds.sparse_rows(i)
-            assert got.shape == (1, 9) and (got != expected).nnz == 0 and got.nnz == expected.nnz, i
+            expected, got = matrix[[i]], ds.sparse_rows(i)
+            assert got.dtype == np.float64 and got.shape == (1, 9), i
+            assert (got != expected).nnz == 0 and got.nnz == expected.nnz, i
+
+
+@pytest.mark.parametrize("layout", ["sorted", "unsorted", "duplicates"])
+def test_one_dense_row_of_a_sparse_matrix_is_what_scipy_gives(layout):
+    """One row is read from the CSR arrays (fast), unless a row stores a column twice (then scipy sums them)."""
+    import scipy.sparse as sp
+
+    from olb.data.dataset import Dataset
+
+    indices = {"sorted": [0, 2, 3, 1], "unsorted": [3, 0, 2, 1], "duplicates": [2, 2, 3, 1]}[layout]
+    X = sp.csr_array((np.array([1.5, -2.0, 0.25, 7.0]), np.array(indices), np.array([0, 3, 3, 4])), shape=(3, 4))
+    ds = Dataset("toy", X, np.zeros((3, 1), np.int8), "multilabel", tuple("abcd"), ("y",))
+    assert ds._csr_without_duplicates == (layout != "duplicates")
+    csc = Dataset("toy", X.tocsc(), np.zeros((3, 1), np.int8), "multilabel", tuple("abcd"), ("y",))
+    assert not csc._csr_without_duplicates  # other sparse formats: scipy's indexing
+    for index in (0, 1, 2, -1):
+        row = ds.rows(index)
+        assert row.dtype == np.float64 and row.shape == (1, 4)
+        np.testing.assert_array_equal(row, X[[range(3)[index]]].toarray())
+        np.testing.assert_array_equal(csc.rows(index), row)
 
 
 def test_several_data_dirs_are_searched_in_order(tmp_path, data_dir, monkeypatch):

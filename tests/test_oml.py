@@ -78,6 +78,32 @@ def test_exact_dual_step_maximises_the_exact_dual_found_by_brute_force(seed):
     assert dual(lam) >= -best.fun - 1e-12
 
 
+def test_exact_dual_step_has_the_bits_of_its_numpy_expression():
+    """The bisection on Python floats takes the steps the numpy expression of the derivative takes, bit for bit."""
+
+    def numpy_step(mu, r, delta, lam_min, lam_max, iterations=100):
+        def slope(lam):
+            return delta - float(np.sum(r * mu / (1.0 - 2.0 * lam * mu) ** 2))
+
+        positive = (mu > 0) & (r > 0)
+        if not positive.any():
+            return lam_max
+        lo, hi = 0.0, min(1.0 / (2.0 * float(np.max(mu[positive]))), lam_max)
+        if hi == lam_max and slope(hi) > 0:
+            return lam_max
+        for _ in range(iterations):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if slope(mid) > 0 else (lo, mid)
+        return float(np.clip(0.5 * (lo + hi), lam_min, lam_max))
+
+    rng = np.random.default_rng(5)
+    for case in range(300):
+        n = 2 if case < 200 else 1 + case % 7  # OML's two eigenvalues, and up to 7 terms
+        mu, r = rng.normal(size=n) * 10.0 ** rng.integers(-3, 3), rng.random(n) * 10.0 ** rng.integers(-3, 3)
+        delta = float(rng.integers(1, 6))
+        assert exact_dual_step(mu, r, delta, 1e-5, 1e5) == numpy_step(mu, r, delta, 1e-5, 1e5)
+
+
 def test_steps_are_clipped_to_m_and_M():
     mu, r = np.array([-1.0, 0.5]), np.array([1.0, 0.0])
     assert exact_dual_step(mu, r, 1.0, 1e-5, 3.0) == 3.0  # no positive curvature seen by V: unbounded dual

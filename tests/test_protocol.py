@@ -117,3 +117,47 @@ def test_a_cell_runs_from_the_command_line(capsys):
     assert "gamma=2 is out of range" in capsys.readouterr().err
     spec = parse_cli(["algorithm=adaolmr", "dataset=yeast", "metrics=[rank_loss]", "num_learners=5"])
     assert spec.metrics == ("rank_loss",) and spec.params == {"num_learners": 5}
+
+
+def test_a_training_pass_reaches_learn_pass_in_blocks_in_order(monkeypatch):
+    """Dense blocks of PASS_BLOCK_BYTES, in the phase's order, give the model row-by-row learning gives."""
+    import olb.protocol
+
+    data = _dataset(n_train=40)
+    monkeypatch.setattr(olb.protocol, "PASS_BLOCK_BYTES", 16 * 8 * 4 + 7)  # 16 rows of 4 float64 features
+    blocks, results = [], []
+    for passes in (True, False):
+        learner = Recorder(4, 3)
+        learner.learns_passes, learner.predict_before_learn = passes, False
+        monkeypatch.setattr(learner, "learn_pass", lambda X, Y, f=learner.learn_pass: blocks.append(len(Y)) or f(X, Y))
+        run_stream(learner, data, make_phases(data, "train_frozen", loops=2, rng=np.random.default_rng(0)))
+        results.append(np.array(learner.updates))
+    assert blocks == [16, 16, 8, 16, 16, 8]
+    np.testing.assert_array_equal(*results)
+
+
+def _learners_with_passes():
+    from olb.registry import ALGORITHMS
+
+    return sorted(name for name, cls in ALGORITHMS.items() if cls.learns_passes)
+
+
+@pytest.mark.parametrize("name", _learners_with_passes())
+def test_every_learner_with_passes_learns_a_block_as_it_learns_its_rows(name):
+    """learn_pass(X, Y) and learn_one row by row give the same predictions, bit for bit (after an initial block
+    for the learners that have one)."""
+    from olb.registry import get_algorithm
+
+    cls = get_algorithm(name)
+    rng = np.random.default_rng(3)
+    X = rng.random((60, 5)) * (rng.random((60, 5)) < 0.6)
+    Y = (rng.random((60, 4)) < 0.4).astype(np.int8)
+    learners = [cls(5, 4, seed=np.random.default_rng(1), **cls.test_params) for _ in range(2)]
+    for learner in learners:
+        learner.learn_many(X[:10], Y[:10])
+    learners[0].learn_pass(X[10:], Y[10:])
+    for x, y in zip(X[10:], Y[10:]):
+        learners[1].learn_one(x, y)
+    for x in X[:20]:
+        by_pass, by_row = (learner.predict_one(x) for learner in learners)
+        np.testing.assert_array_equal(by_pass["scores"], by_row["scores"])

@@ -111,6 +111,9 @@ class OnlineLearner:
       ``round(init_fraction * n_train)`` training rows at once through ``learn_many(X, Y)`` before the
       stream (e.g. an ELM's initial batch, OML's initial memory); by default ``learn_many`` learns them one
       by one.
+    - **Passes.** A learner with ``learns_passes = True`` (and full feedback) receives each training phase that
+      does not predict through ``learn_pass(X, Y)``, blocks of rows in order (:mod:`olb.protocol`), which must
+      learn them exactly as ``learn_one`` would one by one; by default ``learn_pass`` calls it row by row.
     - **Rows.** ``x`` is a float64 vector of length ``n_features`` that the learner may not keep a reference
       to (copy what it stores). A learner with ``accepts_sparse = True`` is handed rows of data sets that are
       sparse on disk as a ``scipy.sparse.csr_array`` of shape (1, n_features) (``learn_many``: (n, n_features)),
@@ -130,6 +133,7 @@ class OnlineLearner:
     outputs: ClassVar[tuple[str, ...]] = ("scores",)  # what predict_one returns ("scores", "labels", "class")
     predict_before_learn: ClassVar[bool] = True
     accepts_sparse: ClassVar[bool] = False
+    learns_passes: ClassVar[bool] = False
     params: ClassVar[dict[str, Param]] = {}
     test_params: ClassVar[dict] = {}
     report_metrics: ClassVar[dict[str, bool]] = {}
@@ -202,6 +206,12 @@ class OnlineLearner:
 
     def learn_many(self, X, Y) -> None:
         """Learn an initial block of rows (n, n_features) with their feedback; by default one by one."""
+        OnlineLearner.learn_pass(self, X, Y)
+
+    def learn_pass(self, X, Y) -> None:
+        """``learn_one`` on every row of the block X (n, n_features) with its full feedback Y, in order. A learner
+        that declares ``learns_passes`` receives its training passes this way (:mod:`olb.protocol`), which spares
+        the protocol's work per row; the linear learners run the whole block as one compiled call."""
         for i in range(X.shape[0]):
             self.learn_one(X[i : i + 1] if self.accepts_sparse and not isinstance(X, np.ndarray) else X[i], Y[i])
 

@@ -21,6 +21,7 @@ class _OnlineELM(OnlineLearner):
     default_protocol = "train_frozen"
     outputs = ("scores", "labels")
     predict_before_learn = False
+    learns_passes = True  # a training pass without the protocol's work per row (same numpy calls per row)
     # hyperparameters (declared in ``params``)
     num_hidden: int
     init_fraction: float

@@ -7,6 +7,7 @@ Record (only when a change is *meant* to alter results, and say why in the commi
 
     python tests/regression/cases.py --record          # every case
     python tests/regression/cases.py --record-new      # only the cases not in reference.json yet
+    python tests/regression/cases.py --record-machine  # the MACHINE_PINNED models, for this machine only
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ def compute(case: dict, data_dir=None) -> dict:
     result = {"metrics": dict(stream.metrics), "curve": [float(v) for v in stream.curve["value"]]}
     if case["algorithm"] in MODEL_PINNED:
         result["model"] = model_fingerprint(learner)
+    if case["algorithm"] in MACHINE_PINNED:
+        result["machine_model"] = model_fingerprint(learner)
     return result
 
 
@@ -112,17 +115,34 @@ def run_keeping_learner(case: dict, data_dir=None, curve_every: int = 20):
     return stream, learners[0]
 
 
-# Learners whose final model is pinned bit for bit (metrics and curves barely see a model's last bits). Not the
-# kernel learners: their RBF kernel is numpy's exp, which numpy dispatches by CPU (AVX-512 or not), so their last
-# bits are the CPU's; their metrics and curves stay pinned.
+# Learners whose final model is pinned bit for bit (metrics and curves barely see a model's last bits).
 MODEL_PINNED = ("falt", "salt", "pa1_br", "pa2_br", "olansgd_star")
+# Learners whose model is numpy's CPU-dispatched exp, BLAS or LAPACK at work (the RBF kernel, the ELMs' hidden
+# layer and least squares, OML's projection and metric): their last bits are the CPU's (with numpy's AVX-512 paths
+# disabled, NPY_DISABLE_CPU_FEATURES, the kernel learners' fingerprints differ while metrics and curves do not).
+# Their fingerprints are recorded per machine (:func:`machine_key`) and checked where the key matches; their metrics
+# and curves are pinned everywhere.
+MACHINE_PINNED = ("falt_kernel", "pa1_br_kernel", "pa2_br_kernel", "osml_elm", "elm_omll_star", "knn", "oml")
+
+
+def machine_key() -> str:
+    """What decides the last bits of numpy's vectorized functions and BLAS calls here: numpy's version and the
+    SIMD targets it dispatches to on this CPU, OpenBLAS's version and the kernel it chose."""
+    import numpy as np
+    import scipy.linalg  # noqa: F401 - loads scipy's OpenBLAS too, as a cell does, so the key lists both
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    from threadpoolctl import threadpool_info
+
+    targets = ",".join(t for t in __cpu_dispatch__ if __cpu_features__.get(t))
+    blas = "; ".join(sorted({f"{i['internal_api']} {i['version']} {i.get('architecture')}" for i in threadpool_info()}))
+    return f"numpy {np.__version__} [{targets}]; {blas}"
 
 
 def model_fingerprint(learner, kinds: str = "f") -> str:
     """sha256 of the learner's arrays of the dtype kinds ``kinds`` (float by default; e.g. ``"fiub"`` adds the
     integer and boolean ones, a tree's structure) among its own attributes and those of the objects it holds, by
-    name; an object with a length or an integer ``size`` (a store with spare capacity) contributes that many
-    first rows only."""
+    name; an object with an integer ``size`` or a length (a store with spare capacity) contributes that many first
+    rows only."""
     import hashlib
 
     import numpy as np
@@ -130,7 +150,7 @@ def model_fingerprint(learner, kinds: str = "f") -> str:
     digest = hashlib.sha256()
 
     def visit(obj, prefix, depth):
-        used = len(obj) if hasattr(obj, "__len__") else getattr(obj, "size", None)
+        used = getattr(obj, "size", len(obj) if hasattr(obj, "__len__") else None)
         for name, value in sorted(vars(obj).items()):
             if isinstance(value, np.ndarray) and value.dtype.kind in kinds:
                 value = value[:used] if isinstance(used, int) else value
@@ -160,8 +180,14 @@ if __name__ == "__main__":
     elif "--record-new" in sys.argv:
         results = json.loads(REFERENCE.read_text())
         results.update({name: compute(case) for name, case in CASES if name not in results})
+    elif "--record-machine" in sys.argv:
+        results = json.loads(REFERENCE.read_text())
+        machine = {name: compute(case)["machine_model"] for name, case in CASES if case["algorithm"] in MACHINE_PINNED}
+        results.setdefault("machine_models", {})[machine_key()] = machine
     else:
         raise SystemExit(__doc__)
+    for name, _ in CASES:  # the machine-dependent fingerprints are kept under "machine_models" only
+        results[name].pop("machine_model", None)
     results["cell_ids"] = {name: cell_ids(name) for name in EXPERIMENTS}
     REFERENCE.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     print(json.dumps(results, indent=1))

@@ -13,6 +13,8 @@ The per-round arithmetic they share (Hedge, the step on alpha, the experts' stat
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from olb.learners.base import ROUND_OVERHEAD_S, Param, StreamShape
@@ -98,7 +100,7 @@ class ForestCost:
     potentials). The coefficients are fitted by ``benchmarks/calibrate_boosters.py`` (docs/grid.md, "The cost
     model")."""
 
-    task: str
+    task: ClassVar[str]
     forest_learning: float = 1.0
     gamma_scale: float | None = None
     gamma_power: float = 1.0

@@ -31,6 +31,7 @@ class FALTKernel(OnlineLearner):
     default_protocol = "train_frozen"
     outputs = ("scores", "labels")
     predict_before_learn = False
+    learns_passes = True  # a training pass without the protocol's work per row (same numpy calls per row)
     # hyperparameters (declared in ``params``)
     eta: float
     repeats: int

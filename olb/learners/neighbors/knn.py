@@ -26,6 +26,7 @@ class NeighborLearner(OnlineLearner):
     outputs: ClassVar[tuple[str, ...]] = ("scores", "labels")
     default_protocol: ClassVar[str] = "train_frozen"
     predict_before_learn: ClassVar[bool] = False
+    learns_passes: ClassVar[bool] = True  # a training pass without the protocol's work per row
     # hyperparameters (declared in ``params``)
     n_neighbors: int
     vote_threshold: float
@@ -110,3 +111,5 @@ class KNN(NeighborLearner):
     def learn_many(self, X, Y) -> None:
         self.memory.extend(X)
         self.memory_labels.extend(Y)
+
+    learn_pass = learn_many  # storing a block stores its rows in order
