@@ -59,11 +59,12 @@ def planned_stream(
     return (loops * shape.n_train * cost + n_test * test_cost) / rows, shape.n_train, rows
 
 
-PROCESS_FLOOR_MB = 430.0
+PROCESS_FLOOR_MB = 500.0
 """Resident MB of a Ray worker before its cell's own memory: Python, numpy, scipy, numba's compiled kernels,
-olb's and Ray's imports, and what the worker's earlier cells left behind (a worker runs many cells). The
-largest peak less data and model over a 100-cell calibration grid on a local Ray (docs/grid.md: 340-430 MB);
-a fresh ``python -m olb.run`` process starts at 140-170 MB, so its cells are over-predicted by ~270 MB."""
+olb's and Ray's imports, and what the worker's earlier cells left behind (a worker runs many cells). Peaks less
+data and model on a local Ray (docs/grid.md, "Memory"): 340-430 MB over a 100-cell calibration grid, 430-530 MB
+for the forest boosters over the 273-cell boosters' calibration grid; a fresh ``python -m olb.run`` process
+starts at 140-170 MB, so its cells are over-predicted by ~330 MB."""
 
 DATA_COPIES = 2
 """Float64 copies of a data set's rows a cell holds at its peak: as read, and scaled (``feature_scaling``)."""

@@ -101,10 +101,10 @@ class ForestCost:
     model")."""
 
     task: ClassVar[str]
-    forest_learning: float = 1.0
-    gamma_scale: float | None = None
-    gamma_power: float = 1.0
-    trees_power: float = 1.0
+    forest_learning: ClassVar[float] = 1.0
+    gamma_scale: ClassVar[float | None] = None
+    gamma_power: ClassVar[float] = 1.0
+    trees_power: ClassVar[float] = 1.0
 
     @classmethod
     def cost_per_example_s(cls, params: dict, shape: StreamShape) -> float:
