@@ -134,7 +134,16 @@ def machine_key() -> str:
     from threadpoolctl import threadpool_info
 
     targets = ",".join(t for t in __cpu_dispatch__ if __cpu_features__.get(t))
-    blas = "; ".join(sorted({f"{i['internal_api']} {i['version']} {i.get('architecture')}" for i in threadpool_info()}))
+    # the BLAS libraries only: an OpenMP runtime some other module loaded would make the key depend on the process
+    blas = "; ".join(
+        sorted(
+            {
+                f"openblas {i['version']} {i.get('architecture')}"
+                for i in threadpool_info()
+                if i["internal_api"] == "openblas"
+            }
+        )
+    )
     return f"numpy {np.__version__} [{targets}]; {blas}"
 
 
