@@ -312,7 +312,7 @@ def evaluate_splits(
     best_feature = np.zeros(n_leaves, np.int64)
     best_threshold = np.zeros((n_leaves, d), np.int64)
     per_feature = np.full((n_leaves, d), -np.inf)
-    left, right, terms = np.zeros(k), np.zeros(k), np.zeros(k)
+    left, right, terms, every = np.zeros(k), np.zeros(k), np.zeros(k), np.arange(k)
     plan = (plan_starts, plan_lengths, plan_ops, np.empty(plan_starts.shape[0]))
     # the covariate's labels with weight (the others have 0 on both sides of every threshold), gathered once per
     # covariate into contiguous arrays: label, weight, mean, sigma, min, max; their masses left of every threshold
@@ -324,7 +324,7 @@ def evaluate_splits(
         leaf = leaves[b]
         s = slot[leaf]
         n_weight = pairwise_sum(class_mass[leaf], 0, k)
-        pre = _entropy(class_mass[leaf], n_weight, terms, np.arange(k), k, nonzero, plan)
+        pre = _entropy(class_mass[leaf], n_weight, terms, every, k, nonzero, plan)
         terms[:] = 0.0  # from here on, only the active labels' terms are written
         for f in range(d):
             n_active = 0
@@ -335,7 +335,7 @@ def evaluate_splits(
                     active[n_active] = c
                     W = a_weight[n_active] = g_weight[p, f]
                     a_mean[n_active] = g_mean[p, f]
-                    a_sigma[n_active] = np.sqrt(max(g_m2[p, f] / W, min_variance))
+                    a_sigma[n_active] = _sigma(W, g_m2[p, f], min_variance)
                     lo = min(lo, g_min[p, f])
                     hi = max(hi, g_max[p, f])
                     a_min[n_active], a_max[n_active] = g_min[p, f], g_max[p, f]
@@ -400,7 +400,7 @@ def _masses_left(t, n_active, a_weight, a_mean, a_sigma, a_min, a_max, out):  # 
         for j in range(below):
             out[j, a] = 0.0
         for j in range(below, within):
-            out[j, a] = W * ndtr((t[j] - a_mean[a]) / a_sigma[a])
+            out[j, a] = _gaussian_mass(t[j], W, a_mean[a], a_sigma[a])
         for j in range(within, n_thr):
             out[j, a] = W
 
@@ -414,14 +414,26 @@ def _keep(b, f, j, merit, per_feature, best_threshold):  # pragma: no cover - co
 
 
 @njit(cache=True, nogil=True)
+def _sigma(W, m2, min_variance):  # pragma: no cover - compiled
+    """A class's standard deviation from its Gaussian estimator's weight and M2, at least sqrt(min_variance)."""
+    return np.sqrt(max(m2 / W, min_variance))
+
+
+@njit(cache=True, nogil=True)
+def _gaussian_mass(t, W, mean, sigma):  # pragma: no cover - compiled
+    """The weight W of a class left of threshold t under its Gaussian estimate: W Phi((t - mean) / sigma)."""
+    return W * ndtr((t - mean) / sigma)
+
+
+@njit(cache=True, nogil=True)
 def _mass_left(t, W, mean, sigma, smallest, largest):  # pragma: no cover - compiled
-    """A class's weight left of threshold t: W Phi((t - mean) / sigma), none below its smallest value, all above
-    its largest."""
+    """A class's weight left of threshold t: :func:`_gaussian_mass`, none below its smallest value, all above its
+    largest."""
     if t < smallest:
         return 0.0
     if t > largest:
         return W
-    return W * ndtr((t - mean) / sigma)
+    return _gaussian_mass(t, W, mean, sigma)
 
 
 @njit(cache=True, nogil=True)
@@ -442,7 +454,7 @@ def branch_masses(
             p = pair_of[s, c]
             if p >= 0 and g_weight[p, f] > 0:
                 W = g_weight[p, f]
-                sigma = np.sqrt(max(g_m2[p, f] / W, min_variance))
+                sigma = _sigma(W, g_m2[p, f], min_variance)
                 left[b, c] = _mass_left(t, W, g_mean[p, f], sigma, g_min[p, f], g_max[p, f])
                 right[b, c] = W - left[b, c]
     return left, right
@@ -481,7 +493,7 @@ def _regrouped_merit(
             m = W
             sl += a_wlog[a]
         else:
-            m = W * ndtr((t - a_mean[a]) / a_sigma[a])
+            m = _gaussian_mass(t, W, a_mean[a], a_sigma[a])
             r = W - m
             if m > 0.0:
                 sl += m * math.log2(m)
