@@ -9,8 +9,8 @@ from omegaconf import OmegaConf
 from olb.grid import compose, run_grid
 from olb.data import dataset_names, dataset_spec
 from olb.grid.cost import planned_stream, planned_work
-from olb.grid.backends import choose_backend
-from olb.grid.config import BackendConfig
+from olb.grid.backends import BACKENDS, choose_backend
+from olb.grid.config import BACKENDS as BACKEND_NAMES, BackendConfig
 from olb.grid.expand import plan_grid
 from olb.learners.base import StreamShape
 from olb.registry import algorithm_names, get_algorithm
@@ -34,6 +34,11 @@ def test_auto_weighs_the_work_against_rays_start_up(work, tasks, cpus, expected,
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     name, reason = choose_backend(_cfg(name="auto", num_cpus=cpus, ray_startup_s=15.0), work, tasks)
     assert name == expected and f"~{work:.0f} CPU s" in reason
+
+
+def test_the_configs_backend_names_are_the_registered_backends_and_auto():
+    """The config check knows the names without importing the backends; the two lists stay in step."""
+    assert set(BACKEND_NAMES) == set(BACKENDS) | {"auto"}
 
 
 def test_a_cluster_or_an_explicit_backend_is_never_second_guessed(monkeypatch):
