@@ -71,6 +71,7 @@ def _decide(class_0, class_1, regrouped=False):
         np.array([0.05]),
         regrouped,
         *vfdt_core.pairwise_plan(2),
+        False,  # no screen: every candidate's merit
     )
     assert usable[0, 0]
     return per_feature[0, 0], bool(splits[0])
@@ -83,17 +84,17 @@ def test_info_gain_of_a_perfect_split_is_the_prior_entropy(regrouped):
     assert _decide(10.0, 0.01, regrouped) == (-np.inf, False)
 
 
-def _evaluate_every_leaf(forest, regrouped):
-    """evaluate_splits on every leaf of ``forest`` (its merits and best thresholds) with either entropy."""
+def _evaluate_every_leaf(forest, regrouped, screen=False):
+    """evaluate_splits on every leaf of ``forest`` with either entropy, with or without the screen: (splits,
+    best feature, usable, merits, best thresholds, thresholds)."""
     leaves = np.flatnonzero((forest.split_feature[: forest.n_nodes] == -1))
     trees = np.zeros(len(leaves), np.int64)
     args = (forest.slot, forest.pair_of, forest.class_mass, forest.seen)
     stats = (forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max)
-    out = vfdt_core.evaluate_splits(
+    return vfdt_core.evaluate_splits(
         leaves, trees, *args, *stats, forest._fractions, 1e-12, 0.01, forest._eps_factor,
-        forest._ln_inv_delta, forest.tau, regrouped, *forest._label_sum_plan,
+        forest._ln_inv_delta, forest.tau, regrouped, *forest._label_sum_plan, screen,
     )  # fmt: skip
-    return out[3], out[4], out[2]
 
 
 def test_regrouped_entropy_gives_the_same_merits_up_to_rounding_and_the_same_splits():
@@ -112,13 +113,79 @@ def test_regrouped_entropy_gives_the_same_merits_up_to_rounding_and_the_same_spl
     assert exact.n_nodes > 8  # the trees did split
     for name in ("split_feature", "threshold", "left", "right", "class_mass"):
         assert np.array_equal(getattr(exact, name), getattr(regrouped, name)), name
-    merit_e, best_e, usable = _evaluate_every_leaf(exact, False)
-    merit_r, best_r, _ = _evaluate_every_leaf(exact, True)
+    _, _, usable, merit_e, best_e, _ = _evaluate_every_leaf(exact, False)
+    merit_r, best_r = _evaluate_every_leaf(exact, True)[3:5]
     assert usable.sum() > 20
     finite = np.isfinite(merit_e)
     assert np.array_equal(finite, np.isfinite(merit_r))
     assert np.abs(merit_e[finite] - merit_r[finite]).max() < 1e-12
     assert np.array_equal(best_e[usable], best_r[usable])
+
+
+def _many_label_forest(n_trees, tau_range, seed=5):
+    """A forest grown on 600 rows of 12 correlated labels over 6 continuous features, its leaves not split."""
+    rng = np.random.default_rng(seed)
+    n, d, k = 600, 6, 12
+    X = rng.normal(size=(n, d))
+    Y = (X[:, :1] * rng.normal(size=(1, k)) + rng.normal(scale=0.5, size=(n, k)) > 0.3).astype(float)
+    forest = VFDTForest(n_trees, d, k, num_covariates=4, seed=seed, tau_range=tau_range, grace_range=(1e9, 1e9))
+    for x, y in zip(X, Y):
+        forest.learn(x, np.tile(y, (n_trees, 1)) * rng.uniform(0.5, 3.0, size=(n_trees, 1)))
+    return forest
+
+
+@pytest.mark.parametrize("regrouped", [False, True])
+def test_the_screen_settles_leaves_that_cannot_split_and_changes_no_split(regrouped):
+    """With the screen, evaluate_splits splits the very same leaves on the same covariates and thresholds, and the
+    screen does settle leaves (those it cannot settle are scored exactly). The leaves differ in their Hoeffding
+    bound: one grown leaf per tree, each tree with its own delta."""
+    forest = _many_label_forest(40, tau_range=(1e-6, 1e-3))
+    plain = _evaluate_every_leaf(forest, regrouped)
+    screened = _evaluate_every_leaf(forest, regrouped, screen=True)
+    splits = plain[0]
+    assert np.array_equal(splits, screened[0])
+    assert 0 < splits.sum() < len(splits) - 5  # some leaves split, most do not
+    assert np.array_equal(plain[1][splits], screened[1][splits])
+    for out_plain, out_screened in zip(plain[2:], screened[2:]):
+        assert np.array_equal(out_plain[splits], out_screened[splits])
+    settled = ~screened[2].any(axis=1)  # no candidate returned: the screen decided
+    assert settled.sum() >= (~splits).sum() // 2
+
+
+def test_screened_merits_are_within_their_bound_of_the_exact_ones():
+    """Every candidate's screened merit lies within its bound of the exact merit (the best per covariate is
+    compared); the polynomial log2 is within 2e-14 of glibc's (and its result's rounding), and 0 log2 0 is 0."""
+    forest = _many_label_forest(8, tau_range=(1e-6, 1e-3))
+    _, _, usable, merit_exact, *_ = _evaluate_every_leaf(forest, False)
+    k, n_thr = forest.n_labels, len(forest._fractions)
+    gathered = (np.empty(k, np.int64), *(np.empty(k) for _ in range(5)))
+    t, masses = np.empty(n_thr), np.empty((n_thr, k))
+    leaves = np.flatnonzero(forest.split_feature[: forest.n_nodes] == -1)
+    plan = (*forest._label_sum_plan, np.empty(len(forest._label_sum_plan[0])))
+    for b, leaf in enumerate(leaves):
+        mass = forest.class_mass[leaf]
+        pre = vfdt_core._entropy(mass, mass.sum(), np.zeros(k), np.arange(k), k, np.empty(k, np.int64), plan)
+        stats = (forest.pair_of[forest.slot[leaf]], forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min,
+                 forest.g_max, 1e-12)  # fmt: skip
+        for f in np.flatnonzero(usable[b]):
+            n_active, lo, hi = vfdt_core._gather(f, stats, gathered)
+            vfdt_core._place_thresholds(lo, hi, forest._fractions, t)
+            vfdt_core._masses_left(t, n_active, *gathered[1:], masses)
+            scored = [vfdt_core._screened_merit(masses[j], gathered[1], n_active, pre, 0.01) for j in range(n_thr)]
+            bounds = [bound for _, bound in scored]
+            assert min(bounds) >= 0
+            screened_best = max(merit for merit, _ in scored)
+            if np.isfinite(merit_exact[b, f]):
+                assert abs(screened_best - merit_exact[b, f]) <= max(bounds)
+                assert abs(screened_best - merit_exact[b, f]) < 1e-11  # the bound is loose, the merit close
+            else:
+                assert screened_best == -np.inf
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.random(10**5) * 10.0 ** rng.integers(-300, 300, 10**5), [1.0, 2.0, 0.5, 2**0.5]])
+    x = np.concatenate([x, np.nextafter(x, 0), np.nextafter(x, np.inf)])
+    approx = np.array([vfdt_core._approx_log2(v) for v in x])
+    assert (np.abs(approx - np.log2(x)) <= 2e-14 + 2.0**-52 * np.abs(np.log2(x))).all()  # + its last bit's rounding
+    assert 0.0 * vfdt_core._approx_log2(0.0) == 0.0 and np.isfinite(vfdt_core._approx_log2(5e-324))
 
 
 def test_split_entropy_is_checked_and_named_as_a_weak_learner():
