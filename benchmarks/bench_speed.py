@@ -298,10 +298,10 @@ def jit_report() -> None:
 
 def profile(algorithm: str, dataset: str, params: dict, seed: int, protocol: str | None = None) -> None:
     """Where one cell's stream time goes: wall seconds inside each compiled kernel of the forest (one run after
-    a warm-up), how many normal-CDF and log2 values the split attempts computed, and what one costs (scipy's ndtr
-    and glibc's log2, called from compiled code as the forest calls them): their products are a floor on the split
-    attempts' time as long as every candidate is scored with these functions (which bit-identical results
-    require)."""
+    a warm-up); how many leaves the split attempts' screen settled; how many normal-CDF values the attempts need
+    (the screen computes each, the exact score again for the leaves it scores) and how many glibc log2 values the
+    exact scores computed, with what one costs (scipy's ndtr and glibc's log2, called from compiled code as the
+    forest calls them)."""
     from collections import Counter
 
     from olb.run import CellSpec, run_cell
@@ -341,9 +341,10 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int, protocol: str
                 seconds[name] += time.perf_counter() - start
                 counts[name] += 1
             elif name == "evaluate_splits":
-                cdf, logs = cdf_and_log_values(args, result)
-                counts["cdf"] += cdf
-                counts["log2"] += logs
+                counts["cdf"] += cdf_and_log_values(args, originals[name](*args, False))[0]  # every candidate
+                counts["log2"] += cdf_and_log_values(args, result)[1]  # the exactly scored leaves' only
+                counts["leaves"] += len(args[0])
+                counts["scored"] += int(result[2].any(axis=1).sum())
             return result
 
         return call
@@ -364,9 +365,10 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int, protocol: str
         print(f"  {name:<18} {seconds[name]:7.2f} s in {counts[name]:>7} calls")
     cdf_s, log_s = counts["cdf"] * ns_per_cdf * 1e-9, counts["log2"] * ns_per_log2 * 1e-9
     print(
-        f"  split attempts evaluated {counts['cdf']:,} normal-CDF values ({ns_per_cdf:.1f} ns each: {cdf_s:.2f} s) "
-        f"and at most {counts['log2']:,} log2 values ({ns_per_log2:.1f} ns each: {log_s:.2f} s); together "
-        f"{cdf_s + log_s:.2f} s of the {seconds['evaluate_splits']:.2f} s in evaluate_splits"
+        f"  split attempts on {counts['leaves']:,} leaves, {counts['scored']:,} of them scored exactly (the screen "
+        f"settled the others); {counts['cdf']:,} normal-CDF values ({ns_per_cdf:.1f} ns each: {cdf_s:.2f} s) and, "
+        f"in the exact scores, at most {counts['log2']:,} log2 values ({ns_per_log2:.1f} ns each: {log_s:.2f} s); "
+        f"together {cdf_s + log_s:.2f} s of the {seconds['evaluate_splits']:.2f} s in evaluate_splits"
     )
 
 
