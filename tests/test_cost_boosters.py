@@ -51,26 +51,26 @@ def test_a_row_only_predicted_costs_less_than_a_learned_one(algorithm):
 
 
 # Measured CPU microseconds per row of the stream of single cells of the calibration grid (seed 0, 100 trees,
-# 2026-11-26, a 2-core Intel Xeon with AVX-512 shared with other jobs): the leaderboard's settings (ALT threshold,
+# 2026-11-27, a 2-core Intel Xeon with AVX-512): the leaderboard's settings (ALT threshold,
 # min-max scaled features, train then frozen test) and the papers'.
 BOARD = {"num_covariates": 20, "authors_weights": True, "threshold_rule": "alt_scores", "feature_scaling": "minmax"}
 TOPK = {"k": 3, "exploration": "uniform", "clip_probabilities": True}
 RECORDED = [
-    ("adaolmr+threshold", "yeast", BOARD, 1, "train_frozen", 1893),
-    ("adaolmr+threshold", "cal500", BOARD, 1, "train_frozen", 16472),
-    ("adaolmr+threshold", "corel5k", BOARD, 1, "train_frozen", 10613),
-    ("onlinebmr+threshold", "corel5k", {**BOARD, "gamma": 0.1}, 1, "train_frozen", 3337),
-    ("onlinebmr+threshold", "corel5k", {**BOARD, "gamma": 0.001}, 1, "train_frozen", 11488),
-    ("topada", "scene", {**TOPK, "clip_gradient": True, "rho": 0.04}, 10, "train_test", 572),
-    ("topopt", "emotions", {**TOPK, "gamma": 0.4, "rho": 0.02}, 10, "train_test", 231),
-    ("adaolm", "nursery", {"authors_weights": True}, 1, "prequential_last20", 248),
-    ("oza", "mice", {}, 1, "prequential_last20", 1863),
+    ("adaolmr+threshold", "yeast", BOARD, 1, "train_frozen", 1112),
+    ("adaolmr+threshold", "cal500", BOARD, 1, "train_frozen", 8262),
+    ("adaolmr+threshold", "corel5k", BOARD, 1, "train_frozen", 5820),
+    ("onlinebmr+threshold", "corel5k", {**BOARD, "gamma": 0.1}, 1, "train_frozen", 1861),
+    ("onlinebmr+threshold", "corel5k", {**BOARD, "gamma": 0.001}, 1, "train_frozen", 5516),
+    ("topada", "scene", {**TOPK, "clip_gradient": True, "rho": 0.04}, 10, "train_test", 377),
+    ("topopt", "emotions", {**TOPK, "gamma": 0.4, "rho": 0.02}, 10, "train_test", 161),
+    ("adaolm", "nursery", {"authors_weights": True}, 1, "prequential_last20", 238),
+    ("oza", "mice", {}, 1, "prequential_last20", 1309),
 ]
 
 
 @pytest.mark.parametrize("algorithm, dataset, params, loops, protocol, measured_us", RECORDED)
 def test_the_plan_stays_near_the_recorded_calibration(algorithm, dataset, params, loops, protocol, measured_us):
-    """Within the spread the fit leaves over the calibration grid's cells (0.6-2x; docs/grid.md)."""
+    """Within the spread the fit leaves over the calibration grid's cells (0.5-2x; docs/grid.md)."""
     resolved = get_algorithm(algorithm).validate({"num_learners": 100, **params})
     cost, _, _ = planned_stream(algorithm, resolved, dataset, loops, protocol)
-    assert 0.6 < cost * 1e6 / measured_us < 2.0
+    assert 0.5 < cost * 1e6 / measured_us < 2.0

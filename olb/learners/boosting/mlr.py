@@ -142,10 +142,10 @@ class OnlineBMR(FullFeedbackBooster):
 
     name = "onlinebmr"
     # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
-    forest_learning = 0.959
-    trees_power = 0.789
-    gamma_scale = 0.0902
-    gamma_power = 1.09
+    forest_learning = 1.13
+    trees_power = 0.999
+    gamma_scale = 0.0738
+    gamma_power = 1.15
     initial_alpha = 1.0
     # hyperparameters (declared in ``params``)
     gamma: float

@@ -207,8 +207,8 @@ class AdaBoostOLM(MulticlassBooster):
 
     name = "adaolm"
     # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
-    forest_learning = 0.937
-    trees_power = 0.9
+    forest_learning = 1.88
+    trees_power = 0.962
     # hyperparameters (declared in ``params``)
     authors_gradient: bool
     params = {
@@ -440,10 +440,10 @@ class OnlineMBBM(MulticlassBooster):
 
     name = "onlinembbm"
     # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
-    forest_learning = 4.64
-    trees_power = 1.88
-    gamma_scale = 0.148
-    gamma_power = 2.48
+    forest_learning = 8.41
+    trees_power = 2.05
+    gamma_scale = 0.131
+    gamma_power = 2.43
     initial_alpha = 1.0
     # hyperparameters (declared in ``params``)
     gamma: float

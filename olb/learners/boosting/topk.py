@@ -166,11 +166,11 @@ class TopOpt(TopKBooster):
 
     name = "topopt"
     # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
-    forest_learning = 0.279
-    trees_power = 0.448
-    gamma_scale = 0.33
-    gamma_power = 1.96
-    weight_power = 0.518
+    forest_learning = 0.485
+    trees_power = 0.611
+    gamma_scale = 0.182
+    gamma_power = 1.58
+    weight_power = 0.599
     initial_alpha = 1.0
     # hyperparameters (declared in ``params``)
     gamma: float
@@ -222,9 +222,9 @@ class TopAda(TopKBooster):
 
     name = "topada"
     # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
-    forest_learning = 0.608
-    trees_power = 0.867
-    weight_power = 0.653
+    forest_learning = 0.818
+    trees_power = 1.06
+    weight_power = 0.726
     # hyperparameters (declared in ``params``)
     clip_gradient: bool
     params = {
