@@ -9,7 +9,7 @@ per tree, and the ratio to the authors' code on the same settings (see docs/spee
     python benchmarks/bench_speed.py --against f1baebd            # CPU and peak-memory ratios against a commit
     python benchmarks/bench_speed.py --against f1baebd --quick    # its light cells only (passes, CV stage)
     python benchmarks/bench_speed.py --against f1baebd --paired-cells falt-pass-bibtex pa1-br-pass-bibtex
-    python benchmarks/bench_speed.py --against f1baebd --this split_entropy=regrouped --paired-cells adaolmr-bibtex-40
+    python benchmarks/bench_speed.py --against f1baebd --this num_covariates=10 --paired-cells adaolmr-bibtex-40
 
 Each cell runs in its own child process (so its peak RSS is its own); inside it, the cell runs once untimed
 (imports and compiled-code warm-up) and then ``--repeats`` times; the stream's CPU seconds (the protocol's
@@ -22,8 +22,8 @@ the other (which goes first alternates), each in a fresh process; the ratios REV
 and of peak memory (the whole process's, as ``olb.run`` reports it) are taken pair by pair, and their medians
 reported. Light cells (passes, the CV stage) run twice per process and report the second run (the first loads
 the compiled code). ``train`` cells (the row-loop learners that are not compiled) time the training phase, predict
-only the first ``TRAIN_TEST_ROWS`` test rows and add the final model's fingerprint to what "same" compares. ``--this KEY=VALUE ...`` adds hyperparameters to this checkout's cells only (an option REV
-does not have, such as ``split_entropy=regrouped``; the "same" column then compares results across the option).
+only the first ``TRAIN_TEST_ROWS`` test rows and add the final model's fingerprint to what "same" compares. ``--this KEY=VALUE ...`` adds hyperparameters to this checkout's cells only (a setting or an
+option REV does not have; the "same" column then compares results across it).
 """
 
 from __future__ import annotations
@@ -417,7 +417,7 @@ def main() -> None:
         nargs="+",
         default=[],
         metavar="KEY=VALUE",
-        help="with --against: hyperparameters for this checkout's cells only (e.g. split_entropy=regrouped)",
+        help="with --against: hyperparameters for this checkout's cells only (e.g. num_covariates=10)",
     )
     parser.add_argument("--paired-child", help=argparse.SUPPRESS)
     parser.add_argument("--child-params", default="{}", help=argparse.SUPPRESS)

@@ -9,7 +9,7 @@ on each side with its standard error, the difference in standard errors of the f
 mean lies within one standard error of the first, and on how many seeds both sides gave the same value.
 
     python benchmarks/results_effect.py --against 551ecc0 --experiment table3 --datasets emotions scene yeast
-    python benchmarks/results_effect.py --option weak_learner=vfdt_regrouped --experiment table3
+    python benchmarks/results_effect.py --option num_covariates=10 --experiment table3 --datasets emotions
     python benchmarks/results_effect.py --against 551ecc0 --experiment topk_table1 --datasets emotions --seeds 3
 
 Cells run in child processes (``--jobs`` at a time, each side's children with their own numba cache).

@@ -6,7 +6,6 @@ from compiled_support import assert_same_as_ufunc
 from scipy.special import ndtr
 
 from olb.weak import RiverWeakLearners, VFDTForest, make_weak_learners, vfdt_core
-from olb.weak.vfdt import SPLIT_ENTROPIES
 
 
 def _stream(n, rng):
@@ -44,7 +43,7 @@ def test_trees_split_on_the_informative_feature_and_predict_it():
     assert (predicted == yt).mean() > 0.95
 
 
-def _decide(class_0, class_1, regrouped=False):
+def _decide(class_0, class_1):
     """The compiled merit and Hoeffding test of one leaf with one covariate where class 0 lies in [0, 0.05] and
     class 1 in [0.95, 1]: every candidate threshold (1/11 .. 10/11) separates them."""
     mass = np.array([[class_0, class_1]])
@@ -69,7 +68,6 @@ def _decide(class_0, class_1, regrouped=False):
         np.array([0.0, 0.0, 1.0]),
         np.array([np.log(2.0)]),
         np.array([0.05]),
-        regrouped,
         *vfdt_core.pairwise_plan(2),
         False,  # no screen: every candidate's merit
     )
@@ -77,49 +75,23 @@ def _decide(class_0, class_1, regrouped=False):
     return per_feature[0, 0], bool(splits[0])
 
 
-@pytest.mark.parametrize("regrouped", [False, True])
-def test_info_gain_of_a_perfect_split_is_the_prior_entropy(regrouped):
-    assert _decide(5.0, 5.0, regrouped) == (pytest.approx(1.0), True)
+def test_info_gain_of_a_perfect_split_is_the_prior_entropy():
+    assert _decide(5.0, 5.0) == (pytest.approx(1.0), True)
     # a branch holding less than 1% of the weight makes the candidate invalid
-    assert _decide(10.0, 0.01, regrouped) == (-np.inf, False)
+    assert _decide(10.0, 0.01) == (-np.inf, False)
 
 
-def _evaluate_every_leaf(forest, regrouped, screen=False):
-    """evaluate_splits on every leaf of ``forest`` with either entropy, with or without the screen: (splits,
-    best feature, usable, merits, best thresholds, thresholds)."""
+def _evaluate_every_leaf(forest, screen=False):
+    """evaluate_splits on every leaf of ``forest``, with or without the screen: (splits, best feature, usable,
+    merits, best thresholds, thresholds)."""
     leaves = np.flatnonzero((forest.split_feature[: forest.n_nodes] == -1))
     trees = np.zeros(len(leaves), np.int64)
     args = (forest.slot, forest.pair_of, forest.class_mass, forest.seen)
     stats = (forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max)
     return vfdt_core.evaluate_splits(
         leaves, trees, *args, *stats, forest._fractions, 1e-12, 0.01, forest._eps_factor,
-        forest._ln_inv_delta, forest.tau, regrouped, *forest._label_sum_plan, screen,
+        forest._ln_inv_delta, forest.tau, *forest._label_sum_plan, screen,
     )  # fmt: skip
-
-
-def test_regrouped_entropy_gives_the_same_merits_up_to_rounding_and_the_same_splits():
-    """The regrouped branch entropy (H = log2 w - sum m log2 m / w) scores every candidate of real leaves (many
-    labels, continuous features, so no exact ties) within 1e-12 bits of the exact one, picks the same thresholds,
-    and a forest trained with it grows the very same trees."""
-    rng = np.random.default_rng(3)
-    n, d, k = 600, 6, 12
-    X = rng.normal(size=(n, d))
-    Y = (X[:, :1] * rng.normal(size=(1, k)) + rng.normal(scale=0.5, size=(n, k)) > 0.3).astype(float)
-    forests = {e: VFDTForest(4, d, k, num_covariates=4, seed=5, split_entropy=e) for e in SPLIT_ENTROPIES}
-    for x, y in zip(X, Y):
-        for forest in forests.values():
-            forest.learn(x, np.tile(y, (4, 1)))
-    exact, regrouped = forests["exact"], forests["regrouped"]
-    assert exact.n_nodes > 8  # the trees did split
-    for name in ("split_feature", "threshold", "left", "right", "class_mass"):
-        assert np.array_equal(getattr(exact, name), getattr(regrouped, name)), name
-    _, _, usable, merit_e, best_e, _ = _evaluate_every_leaf(exact, False)
-    merit_r, best_r = _evaluate_every_leaf(exact, True)[3:5]
-    assert usable.sum() > 20
-    finite = np.isfinite(merit_e)
-    assert np.array_equal(finite, np.isfinite(merit_r))
-    assert np.abs(merit_e[finite] - merit_r[finite]).max() < 1e-12
-    assert np.array_equal(best_e[usable], best_r[usable])
 
 
 def _many_label_forest(n_trees, tau_range, seed=5):
@@ -134,14 +106,13 @@ def _many_label_forest(n_trees, tau_range, seed=5):
     return forest
 
 
-@pytest.mark.parametrize("regrouped", [False, True])
-def test_the_screen_settles_leaves_that_cannot_split_and_changes_no_split(regrouped):
+def test_the_screen_settles_leaves_that_cannot_split_and_changes_no_split():
     """With the screen, evaluate_splits splits the very same leaves on the same covariates and thresholds, and the
     screen does settle leaves (those it cannot settle are scored exactly). The leaves differ in their Hoeffding
     bound: one grown leaf per tree, each tree with its own delta."""
     forest = _many_label_forest(40, tau_range=(1e-6, 1e-3))
-    plain = _evaluate_every_leaf(forest, regrouped)
-    screened = _evaluate_every_leaf(forest, regrouped, screen=True)
+    plain = _evaluate_every_leaf(forest)
+    screened = _evaluate_every_leaf(forest, screen=True)
     splits = plain[0]
     assert np.array_equal(splits, screened[0])
     assert 0 < splits.sum() < len(splits) - 5  # some leaves split, most do not
@@ -156,7 +127,7 @@ def test_screened_merits_are_within_their_bound_of_the_exact_ones():
     """Every candidate's screened merit lies within its bound of the exact merit (the best per covariate is
     compared); the polynomial log2 is within 2e-14 of glibc's (and its result's rounding), and 0 log2 0 is 0."""
     forest = _many_label_forest(8, tau_range=(1e-6, 1e-3))
-    _, _, usable, merit_exact, *_ = _evaluate_every_leaf(forest, False)
+    _, _, usable, merit_exact, *_ = _evaluate_every_leaf(forest)
     k, n_thr = forest.n_labels, len(forest._fractions)
     gathered = (np.empty(k, np.int64), *(np.empty(k) for _ in range(5)))
     t, masses = np.empty(n_thr), np.empty((n_thr, k))
@@ -188,11 +159,7 @@ def test_screened_merits_are_within_their_bound_of_the_exact_ones():
     assert 0.0 * vfdt_core._approx_log2(0.0) == 0.0 and np.isfinite(vfdt_core._approx_log2(5e-324))
 
 
-def test_split_entropy_is_checked_and_named_as_a_weak_learner():
-    with pytest.raises(ValueError, match="split_entropy='fast'; allowed: exact, regrouped"):
-        VFDTForest(2, 3, 2, split_entropy="fast")
-    assert make_weak_learners("vfdt", 2, 3, 2, 3, None, 0).split_entropy == "exact"
-    assert make_weak_learners("vfdt_regrouped", 2, 3, 2, 3, None, 0).split_entropy == "regrouped"
+def test_entropy_in_bits_skips_zero_masses():
     terms, every, nonzero = np.empty(3), np.arange(3), np.empty(3, np.int64)
     plan = (*vfdt_core.pairwise_plan(3), np.empty(1))
     assert vfdt_core._entropy(np.array([1.0, 1.0, 2.0]), 4.0, terms, every, 3, nonzero, plan) == pytest.approx(1.5)
@@ -297,11 +264,3 @@ def test_river_adapter_boosts_river_classifiers():
     assert np.allclose(H.sum(axis=1), 1) and H[0].argmax() == 0 and H[1].argmax() == 1
     with pytest.raises(ValueError, match="unknown weak learner 'bogus'"):
         make_weak_learners("bogus", 3, 5, 3, 2, None, 0)
-
-
-def test_a_booster_reaches_the_regrouped_entropy_through_its_weak_learner():
-    from olb.registry import get_algorithm
-
-    booster = get_algorithm("adaolmr")(5, 3, seed=0, num_learners=2, weak_learner="vfdt_regrouped")
-    assert booster.weak.split_entropy == "regrouped"
-    assert get_algorithm("adaolmr")(5, 3, seed=0, num_learners=2).weak.split_entropy == "exact"

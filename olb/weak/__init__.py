@@ -6,8 +6,7 @@ from olb.weak.base import WeakLearners
 from olb.weak.river_adapter import RiverWeakLearners, river_hoeffding_tree
 from olb.weak.vfdt import VFDTForest
 
-# "vfdt_regrouped": the VFDT forest scoring splits with the regrouped entropy (VFDTForest's split_entropy)
-WEAK_LEARNERS = ("vfdt", "vfdt_regrouped", "river_hoeffding_tree")
+WEAK_LEARNERS = ("vfdt", "river_hoeffding_tree")
 
 
 def make_weak_learners(
@@ -23,16 +22,14 @@ def make_weak_learners(
 
     ``river_hoeffding_tree`` draws the same parameter ranges as the VFDT forest for river's
     ``HoeffdingTreeClassifier`` (``leaf_prediction='mc'``); importance scales apply only to the VFDT forest.
-    ``vfdt_regrouped`` is that forest with ``split_entropy="regrouped"`` (faster, not bit-identical; docs/speed.md).
     """
-    if kind in ("vfdt", "vfdt_regrouped"):
+    if kind == "vfdt":
         return VFDTForest(
             n_learners,
             n_features,
             n_labels,
             num_covariates=num_covariates,
             importance_scale_range=importance_scale_range,
-            split_entropy="regrouped" if kind == "vfdt_regrouped" else "exact",
             seed=seed,
         )
     if kind == "river_hoeffding_tree":

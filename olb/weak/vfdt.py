@@ -59,7 +59,6 @@ from olb.weak.base import DELTA_RANGE, GRACE_RANGE, TAU_RANGE, WeakLearners, log
 _N_THRESHOLDS = 10
 _MIN_BRANCH_FRACTION = 0.01
 _MIN_VARIANCE = 1e-12
-SPLIT_ENTROPIES = ("exact", "regrouped")
 
 
 class VFDTForest(WeakLearners):
@@ -76,9 +75,6 @@ class VFDTForest(WeakLearners):
         drawn uniformly from this range (the authors' code: (3, 10) for papers 000/004, (5, 200) for 001;
         not in the papers).
     pseudo_count : initial mass of a class first seen at a node.
-    split_entropy : ``"exact"`` (default) scores candidate splits with the entropy -sum p log2 p, bit for bit
-        as before; ``"regrouped"`` with H = log2 w - sum m log2 m / w, faster and equal up to rounding, so
-        near-tied candidates may rank differently (``docs/speed.md``).
     seed : fixes every random draw.
 
     A leaf whose best merit is exactly tied across covariates splits on the lowest tied covariate index (numpy's
@@ -96,12 +92,8 @@ class VFDTForest(WeakLearners):
         grace_range: tuple[float, float] = GRACE_RANGE,
         importance_scale_range: tuple[float, float] | None = None,
         pseudo_count: float = 1.0,
-        split_entropy: str = "exact",
         seed: int | np.random.Generator | None = None,
     ):
-        if split_entropy not in SPLIT_ENTROPIES:
-            raise ValueError(f"split_entropy={split_entropy!r}; allowed: {', '.join(SPLIT_ENTROPIES)}")
-        self.split_entropy = split_entropy
         rng = np.random.default_rng(seed)
         super().__init__(n_learners, n_features, n_labels)
         N = n_learners
@@ -300,7 +292,6 @@ class VFDTForest(WeakLearners):
             self._eps_factor,
             self._ln_inv_delta,
             self.tau,
-            self.split_entropy == "regrouped",
             *self._label_sum_plan,
         )
         n_splits = int(splits.sum())

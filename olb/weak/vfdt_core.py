@@ -283,7 +283,6 @@ def evaluate_splits(
     eps_factor,
     ln_inv_delta,
     tau,
-    regrouped,
     plan_starts,
     plan_lengths,
     plan_ops,
@@ -297,9 +296,7 @@ def evaluate_splits(
     more than ``min_branch_fraction`` of the weight; the leaf splits when best - second best > eps or eps < tau,
     eps = sqrt(log2(#classes)^2 ln(1/delta) / (2 n)), n the leaf's weight.
 
-    Sums over the k classes are numpy's pairwise sums (``plan_*``: :func:`pairwise_plan` (k)). ``regrouped``
-    scores the candidates with the branch entropies regrouped (:func:`_regrouped_merit`): the same merits up to
-    rounding, not bit-identical to the default (:func:`_merit`).
+    Sums over the k classes are numpy's pairwise sums (``plan_*``: :func:`pairwise_plan` (k)).
 
     Returns per leaf whether it splits and the best feature (of exactly tied best merits the lowest covariate
     index, a rule that does not depend on the CPU, unlike numpy's argsort), and per (leaf, covariate) whether it
@@ -325,7 +322,6 @@ def evaluate_splits(
     active, nonzero = np.empty(k, np.int64), np.empty(k, np.int64)
     a_weight, a_mean, a_sigma, a_min, a_max = np.empty(k), np.empty(k), np.empty(k), np.empty(k), np.empty(k)
     a_left = np.empty((n_thr, k))
-    a_wlog = np.empty(k)  # W log2 W, the term of a label wholly on one side (regrouped only)
     gathered = (active, a_weight, a_mean, a_sigma, a_min, a_max)
     scratch = (np.empty(n_thr), a_left, np.empty(d))  # the screen's thresholds, masses and merits
     for b in range(n_leaves):
@@ -349,15 +345,6 @@ def evaluate_splits(
             usable[b, f] = True
             t = thresholds[b, f]
             _place_thresholds(lo, hi, fractions, t)
-            if regrouped:
-                for a in range(n_active):
-                    a_wlog[a] = a_weight[a] * math.log2(a_weight[a])
-                for j in range(n_thr):
-                    merit = _regrouped_merit(
-                        t[j], n_active, a_weight, a_mean, a_sigma, a_min, a_max, a_wlog, pre, min_branch_fraction
-                    )
-                    _keep(b, f, j, merit, per_feature, best_threshold)
-                continue
             _masses_left(t, n_active, a_weight, a_mean, a_sigma, a_min, a_max, a_left)
             for j in range(n_thr):
                 for a in range(n_active):
@@ -482,7 +469,7 @@ def _approx_log2(x):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True, fastmath=_SCREEN_FASTMATH, error_model="numpy")
 def _screened_merit(masses_left, a_weight, n_active, pre, min_branch_fraction):  # pragma: no cover - compiled
     """A candidate's information gain from its classes' masses left of it, and a bound on its distance from the
-    exact :func:`_merit` (and :func:`_regrouped_merit`): (merit, bound), (-inf, 0) for a candidate certainly void,
+    exact :func:`_merit`: (merit, bound), (-inf, 0) for a candidate certainly void,
     (nan, -1) when a branch weight is too close to the 1% bound to tell."""
     wl = wr = sl = sr = scale = 0.0
     for a in range(n_active):
@@ -624,37 +611,6 @@ def _merit(left, right, terms, active, n_active, nonzero, pre, min_branch_fracti
     h_left = _entropy(left, wl, terms, active, n_active, nonzero, plan)
     h_right = _entropy(right, wr, terms, active, n_active, nonzero, plan)
     return pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
-
-
-@njit(cache=True, nogil=True)
-def _regrouped_merit(
-    t, n_active, a_weight, a_mean, a_sigma, a_min, a_max, a_wlog, pre, min_branch_fraction
-):  # pragma: no cover - compiled
-    """:func:`_merit` with each branch entropy regrouped as H = log2 w - sum_c m_c log2 m_c / w, so that the
-    merit is pre - (w_l log2 w_l - S_l + w_r log2 w_r - S_r) / (w_l + w_r), S = sum_c m_c log2 m_c: one pass over
-    the active labels, no division per label, and a label wholly on one side of t adds its precomputed
-    W log2 W (``a_wlog``) without a logarithm. Equal to the default up to rounding (sums in label order)."""
-    wl = wr = sl = sr = 0.0
-    for a in range(n_active):
-        W = a_weight[a]
-        if t < a_min[a]:
-            m = 0.0
-            sr += a_wlog[a]
-        elif t > a_max[a]:
-            m = W
-            sl += a_wlog[a]
-        else:
-            m = _gaussian_mass(t, W, a_mean[a], a_sigma[a])
-            r = W - m
-            if m > 0.0:
-                sl += m * math.log2(m)
-            if r > 0.0:
-                sr += r * math.log2(r)
-        wl += m
-        wr += W - m
-    if not _two_branches(wl, wr, min_branch_fraction):
-        return -np.inf
-    return pre - (wl * math.log2(wl) - sl + wr * math.log2(wr) - sr) / (wl + wr)
 
 
 @njit(cache=True, nogil=True)
