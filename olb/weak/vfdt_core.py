@@ -410,10 +410,10 @@ def _best_two(merits):  # pragma: no cover - compiled
 # The screen. Most split attempts end without a split (98% on bibtex and corel5k), so each leaf's candidates are
 # first scored with an error bound: the masses exactly (the same normal CDF), the entropies regrouped
 # (H = log2 w - sum m log2 m / w) with a polynomial log2 whose absolute error is below 2e-14, in a loop the compiler
-# may vectorize and reorder. A merit computed so is within ``_screen_error`` of the exact one, and the Hoeffding
-# test's outcome is then certain whenever best - second best stays below eps by twice that error. Leaves whose
-# outcome the screen cannot certify (a split, a near tie with eps, a branch weight at the 1% bound) are scored
-# exactly, so results are the same bits with or without the screen (tests/test_vfdt.py).
+# may vectorize and reorder. A merit computed so comes with a bound on its distance from the exact one, and the
+# Hoeffding test's outcome is then certain whenever best - second best stays below eps by twice that bound.
+# Leaves whose outcome the screen cannot certify (a split, a near tie with eps, a branch weight at the 1% bound)
+# are scored exactly, so results are the same bits with or without the screen (tests/test_vfdt.py).
 _SCREEN_RELATIVE = 1e-10  # >> the rounding of n <= 10^4 terms (n * 2^-53 relative to their absolute sum)
 _SCREEN_ABSOLUTE = 1e-10  # >> twice the polynomial log2's error per branch entropy
 _SCREEN_BRANCH = 1e-9  # a branch weight this close (relative) to the 1% bound is left to the exact score
@@ -503,7 +503,7 @@ def _stays_a_leaf(pre, eps, stats, gathered, fractions, min_branch_fraction, scr
     n_thr = fractions.shape[0]
     t, a_left, merits = scratch
     merits[:] = -np.inf
-    active, a_weight, a_mean, a_sigma, a_min, a_max = gathered
+    _, a_weight, a_mean, a_sigma, a_min, a_max = gathered
     largest_bound = 0.0
     for f in range(merits.shape[0]):
         n_active, lo, hi = _gather(f, stats, gathered)
