@@ -140,6 +140,12 @@ def check_memory(cfg: DictConfig, plan: Plan, unavailable, backend) -> None:
         )
 
 
+def worker_memory_bound_mb(cfg: BackendConfig) -> float:
+    """The resident MB a Ray worker may keep after a cell (more: it ends, Ray starts a fresh one):
+    ``backend.worker_memory_mb``, by default the floor every cell's prediction assumes; 0: no bound."""
+    return PROCESS_FLOOR_MB if cfg.worker_memory_mb is None else float(cfg.worker_memory_mb)
+
+
 def memory_request_mb(predicted_mb: float, cfg: BackendConfig, limit_mb: float) -> float:
     """What a cell asks Ray for: its predicted peak memory times ``backend.memory_factor``, at most ``limit_mb``
     (the largest node's; a bigger cell runs only with ``backend.refuse_oversized=false``)."""
