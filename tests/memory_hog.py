@@ -1,7 +1,8 @@
 """A learner for the grid's memory tests (imported through the grid's ``imports``): at its first update it
 allocates ``mb`` megabytes, 64 MB at a time (each page written, so that the memory is really used), holds them
 ``hold_s`` seconds (so that cells run at once overlap), and keeps them to the end of the stream; its planned model
-memory is those ``mb``. Every start appends a line to the file ``$OLB_MEMORY_HOG_LOG`` (if set), so a test can
+memory is those ``mb``. With ``retain`` they stay in a module-level list after the cell, as a cache would keep them,
+so the worker process still holds them when its cell is over. Every start appends a line to the file ``$OLB_MEMORY_HOG_LOG`` (if set), so a test can
 count attempts ("start TIME"; "end TIME" once the hold is over)."""
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from olb.learners.base import OnlineLearner, Param
 from olb.registry import register
 
 
+RETAINED: list[np.ndarray] = []  # what ``retain`` keeps after a cell
+
+
 @register
 class MemoryHog(OnlineLearner):
     name = "_memory_hog"
@@ -22,6 +26,7 @@ class MemoryHog(OnlineLearner):
     params = {
         "mb": Param(int, 0, low=0, doc="megabytes to allocate at the first update (0: none)"),
         "hold_s": Param(float, 0.0, low=0.0, doc="seconds to wait once they are allocated"),
+        "retain": Param(bool, False, doc="keep them in a module-level list after the cell (the process holds them)"),
     }
 
     @classmethod
@@ -45,6 +50,8 @@ class MemoryHog(OnlineLearner):
                 time.sleep(0.02)
             time.sleep(self.hold_s)
             _log("end")
+            if self.retain:
+                RETAINED.extend(self.held)
         self.counts += np.asarray(y, float)
         self.t += 1
 

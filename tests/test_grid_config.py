@@ -175,6 +175,7 @@ def test_cell_ids_are_stable_and_depend_only_on_the_result_determining_fields():
         (["+algorithm.adaolmr.per_dataset.nope={num_learners:2}"], ["per_dataset", "unknown data set 'nope'"]),
         (["+foo=1"], ["foo: unknown key", "datasets"]),
         (["+backend.foo=1"], ["backend.foo: unknown key", "max_retries"]),
+        (["backend.worker_memory_mb=-1"], ["backend.worker_memory_mb=-1", "out of range", "null", "0 (workers keep"]),
         (["datasets=[balance]"], ["solves multilabel", "'balance' is multiclass"]),
     ],
 )

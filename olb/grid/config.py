@@ -75,6 +75,10 @@ class BackendConfig:
     refuse_oversized: bool = True
     queue_per_cpu: int = 1  # cells queued per CPU besides the running ones (keeps workers busy)
     fresh_worker_per_cell: bool = False  # one new worker process per cell (~1 s per cell; isolates cells fully)
+    # a Ray worker still holding more than this after a cell (its freed heap returned to the system) ends, and Ray
+    # starts a fresh one for its next cell; None: the process floor each cell's predicted memory assumes
+    # (olb/grid/cost.py, PROCESS_FLOOR_MB); 0: workers keep what they hold
+    worker_memory_mb: Optional[float] = None
     log_to_driver: bool = False  # forward workers' stdout/stderr
     head_timeout_s: float = 15.0  # a Ray head that does not answer this long ends the grid (Ray's own limit: 60 s)
 

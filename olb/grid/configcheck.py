@@ -178,6 +178,11 @@ def check_settings(cfg: DictConfig, problems: Problems) -> None:
         problems.add(f"backend.memory_factor={cfg.backend.memory_factor} is out of range; allowed: a number >= 0")
     if cfg.backend.memory_mb is not None and cfg.backend.memory_mb < 1:
         problems.add(f"backend.memory_mb={cfg.backend.memory_mb} is out of range; allowed: null or an integer >= 1")
+    if cfg.backend.worker_memory_mb is not None and not cfg.backend.worker_memory_mb >= 0:
+        problems.add(
+            f"backend.worker_memory_mb={cfg.backend.worker_memory_mb} is out of range; allowed: null (the process "
+            "floor each cell's predicted memory assumes), 0 (workers keep what they hold) or a number of MB > 0"
+        )
     if cfg.curve_every < 1:
         problems.add(f"curve_every={cfg.curve_every} is out of range; allowed: an integer >= 1")
 

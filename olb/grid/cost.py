@@ -61,7 +61,8 @@ def planned_stream(
 
 PROCESS_FLOOR_MB = 500.0
 """Resident MB of a Ray worker before its cell's own memory: Python, numpy, scipy, numba's compiled kernels,
-olb's and Ray's imports, and what the worker's earlier cells left behind (a worker runs many cells). Peaks less
+olb's and Ray's imports, and what the worker's earlier cells left behind (a worker runs many cells; one holding
+more than this after a cell ends, :func:`worker_memory_bound_mb`). Peaks less
 data and model on a local Ray (docs/grid.md, "Memory"): 340-430 MB over a 100-cell calibration grid, 430-530 MB
 for the forest boosters over the 273-cell boosters' calibration grid; a fresh ``python -m olb.run`` process
 starts at 140-170 MB, so its cells are over-predicted by ~330 MB."""
@@ -138,6 +139,12 @@ def check_memory(cfg: DictConfig, plan: Plan, unavailable, backend) -> None:
             "on a bigger node, lower backend.memory_factor, or set backend.refuse_oversized=false to run them "
             "anyway (each then asks for a whole node's memory)."
         )
+
+
+def worker_memory_bound_mb(cfg: BackendConfig) -> float:
+    """The resident MB a Ray worker may keep after a cell (more: it ends, Ray starts a fresh one):
+    ``backend.worker_memory_mb``, by default the floor every cell's prediction assumes; 0: no bound."""
+    return PROCESS_FLOOR_MB if cfg.worker_memory_mb is None else float(cfg.worker_memory_mb)
 
 
 def memory_request_mb(predicted_mb: float, cfg: BackendConfig, limit_mb: float) -> float:

@@ -6,7 +6,9 @@ process dies is re-run up to ``backend.max_retries`` times, also when Ray's memo
 default retries those without end); a cell that raises is not retried (it fails the same way). A cell killed for
 memory each time is recorded as failed with "out of memory", its memory use when killed and the node's limit
 (:mod:`olb.grid.backends.ray_lost`). While cells run the Ray head is polled: one silent for
-``backend.head_timeout_s`` ends the grid (:class:`olb.grid.lost.RayLost`).
+``backend.head_timeout_s`` ends the grid (:class:`olb.grid.lost.RayLost`). A worker that still holds more than
+``backend.worker_memory_mb`` after a cell ends once its result is stored (:mod:`olb.grid.backends.ray_worker`), so
+a node's memory is what Ray reserved for the cells it runs, not what earlier cells left behind.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from collections.abc import Iterator
 from olb.grid.backend import HEARTBEAT, Backend
 from olb.grid.backends.ray_lost import keep_logs, lost_failure, predicted_mb
 from olb.grid.config import BackendConfig
-from olb.grid.cost import memory_request_mb
+from olb.grid.backends.ray_worker import UNREACHED_CALLS, execute_cell_in_worker
+from olb.grid.cost import memory_request_mb, worker_memory_bound_mb
 from olb.grid.lost import RayLost, answers
-from olb.grid.worker import execute_cell
 
 # Token authentication (also to join a cluster), no usage statistics (nor their prompt), and no C++ failure
 # signal handler: with it a SIGTERM to the driver aborts the process with a stack dump instead of ending the
@@ -54,6 +56,7 @@ class RayBackend(Backend):
         self._head = ""  # the GCS address, polled while cells run
         self._head_lost = False
         self.node_memory_mb = 0.0  # the largest node's memory Ray hands out (MB), known once started
+        self.worker_memory_mb = 0.0  # a worker holding more after a cell ends (0: never), known once started
         self.log_dir = None  # where the Ray logs of lost cells go (the grid's output folder); None: nowhere
 
     @abstractmethod
@@ -100,10 +103,11 @@ class RayBackend(Backend):
         self._head_lost = False
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.node_memory_mb = self.memory_limit_mb()
-        options = {"num_cpus": 1, "max_retries": self.cfg.max_retries, "retry_exceptions": False}
-        if self.cfg.fresh_worker_per_cell:
-            options["max_calls"] = 1
-        self._remote = ray.remote(**options)(execute_cell)
+        # a worker ends after one cell, or once it holds more than the bound after a cell (olb.grid.backends.ray_worker)
+        self.worker_memory_mb = 0.0 if self.cfg.fresh_worker_per_cell else worker_memory_bound_mb(self.cfg)
+        calls = 1 if self.cfg.fresh_worker_per_cell else UNREACHED_CALLS if self.worker_memory_mb else 0
+        options = {"num_cpus": 1, "max_retries": self.cfg.max_retries, "retry_exceptions": False, "max_calls": calls}
+        self._remote = ray.remote(**options)(execute_cell_in_worker)
         self.startup_s = time.perf_counter() - t0
 
     def stop(self) -> None:
@@ -155,7 +159,7 @@ class RayBackend(Backend):
         """Start one task on Ray (its per-task options are set here); its object ref. The task reserves its
         predicted peak memory, so Ray runs on a node only the cells whose requests fit."""
         memory = int(self._asked_mb(task) * 2**20)
-        return (self._remote.options(memory=memory) if memory else self._remote).remote(task)
+        return (self._remote.options(memory=memory) if memory else self._remote).remote(task, self.worker_memory_mb)
 
     def run(self, tasks: list) -> Iterator:
         import ray

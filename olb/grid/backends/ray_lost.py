@@ -10,6 +10,7 @@ import re
 import shutil
 import time
 
+from olb.grid.backends.ray_worker import execute_cell_in_worker
 from olb.grid.messages import CellFailure, CellTask
 
 
@@ -53,7 +54,7 @@ def lost_failure(
 def _oom_figures(message: str) -> tuple[float | None, float | None]:
     """The killed cell's memory use and the node's limit (the threshold Ray kills at), in MB, from the
     message of Ray's ``OutOfMemoryError``; None where the message does not say."""
-    used = re.search(r"task name=execute_cell,[^)]*?memory used=([\d.]+)GB", message)
+    used = re.search(rf"task name={execute_cell_in_worker.__name__},[^)]*?memory used=([\d.]+)GB", message)
     limit = re.search(r"exceeded threshold of (\d+)B", message)
     return (float(used.group(1)) * 1024 if used else None, int(limit.group(1)) / 2**20 if limit else None)
 
