@@ -46,6 +46,17 @@ def _table3(algorithm: str, dataset: str, seed: int, **params) -> dict:
     return dict(algorithm=algorithm, dataset=dataset, seed=seed, protocol="train_test", params={**_TABLE3, **params})
 
 
+def _topk_emotions(algorithm: str, **params) -> dict:
+    return dict(
+        algorithm=algorithm,
+        dataset="emotions",
+        seed=0,
+        protocol="train_test",
+        loops=2,
+        params={"num_learners": 50, "k": 3, "rho": 0.02, "exploration": "uniform", **params},
+    )
+
+
 # name -> CellSpec keyword arguments
 CELLS = {
     # conf/experiment/table3.yaml (OnlineBMR at one of its four gammas)
@@ -63,22 +74,8 @@ CELLS = {
         algorithm="onlinebmr", dataset="medical", seed=0, params={"num_learners": 40, "gamma": 0.1}
     ),
     # conf/experiment/topk_table1.yaml's emotions cells with 2 loops instead of 20/10
-    "topopt-emotions-50-s0": dict(
-        algorithm="topopt",
-        dataset="emotions",
-        seed=0,
-        protocol="train_test",
-        loops=2,
-        params={"num_learners": 50, "k": 3, "rho": 0.02, "gamma": 0.1, "exploration": "uniform"},
-    ),
-    "topada-emotions-50-s0": dict(
-        algorithm="topada",
-        dataset="emotions",
-        seed=0,
-        protocol="train_test",
-        loops=2,
-        params={"num_learners": 50, "k": 3, "rho": 0.02, "exploration": "uniform"},
-    ),
+    "topopt-emotions-50-s0": _topk_emotions("topopt", gamma=0.1),
+    "topada-emotions-50-s0": _topk_emotions("topada"),
     # the multi-class boosters
     "adaolm-balance-20-s0": dict(algorithm="adaolm", dataset="balance", seed=0, params={"num_learners": 20}),
     "onlinembbm-balance-20-s0": dict(
