@@ -305,7 +305,8 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int, protocol: str
     from collections import Counter
 
     from olb.run import CellSpec, run_cell
-    from olb.weak import vfdt_core
+    from olb.weak import vfdt_core as jit_core
+    from olb.weak.vfdt import vfdt_core  # the kernels the forest calls (olb.kernels)
 
     spec = CellSpec(algorithm, dataset, seed=seed, params=params, **({"protocol": protocol} if protocol else {}))
     run_cell(spec)
@@ -341,7 +342,7 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int, protocol: str
                 seconds[name] += time.perf_counter() - start
                 counts[name] += 1
             elif name == "evaluate_splits":
-                counts["cdf"] += cdf_and_log_values(args, originals[name](*args, False))[0]  # every candidate
+                counts["cdf"] += cdf_and_log_values(args, originals[name](*args[:-1], False))[0]  # every candidate
                 counts["log2"] += cdf_and_log_values(args, result)[1]  # the exactly scored leaves' only
                 counts["leaves"] += len(args[0])
                 counts["scored"] += int(result[2].any(axis=1).sum())
@@ -349,7 +350,7 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int, protocol: str
 
         return call
 
-    for name in kernels:  # the forest calls them as vfdt_core.<name>, so the module attributes are the hook
+    for name in kernels:  # the forest calls them as vfdt_core.<name>, so these attributes are the hook
         setattr(vfdt_core, name, timed(name))
     try:
         result = run_cell(spec)  # timed
@@ -359,7 +360,7 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int, protocol: str
         for name, fn in originals.items():
             setattr(vfdt_core, name, fn)
 
-    ns_per_cdf, ns_per_log2 = ns_per_value(vfdt_core.ndtr), ns_per_value(math.log2)
+    ns_per_cdf, ns_per_log2 = ns_per_value(jit_core.ndtr), ns_per_value(math.log2)
     print(f"{algorithm} {dataset} {params}: stream {result.stream.cpu_s:.2f} CPU s")
     for name in kernels:
         print(f"  {name:<18} {seconds[name]:7.2f} s in {counts[name]:>7} calls")

@@ -108,7 +108,7 @@ def count_tied_splits(counts: dict) -> None:
     feature than the lowest index (wraps ``vfdt_core.evaluate_splits`` for this process)."""
     import numpy as np
 
-    from olb.weak import vfdt_core
+    from olb.weak.vfdt import vfdt_core  # the kernels the forest calls (olb.kernels)
 
     evaluate = vfdt_core.evaluate_splits
 

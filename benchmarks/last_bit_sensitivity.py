@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import json
 import sys
 import tempfile
@@ -67,6 +68,7 @@ def load_nudged_core(functions: list[str], directory: Path) -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules["olb.weak.vfdt_core"] = module
     spec.loader.exec_module(module)
+    os.environ["OLB_KERNELS"] = "jit"  # the forest then calls this module's kernels (olb.kernels), not the extension
 
 
 def main() -> None:

@@ -44,8 +44,9 @@ a fixed thread count also keeps the last bits of every result the same on every 
 
 Besides the final metrics, a run records a learning curve (the running value of the primary metric
 within each phase, every ``curve_every`` examples), wall and CPU time per phase and the peak
-resident memory of the process. Time spent compiling (numba compiles a kernel at its first call in a process,
-or loads it from its disk cache) is recorded apart, as ``compile_s``, and left out of ``wall_s`` and ``cpu_s``
+resident memory of the process. Time spent making the compiled kernels ready (loading olb's kernel extension,
+or building it where it is missing, :mod:`olb.kernels`; under ``OLB_KERNELS=jit``, numba compiling a kernel at
+its first call in a process) is recorded apart, as ``compile_s``, and left out of ``wall_s`` and ``cpu_s``
 (:class:`Stopwatch`): the first cell of a process would otherwise take seconds where the others take
 fractions of one.
 """
@@ -54,15 +55,18 @@ from __future__ import annotations
 
 import functools
 import resource
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
-from numba.core import event as numba_event
 
 from olb.data.dataset import Dataset
 from olb.feedback import TopKFeedback
+from olb.kernels import LOADING as KERNEL_LOADING
+from olb.kernels import mode as kernel_mode
 from olb.learners.params import FEATURE_SCALING
 from olb.metrics import METRICS, Metric
 
@@ -124,20 +128,23 @@ class StreamResult:
         return 1e6 * sum(self.phases[name]["cpu_s"] for name in self.training) / rows if rows else float("nan")
 
 
-class Stopwatch(numba_event.Listener):
-    """Wall and CPU seconds of a block of code without the time numba holds its compiler lock (compiling a
-    kernel, or loading it from numba's disk cache), which is measured apart as ``compile_s``.
+class Stopwatch:
+    """Wall and CPU seconds of a block of code without the time spent making kernels ready, measured apart as
+    ``compile_s``: building or loading olb's compiled kernels (:mod:`olb.kernels`), and, where numba's JIT runs
+    them, the time numba holds its compiler lock (compiling a kernel, or loading it from numba's disk cache).
 
-    ``with Stopwatch() as clock: ...`` then ``clock.wall_s``, ``clock.cpu_s``, ``clock.compile_s``. The lock is
-    taken once per kernel and type signature in a process, so only the first cells of a process compile.
+    ``with Stopwatch() as clock: ...`` then ``clock.wall_s``, ``clock.cpu_s``, ``clock.compile_s``. Kernels are
+    made ready once per process (numba: once per kernel and type signature), so only a process's first cells
+    compile.
     """
 
     def __init__(self) -> None:
         self._depth = 0
-        self._locked = self._started = (0.0, 0.0)
+        self._locked = self._started = self._loading = (0.0, 0.0)
         self.wall_s = self.cpu_s = self.compile_s = self._compile_cpu = 0.0
+        self._listener: Any = None  # numba's event listener (a class made where numba is imported)
 
-    def on_start(self, event) -> None:  # nested lock events count once
+    def on_start(self, event) -> None:  # numba's compiler lock; nested lock events count once
         if self._depth == 0:
             self._locked = (time.perf_counter(), time.process_time())
         self._depth += 1
@@ -149,15 +156,41 @@ class Stopwatch(numba_event.Listener):
             self._compile_cpu += time.process_time() - self._locked[1]
 
     def __enter__(self) -> Stopwatch:
-        numba_event.register("numba:compiler_lock", self)
+        # numba is imported only where its JIT runs kernels (OLB_KERNELS=jit, or numba already loaded)
+        if kernel_mode() == "jit" or "numba" in sys.modules:
+            self._listener = _compiler_lock_listener()(self)
+            self._listener.event.register("numba:compiler_lock", self._listener)
+        self._loading = (KERNEL_LOADING[0], KERNEL_LOADING[1])
         self._started = (time.perf_counter(), time.process_time())
         return self
 
     def __exit__(self, *exc) -> None:
         wall, cpu = time.perf_counter() - self._started[0], time.process_time() - self._started[1]
-        numba_event.unregister("numba:compiler_lock", self)
+        if self._listener is not None:
+            self._listener.event.unregister("numba:compiler_lock", self._listener)
+        self.compile_s += KERNEL_LOADING[0] - self._loading[0]
+        self._compile_cpu += KERNEL_LOADING[1] - self._loading[1]
         self.wall_s = max(0.0, wall - self.compile_s)
         self.cpu_s = max(0.0, cpu - self._compile_cpu)
+
+
+@functools.cache
+def _compiler_lock_listener() -> type:
+    """A numba event listener passing numba's compiler-lock events to a :class:`Stopwatch` (numba imported only
+    where its JIT runs)."""
+    from numba.core import event
+
+    class CompilerLockListener(event.Listener):
+        def __init__(self, stopwatch: Stopwatch) -> None:
+            self.event, self.stopwatch = event, stopwatch
+
+        def on_start(self, numba_event) -> None:
+            self.stopwatch.on_start(numba_event)
+
+        def on_end(self, numba_event) -> None:
+            self.stopwatch.on_end(numba_event)
+
+    return CompilerLockListener
 
 
 def make_phases(dataset: Dataset, protocol: str, loops: int = 1, rng: np.random.Generator | None = None) -> list[Phase]:

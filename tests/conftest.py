@@ -17,6 +17,14 @@ def _data_dir() -> Path:
     return Path(os.environ.get("OLB_DATA_DIR") or DEFAULT_DATA_DIR)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_kernels(tmp_path_factory):
+    """One build of the compiled kernels (olb.kernels) for the whole session, in a folder of its own: the
+    per-test caches below would otherwise build them again in every test that starts a process."""
+    if not os.environ.get("OLB_KERNELS_DIR"):
+        os.environ["OLB_KERNELS_DIR"] = str(tmp_path_factory.mktemp("olb-kernels"))
+
+
 @pytest.fixture(autouse=True)
 def _empty_download_cache(tmp_path_factory, monkeypatch):
     """Tests never read or fill the user's download cache; olb finds the data dir the tests use."""

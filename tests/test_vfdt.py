@@ -6,6 +6,7 @@ from compiled_support import assert_same_as_ufunc
 from scipy.special import ndtr
 
 from olb.weak import RiverWeakLearners, VFDTForest, make_weak_learners, vfdt_core
+from olb.weak.vfdt import pairwise_plan
 
 
 def _stream(n, rng):
@@ -68,7 +69,7 @@ def _decide(class_0, class_1):
         np.array([0.0, 0.0, 1.0]),
         np.array([np.log(2.0)]),
         np.array([0.05]),
-        *vfdt_core.pairwise_plan(2),
+        *pairwise_plan(2),
         False,  # no screen: every candidate's merit
     )
     assert usable[0, 0]
@@ -161,7 +162,7 @@ def test_screened_merits_are_within_their_bound_of_the_exact_ones():
 
 def test_entropy_in_bits_skips_zero_masses():
     terms, every, nonzero = np.empty(3), np.arange(3), np.empty(3, np.int64)
-    plan = (*vfdt_core.pairwise_plan(3), np.empty(1))
+    plan = (*pairwise_plan(3), np.empty(1))
     assert vfdt_core._entropy(np.array([1.0, 1.0, 2.0]), 4.0, terms, every, 3, nonzero, plan) == pytest.approx(1.5)
     assert vfdt_core._entropy(np.array([2.0, 0.0, 2.0]), 4.0, terms, every, 3, nonzero, plan) == 1.0  # 0 adds 0
     assert vfdt_core._entropy(np.zeros(3), 0.0, terms, every, 3, nonzero, plan) == 0.0
@@ -179,7 +180,7 @@ def test_planned_sums_add_in_numpys_order_bit_for_bit():
     bits as numpy's sum, for one block, several, and a tail of fewer than 8 values."""
     rng = np.random.default_rng(1)
     for n in [*range(1, 140), 159, 256, 374, 983, 4099]:
-        starts, lengths, ops = vfdt_core.pairwise_plan(n)
+        starts, lengths, ops = pairwise_plan(n)
         assert lengths.sum() == n and (lengths <= 128).all() and len(ops) == 2 * len(starts) - 1
         a = rng.random(n) * 10.0 ** rng.integers(-8, 8, n) * np.where(rng.random(n) < 0.2, -1.0, 1.0)
         assert vfdt_core.planned_sum(a, starts, lengths, ops, np.empty(len(starts))) == a.sum(), n

@@ -38,10 +38,12 @@ from typing import ClassVar
 
 import numpy as np
 
+from olb.kernels import KernelModule
 from olb.learners.base import OnlineLearner, Param, RoundCache, StreamShape
 from olb.learners.boosting import LEARNERS as BOOSTERS
-from olb.learners.linear.alt_loss import alt_coefficients
 from olb.learners.params import ETA, FEATURE_SCALING, REPEATS, with_default
+
+alt_loss = KernelModule("olb.learners.linear.alt_loss")
 
 LEARNED_RULES = ("alt_scores", "alt_features")  # the rules whose threshold learns from the stream
 
@@ -156,7 +158,7 @@ class Thresholded(OnlineLearner):
         step = self.eta * float(features @ features)
         total = 0.0
         for _ in range(self.repeats):
-            if not alt_coefficients(s, y, c):
+            if not alt_loss.alt_coefficients(s, y, c):
                 break
             s[0] += step * c[0]
             total += c[0]

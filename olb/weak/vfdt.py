@@ -53,8 +53,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from olb.weak import vfdt_core
+from olb.kernels import KernelModule
 from olb.weak.base import DELTA_RANGE, GRACE_RANGE, TAU_RANGE, WeakLearners, log_uniform
+
+vfdt_core = KernelModule("olb.weak.vfdt_core")
 
 _N_THRESHOLDS = 10
 _MIN_BRANCH_FRACTION = 0.01
@@ -115,7 +117,7 @@ class VFDTForest(WeakLearners):
         self._ln_inv_delta = np.log(1.0 / self.delta)
         self._fractions = np.arange(1, _N_THRESHOLDS + 1) / (_N_THRESHOLDS + 1)
         self._eps_factor = np.array([np.log2(c) ** 2 if c >= 2 else 0.0 for c in range(n_labels + 1)])
-        self._label_sum_plan = vfdt_core.pairwise_plan(n_labels)
+        self._label_sum_plan = pairwise_plan(n_labels)
         self._d = self.covariates.shape[1]
         self._init_storage(capacity=4 * N)
         self._round_leaves: tuple[np.ndarray, np.ndarray] | None = None  # (x, leaves) of the round's prediction
@@ -293,6 +295,7 @@ class VFDTForest(WeakLearners):
             self._ln_inv_delta,
             self.tau,
             *self._label_sum_plan,
+            True,  # the screen (vfdt_core._stays_a_leaf): the same splits, sooner
         )
         n_splits = int(splits.sum())
         if not n_splits:
@@ -336,3 +339,32 @@ class VFDTForest(WeakLearners):
     @property
     def n_leaves(self) -> int:
         return int((self.split_feature[: self.n_nodes] < 0).sum())
+
+
+def pairwise_plan(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The shape of numpy's pairwise sum over n values (``vfdt_core.pairwise_sum``), for the compiled
+    ``vfdt_core.planned_sum``: its blocks of at most 128 values (starts, lengths, left to right) and the order in
+    which their sums are added, in postfix (``i >= 0``: push block i's sum; -1: replace the top two by their
+    sum, left + right).
+
+    >>> [part.tolist() for part in pairwise_plan(300)]
+    [[0, 72, 144, 216], [72, 72, 72, 84], [0, 1, -1, 2, 3, -1, -1]]
+    """
+    starts: list[int] = []
+    lengths: list[int] = []
+    ops: list[int] = []
+
+    def visit(start: int, size: int) -> None:
+        if size <= 128:
+            ops.append(len(starts))
+            starts.append(start)
+            lengths.append(size)
+            return
+        half = size // 2
+        half -= half % 8
+        visit(start, half)
+        visit(start + half, size - half)
+        ops.append(-1)
+
+    visit(0, n)
+    return np.array(starts, np.int64), np.array(lengths, np.int64), np.array(ops, np.int64)

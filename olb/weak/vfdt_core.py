@@ -223,33 +223,9 @@ def pairwise_sum(a, start, n):  # pragma: no cover - compiled
     return result
 
 
-def pairwise_plan(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The shape of :func:`pairwise_sum` over n values, for :func:`planned_sum`: its blocks of at most 128
-    values (starts, lengths, left to right) and the order in which their sums are added, in postfix
-    (``i >= 0``: push block i's sum; -1: replace the top two by their sum, left + right)."""
-    starts: list[int] = []
-    lengths: list[int] = []
-    ops: list[int] = []
-
-    def visit(start: int, size: int) -> None:
-        if size <= 128:
-            ops.append(len(starts))
-            starts.append(start)
-            lengths.append(size)
-            return
-        half = size // 2
-        half -= half % 8
-        visit(start, half)
-        visit(start + half, size - half)
-        ops.append(-1)
-
-    visit(0, n)
-    return np.array(starts, np.int64), np.array(lengths, np.int64), np.array(ops, np.int64)
-
-
 @njit(cache=True, nogil=True)
 def planned_sum(a, plan_starts, plan_lengths, plan_ops, stack):  # pragma: no cover - compiled
-    """:func:`pairwise_sum` of all of ``a`` by its :func:`pairwise_plan` (len(a)), without allocating: ``stack``
+    """:func:`pairwise_sum` of all of ``a`` by its :func:`olb.weak.vfdt.pairwise_plan` (len(a)), without allocating: ``stack``
     holds at least as many values as the plan has blocks."""
     if plan_starts.shape[0] == 1:
         return _block_sum(a, 0, a.shape[0])
@@ -296,7 +272,7 @@ def evaluate_splits(
     more than ``min_branch_fraction`` of the weight; the leaf splits when best - second best > eps or eps < tau,
     eps = sqrt(log2(#classes)^2 ln(1/delta) / (2 n)), n the leaf's weight.
 
-    Sums over the k classes are numpy's pairwise sums (``plan_*``: :func:`pairwise_plan` (k)).
+    Sums over the k classes are numpy's pairwise sums (``plan_*``: :func:`olb.weak.vfdt.pairwise_plan` (k)).
 
     Returns per leaf whether it splits and the best feature (of exactly tied best merits the lowest covariate
     index, a rule that does not depend on the CPU, unlike numpy's argsort), and per (leaf, covariate) whether it
@@ -623,7 +599,7 @@ def _two_branches(wl, wr, min_branch_fraction):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True)
 def _entropy(mass, total, terms, labels, n_labels, nonzero, plan):  # pragma: no cover - compiled
     """Entropy in bits of the class shares mass / total (0 if the total is 0), summed in numpy's order over all k
-    classes (``plan``: :func:`pairwise_plan` (k) and room for its sums). Only the classes ``labels[:n_labels]``
+    classes (``plan``: :func:`olb.weak.vfdt.pairwise_plan` (k) and room for its sums). Only the classes ``labels[:n_labels]``
     may have mass: their terms are written into ``terms``, whose other entries must be 0. A zero mass adds 0
     without a division (its share 0 / total would be 0); the classes with mass are listed first (in ``nonzero``,
     without a branch), so that the loop that takes logarithms does not branch on the data either."""
@@ -711,3 +687,106 @@ def apply_splits(
         n_nodes += 2
         n_slots += 1
     return n_nodes, n_slots
+
+
+# The kernels called from Python, with their argument types (numba's notation; ``[::1]``: C order): what
+# ``python -m olb.kernels`` compiles ahead of time and what :mod:`olb.kernels` checks before each call.
+EXPORTS = {
+    "route": (
+        "float64[::1]",
+        "int64[:, ::1]",
+        "int64[::1]",
+        "int64[::1]",
+        "float64[::1]",
+        "int64[::1]",
+        "int64[::1]",
+        "boolean[::1]",
+    ),
+    "leaf_masses": ("int64[::1]", "float64[:, ::1]", "boolean[:, ::1]", "boolean"),
+    "update_statistics": (
+        "float64[::1]",
+        "float64[:, ::1]",
+        "int64[::1]",
+        "int64[:, ::1]",
+        "int64[::1]",
+        "int32[:, ::1]",
+        "int64[::1]",
+        "int64[::1]",
+        "float64[:, ::1]",
+        "boolean[:, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64",
+        "float64[::1]",
+        "float64[::1]",
+    ),
+    "evaluate_splits": (
+        "int64[::1]",
+        "int64[::1]",
+        "int64[::1]",
+        "int32[:, ::1]",
+        "float64[:, ::1]",
+        "boolean[:, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64[::1]",
+        "float64",
+        "float64",
+        "float64[::1]",
+        "float64[::1]",
+        "float64[::1]",
+        "int64[::1]",
+        "int64[::1]",
+        "int64[::1]",
+        "boolean",
+    ),
+    "branch_masses": (
+        "boolean[::1]",
+        "int64[::1]",
+        "int64[::1]",
+        "int64[:, ::1]",
+        "float64[:, :, ::1]",
+        "int64[::1]",
+        "int32[:, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64",
+    ),
+    "apply_splits": (
+        "boolean[::1]",
+        "int64[::1]",
+        "int64[:, ::1]",
+        "int64[::1]",
+        "float64[:, :, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "int64",
+        "int64",
+        "int64[::1]",
+        "float64[::1]",
+        "int64[::1]",
+        "int64[::1]",
+        "boolean[::1]",
+        "int64[::1]",
+        "int32[:, ::1]",
+        "int64[::1]",
+        "int64[::1]",
+        "float64[:, ::1]",
+        "boolean[:, ::1]",
+        "float64[::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+    ),
+}

@@ -17,6 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from olb.kernels import KernelModule
 from olb.learners.base import ROUND_OVERHEAD_S, Param, StreamShape
 from olb.weak import WEAK_LEARNERS, VFDTForest, WeakLearners, make_weak_learners
 
@@ -39,6 +40,18 @@ ALL_FEATURES_PARAM = Param(
 )
 GAMMA_PARAM = Param(float, 0.1, low=0.0, high=1.0, open_low=True, open_high=True, doc="edge of the baseline")
 MARGIN_PARAM = Param(float, 1.0, low=0.0, doc="hinge margin inside the potential (authors' code: 0)")
+
+rounds = KernelModule("olb.learners.boosting.rounds")
+
+
+def hedge_init(n_experts: int) -> np.ndarray:
+    """The uniform Hedge weights 1/N of the first round."""
+    return np.full(n_experts, 1.0 / n_experts)
+
+
+def hedge_draw(weights: np.ndarray, rng: np.random.Generator) -> int:
+    """An expert index drawn with probability proportional to ``weights`` (one uniform draw)."""
+    return rounds.hedge_index(weights, rng.random())
 
 
 def weak_memory_mb(params: dict, shape: StreamShape) -> float:

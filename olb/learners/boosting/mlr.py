@@ -17,10 +17,12 @@ from olb.learners.boosting.common import (
     MARGIN_PARAM,
     ForestCost,
     build_weak_learners,
+    hedge_draw,
+    hedge_init,
+    rounds,
     weak_memory_mb,
 )
 from olb.learners.boosting.potentials import PairwisePotential
-from olb.learners.boosting.rounds import adaolmr_round, expert_states, hedge_draw, hedge_init, onlinebmr_round
 
 AUTHORS_IMPORTANCE_SCALE = (3.0, 10.0)
 
@@ -55,7 +57,7 @@ class MLRBooster(ForestCost, OnlineLearner):
 
     def _compute_experts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         H = self.weak.predict_proba(x)
-        return H, expert_states(self.alpha, H)
+        return H, rounds.expert_states(self.alpha, H)
 
     def predict_one(self, x: np.ndarray) -> np.ndarray:
         """The chosen expert's score vector (k,)."""
@@ -117,7 +119,7 @@ class AdaOLMR(FullFeedbackBooster):
         return hedge_draw(self.hedge, self.rng)
 
     def _learn_round(self, H, states, relevant):
-        weights, self.alpha, self.hedge = adaolmr_round(H, states, relevant, self.alpha, self.hedge, self.t)
+        weights, self.alpha, self.hedge = rounds.adaolmr_round(H, states, relevant, self.alpha, self.hedge, self.t)
         return weights
 
 
@@ -169,4 +171,4 @@ class OnlineBMR(FullFeedbackBooster):
 
     def _learn_round(self, H, states, relevant):  # one compiled call; alpha stays 1, no other state
         tables = self.potential.law_tables(int(relevant.sum()))
-        return onlinebmr_round(states, relevant, *tables, self.potential.margin)
+        return rounds.onlinebmr_round(states, relevant, *tables, self.potential.margin)

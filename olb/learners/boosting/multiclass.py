@@ -38,18 +38,12 @@ from olb.learners.boosting.common import (
     BOOSTER_PARAMS,
     GAMMA_PARAM,
     build_weak_learners,
+    hedge_draw,
+    hedge_init,
+    rounds,
     weak_memory_mb,
 )
 from olb.learners.boosting.potentials import baseline, mbbm_cost_matrix
-from olb.learners.boosting.rounds import (
-    adaolm_chain,
-    adaolm_update,
-    hedge_draw,
-    hedge_init,
-    logistic_cost_parts,
-    mbbm_chain,
-    vote_states,
-)
 
 AUTHORS_WEIGHT_CONSTANTS = (5.0, 200.0)  # U[5, 200] per tree in the authors' multiclass driver
 AUTHORS_FIRST_WEIGHT = 5.0  # Adaboost.OLM in the authors' code: tree 1 always gets weight 5
@@ -133,7 +127,7 @@ class MulticlassBooster(ForestCost, OnlineLearner):
 
     def _states(self, labels: np.ndarray) -> np.ndarray:
         """Votes s^0..s^N for the weak predictions ``labels`` under the current alpha."""
-        return vote_states(labels, self.alpha, self.n_labels)
+        return rounds.vote_states(labels, self.alpha, self.n_labels)
 
     def predict_one(self, x: np.ndarray) -> int:
         """The predicted class index."""
@@ -178,7 +172,7 @@ class MulticlassBooster(ForestCost, OnlineLearner):
 
 def logistic_cost_matrix(s: np.ndarray) -> np.ndarray:
     """The (k, k) cost matrix C of eq. (9) at the votes ``s``: row r is the gradient of L^r(s)."""
-    G, rows = logistic_cost_parts(np.asarray(s, float)[None])
+    G, rows = rounds.logistic_cost_parts(np.asarray(s, float)[None])
     C = G[0].copy()
     np.fill_diagonal(C, -rows[0])
     return C
@@ -222,11 +216,11 @@ class AdaBoostOLM(MulticlassBooster):
 
     def _weak_predictions(self, H, tie):
         """The chain l^i = argmin_l h^i . C(s^{i-1})[:, l], one learner after the other (:func:`adaolm_chain`)."""
-        labels, states = adaolm_chain(H, tie, self.alpha)
+        labels, states = rounds.adaolm_chain(H, tie, self.alpha)
         return labels, states, self._weights_at(states[:-1])
 
     def _weights_at(self, states):
-        return logistic_cost_parts(states)[1] / (self.n_labels - 1)
+        return rounds.logistic_cost_parts(states)[1] / (self.n_labels - 1)
 
     def _importance_weights(self, paper_weights):
         if not self.authors_weights:
@@ -240,7 +234,7 @@ class AdaBoostOLM(MulticlassBooster):
 
     def _update_booster(self, r, y):
         eta = 2.0 * np.sqrt(2.0) / ((self.n_labels - 1) * np.sqrt(self.t))
-        self.alpha, self.hedge = adaolm_update(
+        self.alpha, self.hedge = rounds.adaolm_update(
             r.states, r.labels, r.experts, self.alpha, self.hedge, y, eta, self.authors_gradient
         )
 
@@ -404,7 +398,7 @@ class _StateMemo:
         weights = np.empty((N, k))
         i, v = 0, 0
         while True:
-            i, v = mbbm_chain(H, tie, i, v, self.child, self.matrices, self.weights, labels, weights)
+            i, v = rounds.mbbm_chain(H, tie, i, v, self.child, self.matrices, self.weights, labels, weights)
             if i == N:
                 return labels, weights
             s = self.states[v].copy()

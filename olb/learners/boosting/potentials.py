@@ -22,7 +22,10 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import gammaln, xlogy
 
-from olb.learners.boosting.rounds import pair_cost_vectors, pairwise_cost_vectors
+from olb.kernels import KernelModule
+
+rounds = KernelModule("olb.learners.boosting.rounds")
+
 
 __all__ = [
     "baseline_probs",
@@ -268,7 +271,7 @@ class PairwisePotential:
         if n_relevant == 0 or n_relevant == relevant.size:
             return np.zeros(S.shape)
         # pair (l, r): t = margin + s[r] - s[l]; adding e_l moves t by -1, adding e_r by +1 (compiled, one call)
-        return pairwise_cost_vectors(S, relevant, horizons, *self.law_tables(n_relevant), self.margin)
+        return rounds.pairwise_cost_vectors(S, relevant, horizons, *self.law_tables(n_relevant), self.margin)
 
     def law_tables(self, n_relevant: int) -> tuple[np.ndarray, float, float]:
         """(table, offset, top) of ``law(n_relevant)``, the arguments of the compiled cost vectors
@@ -321,7 +324,7 @@ class TopkPairPotential:
         a_idx = np.asarray(a_idx, np.intp)
         b_idx = np.asarray(b_idx, np.intp)
         w = np.ones(a_idx.size) if weights is None else np.asarray(weights, float)
-        return pair_cost_vectors(S, a_idx, b_idx, w, horizons, *self.law.tables, self.margin)
+        return rounds.pair_cost_vectors(S, a_idx, b_idx, w, horizons, *self.law.tables, self.margin)
 
 
 # --------------------------------------------------------------------------------------------------

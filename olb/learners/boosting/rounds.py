@@ -117,16 +117,6 @@ def projected_alpha_step(alpha, change):  # pragma: no cover - compiled
     return out
 
 
-def hedge_init(n_experts: int) -> np.ndarray:
-    """The uniform Hedge weights 1/N of the first round."""
-    return np.full(n_experts, 1.0 / n_experts)
-
-
-def hedge_draw(weights: np.ndarray, rng: np.random.Generator) -> int:
-    """An expert index drawn with probability proportional to ``weights`` (one uniform draw)."""
-    return hedge_index(weights, rng.random())
-
-
 @njit(cache=True, nogil=True)
 def hedge_index(weights, u):  # pragma: no cover - compiled
     """The first expert whose cumulative weight reaches ``u`` times the total (the last if none does)."""
@@ -571,3 +561,72 @@ def topada_round(
         losses[i] = losses[i] - least
     new_hedge = hedge_update(hedge, losses)
     return fed_weights(gradients[:N], fed, weight_scale), new_alpha, new_hedge, gradients
+
+
+# The kernels called from Python, with their argument types (numba's notation; ``[::1]``: C order): what
+# ``python -m olb.kernels`` compiles ahead of time and what :mod:`olb.kernels` checks before each call.
+EXPORTS = {
+    "adaolm_chain": ("float64[:, ::1]", "float64[:, ::1]", "float64[::1]"),
+    "adaolm_update": (
+        "float64[:, ::1]",
+        "int64[::1]",
+        "int64[::1]",
+        "float64[::1]",
+        "float64[::1]",
+        "int64",
+        "float64",
+        "boolean",
+    ),
+    "adaolmr_round": ("float64[:, ::1]", "float64[:, ::1]", "boolean[::1]", "float64[::1]", "float64[::1]", "int64"),
+    "expert_states": ("float64[::1]", "float64[:, ::1]"),
+    "fed_weights": ("float64[:, ::1]", "boolean[::1]", "float64"),
+    "hedge_index": ("float64[::1]", "float64"),
+    "logistic_cost_parts": ("float64[:, ::1]",),
+    "mbbm_chain": (
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "int64",
+        "int64",
+        "int64[:, ::1]",
+        "float64[:, :, ::1]",
+        "float64[:, ::1]",
+        "int64[::1]",
+        "float64[:, ::1]",
+    ),
+    "onlinebmr_round": ("float64[:, ::1]", "boolean[::1]", "float64[:, :, ::1]", "float64", "float64", "float64"),
+    "pair_cost_vectors": (
+        "float64[:, ::1]",
+        "int64[::1]",
+        "int64[::1]",
+        "float64[::1]",
+        "int64[::1]",
+        "float64[:, :, ::1]",
+        "float64",
+        "float64",
+        "float64",
+    ),
+    "pairwise_cost_vectors": (
+        "float64[:, ::1]",
+        "boolean[::1]",
+        "int64[::1]",
+        "float64[:, :, ::1]",
+        "float64",
+        "float64",
+        "float64",
+    ),
+    "topada_round": (
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "int64[::1]",
+        "int64[::1]",
+        "float64[::1]",
+        "float64[::1]",
+        "float64[::1]",
+        "float64",
+        "int64",
+        "boolean",
+        "boolean[::1]",
+        "float64",
+    ),
+    "vote_states": ("int64[::1]", "float64[::1]", "int64"),
+}

@@ -30,12 +30,11 @@ from __future__ import annotations
 import numpy as np
 
 from olb.learners.base import Param, StreamShape
-from olb.learners.boosting.common import BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM
+from olb.learners.boosting.common import BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM, hedge_draw, hedge_init, rounds
 from olb.feedback import TopKFeedback, observed_pairs, ranking, ranking_scores
 from olb.learners.boosting.exploration import EXPLORATIONS, importance_weights, make_exploration
 from olb.learners.boosting.mlr import MLRBooster
 from olb.learners.boosting.potentials import TopkPairPotential
-from olb.learners.boosting.rounds import fed_weights, hedge_draw, hedge_init, topada_round
 
 TOPK_PARAMS = {
     "k": Param(int, 3, low=2, doc="number of top-ranked labels whose relevance is revealed (k < number of labels)"),
@@ -190,7 +189,7 @@ class TopOpt(TopKBooster):
         return self.num_learners - 1
 
     def _learn_round(self, H, states, a, b, w, fed):  # alpha stays 1 and there is no other booster state
-        return fed_weights(self._cost_vectors(states, a, b, w), fed, self.weight_scale)
+        return rounds.fed_weights(self._cost_vectors(states, a, b, w), fed, self.weight_scale)
 
     def _cost_vectors(self, states, a, b, w):
         """c-hat^1..c-hat^N (N, m), from s^0..s^{N-1} with horizons N - i."""
@@ -245,7 +244,7 @@ class TopAda(TopKBooster):
     def _learn_round(self, H, states, a, b, w, fed):
         """One compiled call (:func:`~olb.learners.boosting.rounds.topada_round`): the costs c-hat^i = grad
         L-hat_log(s^{i-1}), the step on alpha, Hedge on the estimated rank losses, the importance weights."""
-        weights, self.alpha, self.hedge, self._gradients = topada_round(
+        weights, self.alpha, self.hedge, self._gradients = rounds.topada_round(
             H, states, a, b, w, self.alpha, self.hedge, self.step, self.t, self.clip_gradient, fed, self.weight_scale
         )
         return weights

@@ -14,10 +14,12 @@ from typing import ClassVar
 import numpy as np
 
 from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, StreamShape
-from olb.learners.linear import passes
-from olb.learners.linear.passes import NO_STATE
-from olb.learners.linear.rows import nonzero_entries
+from olb.kernels import KernelModule
+from olb.learners.linear import rows
+from olb.learners.linear.rows import NO_STATE, nonzero_entries
 from olb.learners.params import BIAS, DELTA, ETA, FEATURE_SCALING, REPEATS
+
+passes = KernelModule("olb.learners.linear.passes")
 
 
 class _LinearALT(OnlineLearner):
@@ -34,7 +36,7 @@ class _LinearALT(OnlineLearner):
     bias: bool
     feature_scaling: str
     params = {"eta": ETA, "repeats": REPEATS, "bias": BIAS, "feature_scaling": FEATURE_SCALING}
-    _rule: ClassVar[int]  # the compiled pass's update rule (passes.FALT, passes.SALT)
+    _rule: ClassVar[int]  # the compiled pass's update rule (rows.FALT, rows.SALT)
 
     def __init__(self, n_features, n_labels, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
@@ -69,7 +71,7 @@ class _LinearALT(OnlineLearner):
 
     def learn_pass(self, X, Y) -> None:
         """``learn_one`` on every row of the block X (n, d), dense or CSR, in order, as one compiled call."""
-        indptr, indices, data = passes.csr_entries(X)
+        indptr, indices, data = rows.csr_entries(X)
         Y = self._labels(Y)
         G, hyper = self._pass_state()
         passes.learn_pass(self._rule, self.W, G, NO_STATE, indptr, indices, data, self.bias, Y, hyper)
@@ -90,7 +92,7 @@ class FALT(_LinearALT):
     """
 
     name = "falt"
-    _rule = passes.FALT
+    _rule = rows.FALT
     test_params = {"eta": 0.5, "repeats": 5}
 
     def _pass_state(self):
@@ -118,7 +120,7 @@ class SALT(_LinearALT):
     """
 
     name = "salt"
-    _rule = passes.SALT
+    _rule = rows.SALT
     # hyperparameters (declared in ``params``)
     delta: float
     params = {**_LinearALT.params, "delta": DELTA}

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from olb.kernels import KernelModule
 from olb.learners.base import OnlineLearner
-from olb.learners.linear.alt_loss import repeat_on_scores
 from olb.learners.linear.pa import _PABRKernel
 from olb.learners.linear.support_vectors import SupportVectors
 from olb.learners.params import ETA, FEATURE_SCALING, KERNEL, REPEATS, SIGMA, with_default
+
+alt_loss = KernelModule("olb.learners.linear.alt_loss")
 
 
 class FALTKernel(OnlineLearner):
@@ -61,5 +63,5 @@ class FALTKernel(OnlineLearner):
         s = self.support.scores(self.support.kernel_row(x))
         alpha = np.empty(self.n_labels + 1)
         step = self.eta * self.support.self_kernel(x)
-        if repeat_on_scores(s, np.ascontiguousarray(feedback, dtype=np.int8), step, self.repeats, alpha):
+        if alt_loss.repeat_on_scores(s, np.ascontiguousarray(feedback, dtype=np.int8), step, self.repeats, alpha):
             self.support.add(x, self.eta * alpha)

@@ -62,3 +62,11 @@ def repeat_on_scores(s, y, step, repeats, c_sum):
             c_sum[i] += c[i]
             s[i] += step * c[i]
     return repeats
+
+
+# The kernels called from Python, with their argument types (numba's notation; ``[::1]``: C order): what
+# ``python -m olb.kernels`` compiles ahead of time and what :mod:`olb.kernels` checks before each call.
+EXPORTS = {
+    "alt_coefficients": ("float64[::1]", "int8[::1]", "float64[::1]"),
+    "repeat_on_scores": ("float64[::1]", "int8[::1]", "float64", "int64", "float64[::1]"),
+}

@@ -17,10 +17,13 @@ from typing import ClassVar
 import numpy as np
 
 from olb.learners.base import OnlineLearner, Param
-from olb.learners.linear import passes
+from olb.kernels import KernelModule
+from olb.learners.linear import rows
 from olb.learners.linear.alt import _LinearALT
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import BIAS, ETA, FEATURE_SCALING, with_default
+
+passes = KernelModule("olb.learners.linear.passes")
 
 
 def smoothed_rank_gradient(scores: np.ndarray, y: np.ndarray, smoothing: float) -> np.ndarray:
@@ -31,7 +34,9 @@ def smoothed_rank_gradient(scores: np.ndarray, y: np.ndarray, smoothing: float) 
     [-1.0, 1.0]
     """
     scores = np.ascontiguousarray(scores, dtype=float)
-    return passes.rank_gradient_into(scores, np.ascontiguousarray(y), float(smoothing), np.empty_like(scores))
+    return passes.rank_gradient_into(
+        scores, np.ascontiguousarray(y, dtype=np.int8), float(smoothing), np.empty_like(scores)
+    )
 
 
 class OLANSGDStar(OnlineLearner):
@@ -93,14 +98,14 @@ class OLANSGDStar(OnlineLearner):
         """One step eta / sqrt(t) on W's shrinkage (lam W) and on the smoothed hinge's gradient at this row."""
         idx, vals = nonzero_entries(x, self.bias)
         q = self.n_labels
-        y = np.ascontiguousarray(y)
+        y = np.ascontiguousarray(y, dtype=np.int8)
         hyper = (self.eta, self.regularization, self.smoothing)
         passes.olansgd_round(self.weights, idx, vals, y, self.state, *hyper, np.empty(q), np.empty(q))
 
     def learn_pass(self, X, Y) -> None:
         """``learn_one`` on every row of the block X (n, d), dense or CSR, in order, as one compiled call."""
-        indptr, indices, data = passes.csr_entries(X)
+        indptr, indices, data = rows.csr_entries(X)
         hyper = np.array([self.eta, self.regularization, self.smoothing])
         Y = np.ascontiguousarray(Y)
         W = self.weights
-        passes.learn_pass(passes.OLANSGD, W, W, self.state, indptr, indices, data, self.bias, Y, hyper)
+        passes.learn_pass(rows.OLANSGD, W, W, self.state, indptr, indices, data, self.bias, Y, hyper)

@@ -11,12 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from olb.learners.base import MB_PER_FLOAT, ROUND_OVERHEAD_S, OnlineLearner, StreamShape
-from olb.learners.linear import passes
+from olb.kernels import KernelModule
+from olb.learners.linear import rows
 from olb.learners.linear.alt import _LinearALT
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.linear.support_vectors import SupportVectors
 from olb.learners.params import BIAS, FEATURE_SCALING, KERNEL, SIGMA, with_default
 from olb.learners.params import C as C_PARAM  # not C: the class bodies declare the hyperparameter C
+
+passes = KernelModule("olb.learners.linear.passes")
 
 
 def pa_steps(losses: np.ndarray, sq_norm: float, C: float, variant: str) -> np.ndarray:
@@ -64,12 +67,10 @@ class _PABR(OnlineLearner):
 
     def learn_pass(self, X, Y) -> None:
         """``learn_one`` on every row of the block X (n, d), dense or CSR, in order, as one compiled call."""
-        indptr, indices, data = passes.csr_entries(X)
+        indptr, indices, data = rows.csr_entries(X)
         Y = np.ascontiguousarray(Y, dtype=np.int8)
-        rule = passes.PA_I if self.variant == "I" else passes.PA_II
-        passes.learn_pass(
-            rule, self.W, self.W, passes.NO_STATE, indptr, indices, data, self.bias, Y, np.array([self.C])
-        )
+        rule = rows.PA_I if self.variant == "I" else rows.PA_II
+        passes.learn_pass(rule, self.W, self.W, rows.NO_STATE, indptr, indices, data, self.bias, Y, np.array([self.C]))
 
 
 class PA1BR(_PABR):

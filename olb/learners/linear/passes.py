@@ -6,7 +6,7 @@ Every sum runs in one fixed order on every CPU (numba, no fast-math, so no fused
 last), ``<x, x>`` likewise; no BLAS call, whose summation order depends on the CPU it dispatches to.
 
 A block of rows is held as CSR arrays ``(indptr, indices, data)`` of its nonzero entries, each row's indices
-increasing (:func:`csr_entries`), dense blocks alike.
+increasing (:func:`olb.learners.linear.rows.csr_entries`), dense blocks alike.
 """
 
 from __future__ import annotations
@@ -15,27 +15,8 @@ import numpy as np
 from numba import njit
 
 from olb.learners.linear.alt_loss import alt_coefficients, repeat_on_scores
+from olb.learners.linear.rows import FALT, OLANSGD, PA_I, SALT
 from olb.weak.vfdt_core import pairwise_sum
-
-
-def csr_entries(X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(indptr, indices, data)`` of the nonzero entries of a block of rows, dense (n, d) or CSR, each row's
-    indices increasing: the entries :func:`olb.learners.linear.rows.nonzero_entries` gives row by row.
-
-    >>> indptr, indices, data = csr_entries(np.array([[0.0, 2.0, 0.0], [1.0, 0.0, 3.0]]))
-    >>> indptr.tolist(), indices.tolist(), data.tolist()
-    ([0, 1, 3], [1, 0, 2], [2.0, 1.0, 3.0])
-    """
-    if isinstance(X, np.ndarray):
-        keep = X != 0
-        indptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))])
-        return indptr.astype(np.int64), np.nonzero(keep)[1].astype(np.int64), X[keep].astype(float)
-    import scipy.sparse as sp
-
-    X = sp.csr_array(X, dtype=float, copy=True)
-    X.eliminate_zeros()
-    X.sort_indices()
-    return X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data
 
 
 @njit(cache=True)
@@ -205,11 +186,6 @@ def olansgd_round(W, idx, val, y, state, eta, regularization, smoothing, s, grad
     add_outer(W, idx, val, -(step / state[0]), grad)
 
 
-# The update rules a pass can run (:func:`learn_pass`).
-FALT, SALT, PA_I, PA_II, OLANSGD = 0, 1, 2, 3, 4
-NO_STATE = np.zeros(2)  # the ``state`` argument of the rules that have none
-
-
 @njit(cache=True)
 def learn_pass(rule, W, G, state, indptr, indices, data, bias, Y, hyper):  # pragma: no cover - compiled
     """One round of ``rule`` on every row of a block, in order, with the hyperparameters ``hyper``:
@@ -231,3 +207,66 @@ def learn_pass(rule, W, G, state, indptr, indices, data, bias, Y, hyper):  # pra
             olansgd_round(W, idx[:m], val[:m], Y[r], state, hyper[0], hyper[1], hyper[2], s, work)
         else:
             pa_round(W, idx[:m], val[:m], Y[r], hyper[0], rule == PA_I, s, work)
+
+
+# The kernels called from Python, with their argument types (numba's notation; ``[::1]``: C order): what
+# ``python -m olb.kernels`` compiles ahead of time and what :mod:`olb.kernels` checks before each call.
+EXPORTS = {
+    "falt_round": (
+        "float64[:, ::1]",
+        "int64[::1]",
+        "float64[::1]",
+        "int8[::1]",
+        "float64",
+        "int64",
+        "float64[::1]",
+        "float64[::1]",
+    ),
+    "learn_pass": (
+        "int64",
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "float64[::1]",
+        "int64[::1]",
+        "int64[::1]",
+        "float64[::1]",
+        "boolean",
+        "int8[:, ::1]",
+        "float64[::1]",
+    ),
+    "olansgd_round": (
+        "float64[:, ::1]",
+        "int64[::1]",
+        "float64[::1]",
+        "int8[::1]",
+        "float64[::1]",
+        "float64",
+        "float64",
+        "float64",
+        "float64[::1]",
+        "float64[::1]",
+    ),
+    "pa_round": (
+        "float64[:, ::1]",
+        "int64[::1]",
+        "float64[::1]",
+        "int8[::1]",
+        "float64",
+        "boolean",
+        "float64[::1]",
+        "float64[::1]",
+    ),
+    "pa_steps_into": ("float64[::1]", "float64", "float64", "boolean", "float64[::1]"),
+    "rank_gradient_into": ("float64[::1]", "int8[::1]", "float64", "float64[::1]"),
+    "row_scores": ("float64[:, ::1]", "int64[::1]", "float64[::1]", "float64[::1]"),
+    "salt_round": (
+        "float64[:, ::1]",
+        "float64[:, ::1]",
+        "int64[::1]",
+        "float64[::1]",
+        "int8[::1]",
+        "float64",
+        "float64",
+        "int64",
+    ),
+}
