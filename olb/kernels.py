@@ -83,7 +83,7 @@ def mode() -> str:
 
 
 class KernelModule:
-    """A kernel module's functions (``EXPORTS``), loaded on first use: ``vfdt_core = KernelModule(
+    """A kernel module's functions (its ``EXPORTS``), loaded on first use: ``vfdt_core = KernelModule(
     "olb.weak.vfdt_core")`` at import time costs nothing; ``vfdt_core.route(...)`` loads them all."""
 
     def __init__(self, module: str) -> None:
@@ -285,6 +285,21 @@ def export_name(module: str, name: str) -> str:
     return f"{module.rsplit('.', 1)[1]}__{name}"
 
 
+def argument_types(text: str) -> list[str]:
+    """A kernel's ``EXPORTS`` entry as one type per argument.
+
+    >>> argument_types("float64[:, ::1], int64, boolean[::1]")
+    ['float64[:, ::1]', 'int64', 'boolean[::1]']
+    """
+    types, depth, start = [], 0, 0
+    for position, character in enumerate(text + ","):
+        depth += {"[": 1, "]": -1}.get(character, 0)
+        if character == "," and depth == 0:
+            types.append(text[start:position].strip())
+            start = position + 1
+    return types
+
+
 def argument_spec(numba_type: str) -> tuple[np.dtype, int, bool]:
     """(dtype, dimensions, C order) of an ``EXPORTS`` type: ``float64`` (0 dimensions), ``int64[::1]``,
     ``float64[:, ::1]`` (C order), ``float64[:]`` (any strides)."""
@@ -352,8 +367,8 @@ def build(folder: Path) -> Path:
         exports: dict[str, dict[str, list[str]]] = {}
         for module in KERNEL_MODULES:
             loaded = importlib.import_module(module)
-            exports[module] = {name: list(arguments) for name, arguments in loaded.EXPORTS.items()}
-            for name, arguments in loaded.EXPORTS.items():
+            exports[module] = {name: argument_types(text) for name, text in loaded.EXPORTS.items()}
+            for name, arguments in exports[module].items():
                 compiler.export(export_name(module, name), _signature(getattr(loaded, name), arguments))(
                     getattr(loaded, name).py_func
                 )

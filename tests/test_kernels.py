@@ -55,6 +55,7 @@ def _run_cells(mode: str) -> list[dict]:
     return out
 
 
+@pytest.mark.e2e
 def test_ahead_of_time_kernels_give_the_jits_results_without_numba(require_data):
     require_data("emotions", "balance")
     ahead, jit = _run_cells("aot"), _run_cells("jit")
@@ -135,7 +136,9 @@ def test_every_export_is_a_kernel_called_with_its_declared_types():
         warnings.simplefilter("error")
         for module in kernels.KERNEL_MODULES:
             loaded = __import__(module, fromlist=["EXPORTS"])
-            for name, arguments in loaded.EXPORTS.items():
+            for name, text in loaded.EXPORTS.items():
                 assert hasattr(getattr(loaded, name), "py_func"), f"{module}.{name} is not a numba function"
+                arguments = kernels.argument_types(text)
+                assert len(arguments) == getattr(loaded, name).py_func.__code__.co_argcount, f"{module}.{name}"
                 for argument in arguments:
                     kernels.argument_spec(argument)

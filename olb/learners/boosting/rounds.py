@@ -566,67 +566,26 @@ def topada_round(
 # The kernels called from Python, with their argument types (numba's notation; ``[::1]``: C order): what
 # ``python -m olb.kernels`` compiles ahead of time and what :mod:`olb.kernels` checks before each call.
 EXPORTS = {
-    "adaolm_chain": ("float64[:, ::1]", "float64[:, ::1]", "float64[::1]"),
-    "adaolm_update": (
-        "float64[:, ::1]",
-        "int64[::1]",
-        "int64[::1]",
-        "float64[::1]",
-        "float64[::1]",
-        "int64",
-        "float64",
-        "boolean",
-    ),
-    "adaolmr_round": ("float64[:, ::1]", "float64[:, ::1]", "boolean[::1]", "float64[::1]", "float64[::1]", "int64"),
-    "expert_states": ("float64[::1]", "float64[:, ::1]"),
-    "fed_weights": ("float64[:, ::1]", "boolean[::1]", "float64"),
-    "hedge_index": ("float64[::1]", "float64"),
-    "logistic_cost_parts": ("float64[:, ::1]",),
+    "adaolm_chain": "float64[:, ::1], float64[:, ::1], float64[::1]",
+    "adaolm_update": "float64[:, ::1], int64[::1], int64[::1], float64[::1], float64[::1], int64, float64, boolean",
+    "adaolmr_round": "float64[:, ::1], float64[:, ::1], boolean[::1], float64[::1], float64[::1], int64",
+    "expert_states": "float64[::1], float64[:, ::1]",
+    "fed_weights": "float64[:, ::1], boolean[::1], float64",
+    "hedge_index": "float64[::1], float64",
+    "logistic_cost_parts": "float64[:, ::1]",
     "mbbm_chain": (
-        "float64[:, ::1]",
-        "float64[:, ::1]",
-        "int64",
-        "int64",
-        "int64[:, ::1]",
-        "float64[:, :, ::1]",
-        "float64[:, ::1]",
-        "int64[::1]",
-        "float64[:, ::1]",
+        "float64[:, ::1], float64[:, ::1], int64, int64, int64[:, ::1], float64[:, :, ::1], float64[:, ::1], "
+        "int64[::1], float64[:, ::1]"
     ),
-    "onlinebmr_round": ("float64[:, ::1]", "boolean[::1]", "float64[:, :, ::1]", "float64", "float64", "float64"),
+    "onlinebmr_round": "float64[:, ::1], boolean[::1], float64[:, :, ::1], float64, float64, float64",
     "pair_cost_vectors": (
-        "float64[:, ::1]",
-        "int64[::1]",
-        "int64[::1]",
-        "float64[::1]",
-        "int64[::1]",
-        "float64[:, :, ::1]",
-        "float64",
-        "float64",
-        "float64",
+        "float64[:, ::1], int64[::1], int64[::1], float64[::1], int64[::1], float64[:, :, ::1], float64, float64, "
+        "float64"
     ),
-    "pairwise_cost_vectors": (
-        "float64[:, ::1]",
-        "boolean[::1]",
-        "int64[::1]",
-        "float64[:, :, ::1]",
-        "float64",
-        "float64",
-        "float64",
-    ),
+    "pairwise_cost_vectors": "float64[:, ::1], boolean[::1], int64[::1], float64[:, :, ::1], float64, float64, float64",
     "topada_round": (
-        "float64[:, ::1]",
-        "float64[:, ::1]",
-        "int64[::1]",
-        "int64[::1]",
-        "float64[::1]",
-        "float64[::1]",
-        "float64[::1]",
-        "float64",
-        "int64",
-        "boolean",
-        "boolean[::1]",
-        "float64",
+        "float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], float64[::1], float64[::1], float64[::1], "
+        "float64, int64, boolean, boolean[::1], float64"
     ),
-    "vote_states": ("int64[::1]", "float64[::1]", "int64"),
+    "vote_states": "int64[::1], float64[::1], int64",
 }

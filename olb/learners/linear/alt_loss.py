@@ -67,6 +67,6 @@ def repeat_on_scores(s, y, step, repeats, c_sum):
 # The kernels called from Python, with their argument types (numba's notation; ``[::1]``: C order): what
 # ``python -m olb.kernels`` compiles ahead of time and what :mod:`olb.kernels` checks before each call.
 EXPORTS = {
-    "alt_coefficients": ("float64[::1]", "int8[::1]", "float64[::1]"),
-    "repeat_on_scores": ("float64[::1]", "int8[::1]", "float64", "int64", "float64[::1]"),
+    "alt_coefficients": "float64[::1], int8[::1], float64[::1]",
+    "repeat_on_scores": "float64[::1], int8[::1], float64, int64, float64[::1]",
 }

@@ -212,61 +212,18 @@ def learn_pass(rule, W, G, state, indptr, indices, data, bias, Y, hyper):  # pra
 # The kernels called from Python, with their argument types (numba's notation; ``[::1]``: C order): what
 # ``python -m olb.kernels`` compiles ahead of time and what :mod:`olb.kernels` checks before each call.
 EXPORTS = {
-    "falt_round": (
-        "float64[:, ::1]",
-        "int64[::1]",
-        "float64[::1]",
-        "int8[::1]",
-        "float64",
-        "int64",
-        "float64[::1]",
-        "float64[::1]",
-    ),
+    "falt_round": "float64[:, ::1], int64[::1], float64[::1], int8[::1], float64, int64, float64[::1], float64[::1]",
     "learn_pass": (
-        "int64",
-        "float64[:, ::1]",
-        "float64[:, ::1]",
-        "float64[::1]",
-        "int64[::1]",
-        "int64[::1]",
-        "float64[::1]",
-        "boolean",
-        "int8[:, ::1]",
-        "float64[::1]",
+        "int64, float64[:, ::1], float64[:, ::1], float64[::1], int64[::1], int64[::1], float64[::1], boolean, "
+        "int8[:, ::1], float64[::1]"
     ),
     "olansgd_round": (
-        "float64[:, ::1]",
-        "int64[::1]",
-        "float64[::1]",
-        "int8[::1]",
-        "float64[::1]",
-        "float64",
-        "float64",
-        "float64",
-        "float64[::1]",
-        "float64[::1]",
+        "float64[:, ::1], int64[::1], float64[::1], int8[::1], float64[::1], float64, float64, float64, "
+        "float64[::1], float64[::1]"
     ),
-    "pa_round": (
-        "float64[:, ::1]",
-        "int64[::1]",
-        "float64[::1]",
-        "int8[::1]",
-        "float64",
-        "boolean",
-        "float64[::1]",
-        "float64[::1]",
-    ),
-    "pa_steps_into": ("float64[::1]", "float64", "float64", "boolean", "float64[::1]"),
-    "rank_gradient_into": ("float64[::1]", "int8[::1]", "float64", "float64[::1]"),
-    "row_scores": ("float64[:, ::1]", "int64[::1]", "float64[::1]", "float64[::1]"),
-    "salt_round": (
-        "float64[:, ::1]",
-        "float64[:, ::1]",
-        "int64[::1]",
-        "float64[::1]",
-        "int8[::1]",
-        "float64",
-        "float64",
-        "int64",
-    ),
+    "pa_round": "float64[:, ::1], int64[::1], float64[::1], int8[::1], float64, boolean, float64[::1], float64[::1]",
+    "pa_steps_into": "float64[::1], float64, float64, boolean, float64[::1]",
+    "rank_gradient_into": "float64[::1], int8[::1], float64, float64[::1]",
+    "row_scores": "float64[:, ::1], int64[::1], float64[::1], float64[::1]",
+    "salt_round": "float64[:, ::1], float64[:, ::1], int64[::1], float64[::1], int8[::1], float64, float64, int64",
 }
