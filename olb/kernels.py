@@ -4,9 +4,9 @@ load neither numba nor LLVM.
 The kernels are numba functions in four modules (:data:`KERNEL_MODULES`); each lists the functions called from
 Python and their argument types in ``EXPORTS``. ``python -m olb.kernels`` compiles them, with numba's own
 compiler for this machine's processor, into one extension module (``numba.pycc``) in the per-user cache
-(``$OLB_KERNELS_DIR/<key>/``, by default ``<cache dir>/kernels/<key>/``, :func:`olb.cache.cache_dir`). A process then imports only that module: the
-same machine code numba's JIT would make, without numba's ~50 MB of typing tables and LLVM's ~70 MB of compiler
-(``docs/speed.md``). :func:`kernels` returns a module's functions from the extension, building it first (in a
+(``$OLB_KERNELS_DIR/<key>/``, by default ``<cache dir>/kernels/<key>/``, :func:`olb.cache.cache_dir`). A process
+then imports only that module: the same machine code numba's JIT would make, without numba's typing tables and
+LLVM's compiler, about 110 MB per process (``docs/speed.md``). :func:`kernels` returns a module's functions from the extension, building it first (in a
 subprocess, under a lock, so concurrent processes build once) when it is missing.
 
 ``OLB_KERNELS`` picks how kernels are run:
@@ -56,7 +56,7 @@ KERNEL_MODULES = (
 )
 MODES = ("aot", "jit")
 EXTENSION = "olb_kernels"
-BUILD_TIMEOUT_S = 1800.0  # the build (numba, then a C compiler) takes about a minute on one core
+BUILD_TIMEOUT_S = 1800.0  # the build (numba, then a C compiler) took 13-30 s on a 2-core machine
 LOCK_TIMEOUT_S = BUILD_TIMEOUT_S + 60.0  # a process waiting for another's build
 
 # scipy functions the kernels call by symbol (``types.ExternalFunction``): the extension defines each symbol as a
@@ -139,7 +139,7 @@ def _extension() -> dict[str, dict[str, Callable]] | None:
     except (OSError, RuntimeError, ValueError, ImportError, subprocess.SubprocessError) as error:
         warnings.warn(
             f"olb's compiled kernels could not be built or loaded in {folder} ({error}); running numba's JIT, "
-            "which gives the same results but holds ~100 MB more per process. `python -m olb.kernels` retries "
+            "which gives the same results but holds about 110 MB more per process. `python -m olb.kernels` retries "
             "the build; OLB_KERNELS=jit silences this",
             KernelBuildWarning,
             stacklevel=3,
@@ -234,10 +234,14 @@ def _verified(folder: Path) -> dict | None:
 
 
 def _run_build(folder: Path) -> None:
-    """``python -m olb.kernels --out folder`` in a subprocess: the compiler's memory is not this process's."""
-    command = [sys.executable, "-m", "olb.kernels", "--out", str(folder)]
+    """``python -m olb.kernels --out folder`` in a subprocess, so the compiler's memory is not this process's; it
+    imports this very olb (its folder first on ``PYTHONPATH``) and refuses if its sources give another key."""
+    command = [sys.executable, "-m", "olb.kernels", "--out", str(folder), "--key", folder.name]
+    path = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")]))
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, env={**os.environ, "PYTHONPATH": path}
+        )
     except subprocess.TimeoutExpired as error:
         raise RuntimeError(f"the build took more than {BUILD_TIMEOUT_S:.0f} s") from error
     if done.returncode != 0:
@@ -412,7 +416,10 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m olb.kernels", description=main.__doc__)
     parser.add_argument("--out", type=Path, help="the folder to build into (default: the cache's)")
+    parser.add_argument("--key", help="refuse unless this olb's sources, libraries and processor give this key")
     options = parser.parse_args(argv)
+    if options.key and options.key != build_key():
+        parser.error(f"--key {options.key}: this olb ({Path(__file__).parent}) gives {build_key()}")
     started = time.perf_counter()
     target = build(options.out or extension_folder())
     print(f"built {target} in {time.perf_counter() - started:.0f} s")

@@ -142,3 +142,17 @@ def test_every_export_is_a_kernel_called_with_its_declared_types():
                 assert len(arguments) == getattr(loaded, name).py_func.__code__.co_argcount, f"{module}.{name}"
                 for argument in arguments:
                     kernels.argument_spec(argument)
+
+
+def test_a_build_refuses_sources_that_give_another_key(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "olb.kernels", "--out", str(tmp_path), "--key", "0" * 24],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert f"--key {'0' * 24}: this olb ({ROOT / 'olb'}) gives {kernels.build_key()}" in done.stderr
+    assert not any(tmp_path.iterdir())

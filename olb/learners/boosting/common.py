@@ -6,9 +6,9 @@
 - ``ALL_FEATURES_PARAM``: ``num_covariates`` defaulting to all features (paper 001's learners).
 - ``GAMMA_PARAM`` / ``MARGIN_PARAM``: the edge of the potential-based boosters' baseline and their hinge margin.
 - ``ForestCost``: every booster's planned CPU per row (``cost_per_example_s``), one formula over the forest.
-
-The per-round arithmetic they share (Hedge, the step on alpha, the experts' states) is compiled, in
-:mod:`~olb.learners.boosting.rounds`.
+- ``hedge_init`` / ``hedge_draw``: the adaptive boosters' Hedge over their N experts.
+- ``rounds``: the compiled per-round arithmetic they share (Hedge, the step on alpha, the experts' states), the
+  kernels of :mod:`~olb.learners.boosting.rounds` as :mod:`olb.kernels` loads them.
 """
 
 from __future__ import annotations
