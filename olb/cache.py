@@ -1,5 +1,5 @@
-"""Where olb keeps what it computes once, per user: downloads, file hashes and parsed arrays (``olb.data``), and
-numba's compiled code where the package's own folder is read-only.
+"""Where olb keeps what it computes once, per user: downloads, file hashes and parsed arrays (``olb.data``), the
+compiled kernels (``olb.kernels``), and numba's compiled code where the package's own folder is read-only.
 
 Caches are private: the folders olb creates are user-only (0700), and a cache folder other users may write to
 is named in a warning. numba's cache holds pickles (loading one runs code), olb's parsed arrays are verified
@@ -16,7 +16,8 @@ from pathlib import Path
 
 
 def cache_dir() -> Path:
-    """The cache: ``$OLB_CACHE_DIR``, else ``~/.cache/olb`` (downloads, ``sha256.json``, ``parsed/``, ``numba/``)."""
+    """The cache: ``$OLB_CACHE_DIR``, else ``~/.cache/olb`` (downloads, ``sha256.json``, ``parsed/``, ``kernels/``,
+    ``numba/``)."""
     return Path(os.environ.get("OLB_CACHE_DIR") or Path.home() / ".cache" / "olb").expanduser()
 
 
