@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# System packages the test suite uses (headless Chromium for the MLflow UI test). Tests that need a
+# System packages the test suite uses (headless Chromium for the MLflow UI test, a C/C++ compiler for the
+# compiled kernels' build). Tests that need a
 # package that could not be installed are skipped with the reason.
 set -uo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v gcc >/dev/null 2>&1 || need+=(gcc)  # olb.kernels' one-time build (numba.pycc)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq >/dev/null 2>&1 || true

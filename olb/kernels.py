@@ -142,7 +142,7 @@ def _extension() -> dict[str, dict[str, Callable]] | None:
             "which gives the same results but holds about 110 MB more per process. `python -m olb.kernels` retries "
             "the build; OLB_KERNELS=jit silences this",
             KernelBuildWarning,
-            stacklevel=3,
+            stacklevel=4,  # the code that first used a kernel
         )
         return None
 
@@ -245,7 +245,7 @@ def _run_build(folder: Path) -> None:
     except subprocess.TimeoutExpired as error:
         raise RuntimeError(f"the build took more than {BUILD_TIMEOUT_S:.0f} s") from error
     if done.returncode != 0:
-        tail = "\n".join(done.stderr.strip().splitlines()[-5:])
+        tail = " / ".join(line.strip() for line in done.stderr.strip().splitlines()[-4:] if line.strip())
         raise RuntimeError(f"`{' '.join(command[1:])}` failed (exit {done.returncode}): {tail}")
 
 

@@ -43,6 +43,15 @@ print(json.dumps({"metrics": result.metrics, "curve": curve, "numba": "numba" in
 """
 
 
+def _require_the_extension() -> None:
+    """Skip unless this machine builds the extension (a C and C++ compiler: docs/speed.md)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        built = kernels._extension() is not None
+    if not built:
+        pytest.skip(f"the kernels' extension cannot be built here: {caught[-1].message if caught else 'unknown'}")
+
+
 def _run_cells(mode: str) -> list[dict]:
     env = {**os.environ, "OLB_KERNELS": mode, "PYTHONPATH": str(ROOT)}
     out = []
@@ -58,6 +67,7 @@ def _run_cells(mode: str) -> list[dict]:
 @pytest.mark.e2e
 def test_ahead_of_time_kernels_give_the_jits_results_without_numba(require_data):
     require_data("emotions", "balance")
+    _require_the_extension()
     ahead, jit = _run_cells("aot"), _run_cells("jit")
     for cell, a, j in zip(CELLS, ahead, jit, strict=True):
         for part in ("metrics", "curve"):  # as JSON text: the same floats, NaN included, to the last bit
@@ -67,6 +77,7 @@ def test_ahead_of_time_kernels_give_the_jits_results_without_numba(require_data)
 
 
 def test_arguments_are_checked_before_the_extension_sees_them():
+    _require_the_extension()
     vfdt_core = kernels.kernels("olb.weak.vfdt_core")
     leaves, class_mass, seen = np.zeros(2, np.int64), np.ones((3, 2)), np.zeros((3, 2), bool)
     assert vfdt_core["leaf_masses"](leaves, class_mass, seen, True).shape == (2, 2)
@@ -85,7 +96,7 @@ def test_arguments_are_checked_before_the_extension_sees_them():
 
 
 def test_an_altered_extension_is_not_loaded(tmp_path):
-    kernels.kernels("olb.weak.vfdt_core")  # the session's build
+    _require_the_extension()  # the session's build
     folder = tmp_path / "copy"
     shutil.copytree(kernels.extension_folder(), folder)
     assert kernels._verified(folder) is not None
