@@ -3,8 +3,8 @@
 The forest (:class:`olb.weak.vfdt.VFDTForest`) keeps N trees in shared arrays; these functions walk them for
 one example: :func:`route` finds every tree's leaf, :func:`update_statistics` adds the weighted labels to
 the leaves' class masses and Gaussian estimators. They do the same arithmetic, in the same order, as the
-numpy expressions they replaced, so results are bit-identical. Compiled code is cached on disk next to
-this file (or in ``NUMBA_CACHE_DIR`` where that is not writable), so only the first process compiles.
+numpy expressions they replaced, so results are bit-identical. The functions in ``EXPORTS`` are compiled ahead
+of time, once per machine, and reached through :mod:`olb.kernels` (numba's JIT under ``OLB_KERNELS=jit``).
 """
 
 from __future__ import annotations
