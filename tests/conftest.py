@@ -3,6 +3,8 @@ empty cache. Tests never download: a test that needs a data set absent from the 
 
 import functools
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,12 +19,21 @@ def _data_dir() -> Path:
     return Path(os.environ.get("OLB_DATA_DIR") or DEFAULT_DATA_DIR)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _session_kernels(tmp_path_factory):
-    """One build of the compiled kernels (olb.kernels) for the whole session, in a folder of its own: the
-    per-test caches below would otherwise build them again in every test that starts a process."""
+_SESSION_KERNELS: list[str] = []
+
+
+def pytest_configure(config):
+    """One build of the compiled kernels (olb.kernels) for the whole session, in a folder of its own, set before
+    the test modules are collected (some compute cases at import): the per-test caches below would otherwise
+    build them again in every test that starts a process, and the user's own cache would be filled."""
     if not os.environ.get("OLB_KERNELS_DIR"):
-        os.environ["OLB_KERNELS_DIR"] = str(tmp_path_factory.mktemp("olb-kernels"))
+        _SESSION_KERNELS.append(tempfile.mkdtemp(prefix="olb-kernels-"))
+        os.environ["OLB_KERNELS_DIR"] = _SESSION_KERNELS[0]
+
+
+def pytest_unconfigure(config):
+    for folder in _SESSION_KERNELS:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -98,7 +98,7 @@ def test_arguments_are_checked_before_the_extension_sees_them():
 def test_an_altered_extension_is_not_loaded(tmp_path):
     _require_the_extension()  # the session's build
     folder = tmp_path / "copy"
-    shutil.copytree(kernels.extension_folder(), folder)
+    shutil.copytree(Path(sys.modules[kernels.EXTENSION].__file__).parent, folder)
     assert kernels._verified(folder) is not None
     manifest = json.loads((folder / "manifest.json").read_text())
     extension = folder / manifest["file"]
