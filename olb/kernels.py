@@ -133,9 +133,7 @@ def _extension() -> dict[str, dict[str, Callable]] | None:
     cannot be built or loaded."""
     folder = extension_folder()
     try:
-        if _verified(folder) is None:
-            _build_locked(folder)
-        return _load(folder)
+        return _load(folder, _verified(folder) or _build_locked(folder))
     except (OSError, RuntimeError, ValueError, ImportError, subprocess.SubprocessError) as error:
         warnings.warn(
             f"olb's compiled kernels could not be built or loaded in {folder} ({error}); running numba's JIT, "
@@ -194,8 +192,9 @@ def _cpu_features() -> str:
     return "\n".join(sorted({line for line in lines if line.split(":")[0].strip() in wanted}))
 
 
-def _build_locked(folder: Path) -> None:
-    """Build into ``folder`` unless another process did while this one waited for the lock (bounded)."""
+def _build_locked(folder: Path) -> dict:
+    """Build into ``folder`` unless another process did while this one waited for the lock (bounded); the verified
+    manifest."""
     lock_path = folder.with_suffix(".lock")
     with open(lock_path, "w") as lock:
         deadline = time.monotonic() + LOCK_TIMEOUT_S
@@ -207,13 +206,19 @@ def _build_locked(folder: Path) -> None:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"waited {LOCK_TIMEOUT_S:.0f} s for another process's build ({lock_path})")
                 time.sleep(0.5)
-        if _verified(folder) is None:
+        manifest = _verified(folder, warn=False)  # another process's build, finished while this one waited
+        if manifest is None:
             _run_build(folder)
+            manifest = _verified(folder)
+    if manifest is None:
+        raise RuntimeError(f"no verified build in {folder} after building it")
+    return manifest
 
 
-def _verified(folder: Path) -> dict | None:
+def _verified(folder: Path, warn: bool = True) -> dict | None:
     """``folder``'s manifest if the extension it names has the recorded SHA-256; ``None`` if there is none yet,
-    and a `CacheWarning` too if the file was altered (it is then rebuilt, and the altered file left unread)."""
+    and (``warn``) a `CacheWarning` too if the file was altered (it is then rebuilt, and the altered file left
+    unread)."""
     try:
         manifest = json.loads((folder / "manifest.json").read_text())
         path = folder / manifest["file"]
@@ -221,16 +226,18 @@ def _verified(folder: Path) -> dict | None:
     except FileNotFoundError:
         return None
     except (ValueError, KeyError, TypeError) as error:
-        warnings.warn(f"{folder / 'manifest.json'}: unreadable ({error}); rebuilding", CacheWarning, stacklevel=2)
+        if warn:
+            warnings.warn(f"{folder / 'manifest.json'}: unreadable ({error}); rebuilding", CacheWarning, stacklevel=2)
         return None
-    if digest != manifest["sha256"]:
+    if digest == manifest["sha256"]:
+        return manifest
+    if warn:
         warnings.warn(
             f"{path}: SHA-256 {digest} is not the {manifest['sha256']} recorded at its build; rebuilding",
             CacheWarning,
             stacklevel=2,
         )
-        return None
-    return manifest
+    return None
 
 
 def _run_build(folder: Path) -> None:
@@ -249,11 +256,9 @@ def _run_build(folder: Path) -> None:
         raise RuntimeError(f"`{' '.join(command[1:])}` failed (exit {done.returncode}): {tail}")
 
 
-def _load(folder: Path) -> dict[str, dict[str, Callable]]:
-    """The verified extension's functions, behind their argument checks, its scipy symbols bound."""
-    manifest = _verified(folder)
-    if manifest is None:
-        raise RuntimeError(f"no verified build in {folder}")
+def _load(folder: Path, manifest: dict) -> dict[str, dict[str, Callable]]:
+    """The extension ``manifest`` names (verified), its functions behind their argument checks, its scipy symbols
+    bound."""
     path = folder / manifest["file"]
     loader = importlib.machinery.ExtensionFileLoader(EXTENSION, str(path))
     spec = importlib.util.spec_from_file_location(EXTENSION, path, loader=loader)
