@@ -116,6 +116,7 @@ def grid(server):
             "name=served",
             f"tracking.uri={url}",
             "plots=false",
+            "tracking.cell_artifacts=true",  # each cell's curve also as files, on request
         ]
     )
     outcome = run_grid(cfg, tmp / "out")

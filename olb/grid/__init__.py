@@ -1,8 +1,12 @@
 """Experiment grids: algorithm x data set x hyperparameters x seeds, in parallel on Ray, tracked in MLflow.
 
 Command line: ``python -m olb.grid [+experiment=NAME] [key=value ...]`` (see docs/grid.md).
+
+The names below are imported when first used, so that a Ray worker, which imports only
+:mod:`olb.grid.worker` (through :mod:`olb.grid.backends.ray_worker`), loads neither Hydra, pandas nor the driver.
 """
 
+import importlib
 import importlib.util
 
 _missing = [
@@ -13,10 +17,28 @@ if _missing:  # a core install (pip install olb): name the extra before any impo
         f'olb.grid needs {", ".join(_missing)}, not installed: pip install "olb[grid]"', name=_missing[0]
     )
 
-from olb.grid.app import run_grid  # noqa: E402
-from olb.grid.cli import compose  # noqa: E402
-from olb.grid.messages import GridOutcome  # noqa: E402
-from olb.grid.expand import plan_grid  # noqa: E402
-from olb.grid.plan import Cell, CellKey, GridConfigError, Plan, cell_id  # noqa: E402
+_EXPORTS = {
+    "run_grid": "olb.grid.app",
+    "compose": "olb.grid.cli",
+    "GridOutcome": "olb.grid.messages",
+    "plan_grid": "olb.grid.expand",
+    "Cell": "olb.grid.plan",
+    "CellKey": "olb.grid.plan",
+    "GridConfigError": "olb.grid.plan",
+    "Plan": "olb.grid.plan",
+    "cell_id": "olb.grid.plan",
+}
 
-__all__ = ["Cell", "CellKey", "GridConfigError", "GridOutcome", "Plan", "cell_id", "compose", "plan_grid", "run_grid"]
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'olb.grid' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

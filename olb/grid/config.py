@@ -90,8 +90,12 @@ class TrackingConfig:
     enabled: bool = True
     uri: Optional[str] = None  # None: MLflow's default, sqlite:///mlflow.db in the working directory
     experiment: Optional[str] = None  # MLflow experiment name; None: "olb/<name>"
-    cell_artifacts: bool = True  # curve CSV and curve plot per cell
+    # per cell, besides its curve as metric history: the curve as CSV and a PNG drawn by the worker (~0.1 s a cell)
+    cell_artifacts: bool = False
     retries: int = 8  # attempts of a write that fails with "database is locked" or a connection error
+    batch_cells: int = 500  # cells written at most in one batch (a SQL store: one transaction)
+    queue_cells: int = 10000  # results waiting for the writer thread at most (beyond, the driver waits)
+    write_threads: int = 8  # tracking server: cells written at once (each is three requests)
     timeout_s: float = 30.0  # a tracking server that does not answer this long ends the grid
 
 

@@ -42,7 +42,7 @@ def fan_out(
 ) -> FanoutStats:
     """Run ``tasks`` (:class:`~olb.grid.messages.CellTask`, or cross-validation dicts) on ``backend``;
     ``on_result(message)`` runs in the driver for each result (a ``CellResult`` or ``CellFailure``, or a
-    cross-validation dict). ``skipped`` (tasks done earlier) only shapes the progress bar, which counts in
+    cross-validation dict); its ``flush()``, if it has one, after the last. ``skipped`` (tasks done earlier) only shapes the progress bar, which counts in
     ``unit``s."""
     stats = FanoutStats()
     if not tasks:
@@ -75,9 +75,26 @@ def fan_out(
     finally:
         if progress is not None:
             progress.close()
+    _flush(on_result, stats)
     stats.seconds = time.perf_counter() - start
     stats.startup_s, stats.cpus = backend.startup_s, backend.cpus
     return stats
+
+
+def _flush(on_result: Callable, stats: FanoutStats) -> None:
+    """Let ``on_result`` finish what it was handed (its ``flush()``, if it has one: the grid's recorder writes the
+    results it still holds), also after an interruption or a lost Ray head."""
+    flush = getattr(on_result, "flush", None)
+    if flush is None:
+        return
+    try:
+        flush()
+    except InfrastructureLost as err:
+        if stats.lost is None:
+            stats.lost = err
+            log.error("olb.grid: %s; ending the grid (%d cell(s) finished in this run are kept)", err, stats.n_done)
+    except KeyboardInterrupt:
+        stats.interrupted = True
 
 
 def _status_and_compile_s(message) -> tuple[Status, float]:

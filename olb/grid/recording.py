@@ -1,5 +1,5 @@
 """Recording: the tracker a grid writes to, the cells earlier runs finished (resume), and the driver's handler
-of each cell result (tracker run, outcome, a periodic cells.csv)."""
+of each cell result (outcome, tracker run through a writer thread, a periodic cells.csv)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from olb.grid.results import (
 )
 from olb.grid.tracker import Tracker
 from olb.grid.tracking_noop import NoopTracker
+from olb.grid.writer import CellWriter
 
 log = logging.getLogger("olb.grid")
 
@@ -90,18 +91,24 @@ def resumed_outcomes(tracker, cfg: DictConfig, plan: Plan, data: DataCheck) -> d
 
 
 class Recorder:
-    """The driver's handler of each cell result: MLflow child run, outcome, a periodic cells.csv."""
+    """The driver's handler of each cell result: its outcome at once, its MLflow child run through the writer
+    thread (:mod:`olb.grid.writer`), and now and then a cells.csv. :meth:`flush` (called by
+    :func:`~olb.grid.fanout.fan_out` after the last result) waits until every result is written."""
 
-    def __init__(self, plan: Plan, data: DataCheck, tracker, outcomes: dict, out: Path):
+    csv_every_s = 10.0  # cells.csv at most this often, and never more than 5% of the driver's time
+
+    def __init__(self, plan: Plan, data: DataCheck, tracker: Tracker, outcomes: dict, out: Path):
         self.plan, self.data, self.tracker, self.outcomes, self.out = plan, data, tracker, outcomes, out
         self.by_id = {c.cell_id: c for c in plan.unique_cells}
         self.failures: list[tuple[str, str]] = []
         self.untracked: list[str] = []
-        self.last_write = time.perf_counter()
+        self.data_tags = {name: provenance_tags(source) for name, source in data.sources.items()}
+        self.writer = CellWriter(tracker, self._written, self._untracked, tracker.batch_cells, tracker.queue_cells)
+        self.next_csv = time.perf_counter() + self.csv_every_s
 
     def __call__(self, message: CellResult | CellFailure) -> None:
         cell = self.by_id[message.cell_id]
-        tags = provenance_tags(self.data.sources[cell.dataset])
+        tags = self.data_tags[cell.dataset]
         if isinstance(message, CellResult) and message.data_fingerprint != tags[FINGERPRINT_TAG]:
             log.warning(
                 "olb.grid: cell %s read other data than planned (files changed during the grid): "
@@ -111,25 +118,35 @@ class Recorder:
                 tags[FINGERPRINT_TAG],
             )
             tags = {FINGERPRINT_TAG: message.data_fingerprint, FILES_TAG: message.data_files}
-        run_id = None
-        try:
-            run_id = self.tracker.log_cell(cell, message, tags)
-        except TrackingLost:  # the grid ends (fan_out); this cell's result stays in cells.csv
-            self.untracked.append(cell.cell_id)
-            self.outcomes[cell.cell_id] = outcome_from_message(message, None)
-            raise
-        except Exception as err:  # noqa: BLE001 - keep the grid going; the result stays in cells.csv
-            self.untracked.append(cell.cell_id)
-            log.error(
-                "olb.grid: could not record cell %s in MLflow (%s: %s); a rerun will run it again",
-                cell.cell_id,
-                type(err).__name__,
-                err,
-            )
-        self.outcomes[cell.cell_id] = outcome_from_message(message, run_id)
+        self.outcomes[cell.cell_id] = outcome_from_message(message, None)
         if isinstance(message, CellFailure):
             self.failures.append((cell.run_name, message.traceback or message.error))
             log.error("olb.grid: cell %s (%s) FAILED: %s", cell.cell_id, cell.run_name, message.error)
-        if time.perf_counter() - self.last_write > 10:  # a local copy of the progress, besides MLflow
+        try:
+            self.writer.put((cell, message, tags))
+        except TrackingLost:  # the grid ends (fan_out); this cell's result stays in cells.csv
+            self.untracked.append(cell.cell_id)
+            raise
+        if time.perf_counter() > self.next_csv:  # a local copy of the progress, besides MLflow
+            t0 = time.perf_counter()
             cells_frame(self.plan, self.outcomes, self.data).to_csv(self.out / "cells.csv", index=False)
-            self.last_write = time.perf_counter()
+            now = time.perf_counter()
+            self.next_csv = now + max(self.csv_every_s, 20 * (now - t0))
+
+    def flush(self) -> None:
+        """Wait until every result handed over is written (or reported untracked); TrackingLost if the tracking
+        server was lost."""
+        self.writer.close()
+
+    def _written(self, cell_id: str, run_id: str | None) -> None:
+        self.outcomes[cell_id]["run_id"] = run_id
+
+    def _untracked(self, cell_id: str, err: Exception) -> None:
+        self.untracked.append(cell_id)
+        if not isinstance(err, TrackingLost):  # a lost server is reported once, by the grid's end
+            log.error(
+                "olb.grid: could not record cell %s in MLflow (%s: %s); a rerun will run it again",
+                cell_id,
+                type(err).__name__,
+                err,
+            )

@@ -48,6 +48,8 @@ class Tracker(ABC):
 
     def __init__(self, tracking: TrackingConfig, experiment_name: str, code_version: str = "unknown"):
         self.experiment_name, self.code_version = experiment_name, code_version
+        # the driver's writer thread (olb.grid.writer): cells per log_cells call at most, results queued at most
+        self.batch_cells, self.queue_cells = int(tracking.batch_cells), int(tracking.queue_cells)
 
     @abstractmethod
     def finished_cells(self, accept=None) -> dict[str, FinishedRun]:
@@ -77,5 +79,10 @@ class Tracker(ABC):
         """A finished run besides the cells' (a cross-validation task, a selection); its id."""
 
     @abstractmethod
+    def log_cells(self, cells: list[tuple[Cell, CellResult | CellFailure, dict | None]]) -> list[str | None]:
+        """Cells' results or failures, each ``(cell, message, data_tags)``, as child runs; their ids. All or none
+        are recorded (a failed write raises); a run is finished only with all its data."""
+
     def log_cell(self, cell: Cell, message: CellResult | CellFailure, data_tags: dict | None = None) -> str | None:
         """One cell's result or failure as a child run; its id."""
+        return self.log_cells([(cell, message, data_tags)])[0]

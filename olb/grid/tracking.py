@@ -2,14 +2,17 @@
 run per cell and per cross-validation task. Used as is for a store other than a SQLite file or a server (a
 database URI); :mod:`olb.grid.tracking_sqlite` and :mod:`olb.grid.tracking_server` add what their stores need.
 
-Only the driver writes to the tracking store. Workers return their results (a small payload) and the
-driver logs each cell the moment it arrives, while the other cells keep running: a single writer makes
-parallel cells safe on any store (SQLite included, where concurrent schema creation crashes), and cells on
-other machines of a Ray cluster need no access to the store. Every write is retried with backoff on
-"database is locked" errors (another grid writing to the same SQLite file).
+Only the driver writes to the tracking store. Workers return their results (a small payload) and the driver's
+writer thread (:mod:`olb.grid.writer`) logs them in batches while the other cells keep running: a single writer
+makes parallel cells safe on any store (SQLite included, where concurrent schema creation crashes), and cells on
+other machines of a Ray cluster need no access to the store. Every write is retried with backoff on "database is
+locked" errors (another grid writing to the same SQLite file).
 
-A child run's status becomes FINISHED (or FAILED) only after everything about it is logged, so a driver
-killed while logging leaves a RUNNING run that resume does not count as finished.
+A child run's status becomes FINISHED (or FAILED) only after everything about it is logged, so a driver killed
+while logging leaves either nothing or a RUNNING run, which resume does not count as finished. On a SQL store
+(SQLite, a database URI) a batch of cells is one transaction with each run written whole
+(:mod:`olb.grid.tracking_sql`); on a server each cell is three requests (create, log, terminate), several cells
+at a time (``tracking.write_threads``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import os
 import socket
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -26,12 +30,10 @@ from olb.grid.config import TrackingConfig
 from olb.grid.messages import CellFailure, CellResult, Status
 from olb.grid.plan import Cell
 from olb.grid.tracker import CV_TASK_TAG, FinishedRun, Tracker
-from olb.grid.tracking_cells import cell_files, cell_metrics, cell_params, cell_tags
+from olb.grid.tracking_cells import MAX_PARAM, MAX_TAG, CellRecord, cell_record, clip
+from olb.grid.tracking_sql import finished_runs, insert_runs, sql_store
 
 log = logging.getLogger("olb.grid")
-
-MAX_PARAM = 6000
-MAX_TAG = 8000
 # SQLite under concurrent writers. (MLflow's REST client retries HTTP errors and lost connections itself.)
 TRANSIENT = ("database is locked", "database table is locked", "database is busy")
 FINISHED = "tags.`olb.status` = 'FINISHED' and attributes.status = 'FINISHED'"
@@ -56,6 +58,7 @@ class MlflowTracker(Tracker):
         super().__init__(cfg, experiment_name, code_version)
         self.retries = max(1, int(cfg.retries))
         self.cell_artifacts = cfg.cell_artifacts
+        self.write_threads = max(1, int(cfg.write_threads))
         self.uri = resolve_uri(cfg.uri)
         self._connect(float(cfg.timeout_s))
         mlflow.set_tracking_uri(self.uri)
@@ -63,6 +66,8 @@ class MlflowTracker(Tracker):
         with self._opening():
             self.client = MlflowClient(tracking_uri=self.uri)
             self.experiment_id = self._retry(self._get_or_create_experiment, experiment_name)
+        self.sql = sql_store(self.client)  # cells written and read in bulk (None: through MLflow's client)
+        self.artifact_location = self.client.get_experiment(self.experiment_id).artifact_location
         self.parent_run_id: str | None = None
         self.orphans: list[str] = []  # runs logged before the parent run opened (they become its children)
         self.mark_stale_parents()
@@ -138,26 +143,32 @@ class MlflowTracker(Tracker):
 
     def _finished(self, kind: str, key_tag: str, accept, experiment_ids=None) -> dict[str, FinishedRun]:
         """``key_tag``'s value -> the newest successful run of this ``kind`` carrying it that ``accept(run)``
-        accepts (every run without ``accept``)."""
+        accepts (every run without ``accept``). One pass over the store's finished runs (the resume index)."""
+        found: dict[str, FinishedRun] = {}
+        for finished in self._finished_runs(kind, key_tag, experiment_ids or [self.experiment_id]):
+            if finished.cell_id and finished.cell_id not in found and (accept is None or accept(finished)):
+                found[finished.cell_id] = finished
+        return found
+
+    def _finished_runs(self, kind: str, key_tag: str, experiment_ids: list[str]) -> list[FinishedRun]:
+        """Every finished run of this ``kind``, newest first."""
+        if self.sql is not None:
+            return self._retry(finished_runs, self.sql, experiment_ids, kind, key_tag)
         runs = self._search(
             f"tags.`olb.kind` = '{kind}' and {FINISHED}", ["attributes.start_time DESC"], experiment_ids
         )
-        found: dict[str, FinishedRun] = {}
-        for run in runs:
-            key = run.data.tags.get(key_tag)
-            if key and key not in found:
-                finished = FinishedRun(
-                    run.info.run_id,
-                    key,
-                    dict(run.data.metrics),
-                    dict(run.data.params),
-                    dict(run.data.tags),
-                    run.info.start_time / 1000.0,
-                    (run.info.end_time or run.info.start_time) / 1000.0,
-                )
-                if accept is None or accept(finished):
-                    found[key] = finished
-        return found
+        return [
+            FinishedRun(
+                run.info.run_id,
+                run.data.tags.get(key_tag, ""),
+                dict(run.data.metrics),
+                dict(run.data.params),
+                dict(run.data.tags),
+                run.info.start_time / 1000.0,
+                (run.info.end_time or run.info.start_time) / 1000.0,
+            )
+            for run in runs
+        ]
 
     def finished_cells(self, accept=None) -> dict[str, FinishedRun]:
         """cell id -> the newest successful cell run of this experiment (any earlier invocation)."""
@@ -213,7 +224,7 @@ class MlflowTracker(Tracker):
             self.client.create_run,
             self.experiment_id,
             run_name=run_name,
-            tags={k: _clip(str(v), MAX_TAG) for k, v in all_tags.items()},
+            tags={k: clip(str(v), MAX_TAG) for k, v in all_tags.items()},
         )
         self.parent_run_id = run.info.run_id
         self._log_batch(run.info.run_id, params=params)
@@ -245,7 +256,7 @@ class MlflowTracker(Tracker):
             self.experiment_id,
             run_name=run_name,
             tags={
-                k: _clip(str(v), MAX_TAG) for k, v in {"olb.code_version": self.code_version, **parent, **tags}.items()
+                k: clip(str(v), MAX_TAG) for k, v in {"olb.code_version": self.code_version, **parent, **tags}.items()
             },
         )
         self._log_batch(run.info.run_id, metrics=metrics or {}, params=params)
@@ -256,34 +267,39 @@ class MlflowTracker(Tracker):
             self.orphans.append(run.info.run_id)
         return run.info.run_id
 
-    def log_cell(self, cell: Cell, message: CellResult | CellFailure, data_tags: dict | None = None) -> str:
-        """One child run with the cell's parameters, metrics, curve (one batch), tags (``data_tags``: which
-        data it read) and artifacts (:mod:`olb.grid.tracking_cells`)."""
-        status = message.status
-        start_ms = int(message.start_time * 1000)
-        end_ms = int(message.end_time * 1000)
-        tags = cell_tags(cell, message, data_tags, self._run_tags())
+    def log_cells(self, cells: list[tuple[Cell, CellResult | CellFailure, dict | None]]) -> list[str]:
+        """Each cell's result or failure as a child run with its parameters, metrics, curve (metric history), tags
+        (``data_tags``: which data it read) and artifacts (:mod:`olb.grid.tracking_cells`); their ids. On a SQL
+        store, all in one transaction; else each cell's run is made FINISHED (or FAILED) after its data is in."""
+        run_tags = self._run_tags()
+        records = [cell_record(c, m, tags, run_tags, self.cell_artifacts) for c, m, tags in cells]
+        if self.sql is not None:
+            return self._retry(insert_runs, self.sql, self.experiment_id, self.artifact_location, records)
+        if len(records) == 1 or self.write_threads == 1:
+            return [self._log_record(r) for r in records]
+        with ThreadPoolExecutor(min(self.write_threads, len(records)), thread_name_prefix="olb-mlflow") as pool:
+            return list(pool.map(self._log_record, records))
+
+    def _log_record(self, record: CellRecord) -> str:
+        """One cell's run through MLflow's client: created RUNNING, logged, then terminated."""
+        from mlflow.entities import Metric
+
         run = self._retry(
             self.client.create_run,
             self.experiment_id,
-            start_time=start_ms,
-            run_name=cell.run_name,
-            tags={k: _clip(str(v), MAX_TAG) for k, v in tags.items() if k != "olb.status"},
+            start_time=record.start_ms,
+            run_name=record.run_name,
+            tags={k: v for k, v in record.tags.items() if k != "olb.status"},
         )
         run_id = run.info.run_id
-        params = cell_params(cell)
-        if isinstance(message, CellResult):
-            params["phases"] = ",".join(message.phases)
-        self._log_batch(run_id, metrics=cell_metrics(message, end_ms), params=params, tags={"olb.status": status})
-        files = cell_files(message, self.cell_artifacts)
-        if files:
+        metrics = [Metric(*m) for m in record.metrics]
+        self._log_batch(run_id, metrics=metrics, params=record.params, tags={"olb.status": record.tags["olb.status"]})
+        if record.files:
             with tempfile.TemporaryDirectory(prefix="olb-cell-") as tmp:
-                for fname, data in files.items():
+                for fname, data in record.files.items():
                     Path(tmp, fname).write_bytes(data)
                 self._retry(self.client.log_artifacts, run_id, tmp)
-        self._retry(
-            self.client.set_terminated, run_id, Status.FINISHED if status == Status.FINISHED else Status.FAILED, end_ms
-        )
+        self._retry(self.client.set_terminated, run_id, record.status, record.end_ms)
         return run_id
 
     def _run_tags(self) -> dict:
@@ -297,13 +313,9 @@ class MlflowTracker(Tracker):
         if isinstance(metrics, dict):
             now = int(time.time() * 1000)
             metrics = [Metric(k, float(v), now, 0) for k, v in metrics.items()]
-        plist = [Param(str(k), _clip(str(v), MAX_PARAM)) for k, v in (params or {}).items()]
-        tlist = [RunTag(str(k), _clip(str(v), MAX_TAG)) for k, v in (tags or {}).items()]
+        plist = [Param(str(k), clip(str(v), MAX_PARAM)) for k, v in (params or {}).items()]
+        tlist = [RunTag(str(k), clip(str(v), MAX_TAG)) for k, v in (tags or {}).items()]
         self._retry(self.client.log_batch, run_id, metrics=list(metrics), params=plist, tags=tlist)
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else "..." + text[-(limit - 3) :]
 
 
 def pid_alive(pid: int) -> bool:

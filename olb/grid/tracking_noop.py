@@ -36,5 +36,5 @@ class NoopTracker(Tracker):
     ) -> str | None:
         return None
 
-    def log_cell(self, cell: Cell, message: CellResult | CellFailure, data_tags: dict | None = None) -> str | None:
-        return None
+    def log_cells(self, cells: list[tuple[Cell, CellResult | CellFailure, dict | None]]) -> list[str | None]:
+        return [None] * len(cells)

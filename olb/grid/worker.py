@@ -9,6 +9,7 @@ to MLflow as soon as it arrives.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import io
 import os
@@ -29,9 +30,7 @@ def execute_cell(task: CellTask | dict) -> CellResult | CellFailure | dict:
         return execute_cv(task)
     started = time.time()
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    where = dict(
-        cell_id=task.cell_id, start_time=started, host=socket.gethostname(), node_ip=_node_ip(), pid=os.getpid()
-    )
+    where = dict(cell_id=task.cell_id, start_time=started, host=_host(), node_ip=_node_ip(), pid=os.getpid())
     try:
         for module in task.imports:
             importlib.import_module(module)
@@ -88,19 +87,17 @@ def in_ray_worker() -> bool:
         return False
 
 
+@functools.cache
+def _host() -> str:
+    """This machine's name (asked once per process)."""
+    return socket.gethostname()
+
+
+@functools.cache
 def _node_ip() -> str:
-    """The Ray node's IP when running as a Ray task, else "" (serial backend)."""
+    """The Ray node's IP when running as a Ray task, else "" (serial backend); asked once per process (a worker
+    process stays on its node, and the serial backend never becomes a Ray worker)."""
     return sys.modules["ray"].util.get_node_ip_address() if in_ray_worker() else ""
-
-
-def curve_csv(result: CellResult) -> str:
-    """The learning curve as CSV text: step, phase, value."""
-    curve = result.curve
-    phases = list(result.phases)
-    lines = [f"step,phase,{result.primary_metric}"]
-    for step, phase, value in zip(curve["step"], curve["phase"], curve["value"]):
-        lines.append(f"{int(step)},{phases[int(phase)] if int(phase) < len(phases) else phase},{float(value)!r}")
-    return "\n".join(lines) + "\n"
 
 
 def curve_png(title: str, result: CellResult) -> bytes:

@@ -9,33 +9,64 @@ which is a Ray cluster when an address is given (:mod:`.ray_cluster`) and a loca
 (:func:`choose_backend`; the choice and its reason are printed and recorded in MLflow). A local Ray starts
 while the MLflow store opens (in another thread: Ray itself must start in the main thread, since the processes
 it starts die with the thread that started them).
+
+The backend classes are imported when first used: a Ray worker imports this package only for
+:mod:`.ray_worker`, and loads none of the driver's modules (nor Hydra) through it.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from olb.grid.backend import Backend
-from olb.grid.backends.ray_base import RayBackend
-from olb.grid.backends.ray_cluster import RayClusterBackend, cluster_address
-from olb.grid.backends.ray_local import LocalRayBackend
-from olb.grid.backends.serial import SerialBackend
-from olb.grid.config import BACKENDS as BACKEND_NAMES, BackendConfig
+if TYPE_CHECKING:
+    from olb.grid.backend import Backend
+    from olb.grid.config import BackendConfig
+
+_CLASSES = {
+    "RayBackend": "ray_base",
+    "RayClusterBackend": "ray_cluster",
+    "LocalRayBackend": "ray_local",
+    "SerialBackend": "serial",
+    "cluster_address": "ray_cluster",
+}
 
 __all__ = ["LocalRayBackend", "RayBackend", "RayClusterBackend", "SerialBackend", "choose_backend", "make_backend"]
 
+
+def __getattr__(name: str):
+    if name not in _CLASSES:
+        raise AttributeError(f"module 'olb.grid.backends' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_CLASSES[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def _ray(cfg: BackendConfig) -> Backend:
+    from olb.grid.backends.ray_cluster import RayClusterBackend, cluster_address
+    from olb.grid.backends.ray_local import LocalRayBackend
+
+    return RayClusterBackend(cfg) if cluster_address(cfg) else LocalRayBackend(cfg)
+
+
+def _serial(cfg: BackendConfig) -> Backend:
+    from olb.grid.backends.serial import SerialBackend
+
+    return SerialBackend(cfg)
+
+
 # name -> how to make it from the config: one line per backend
-BACKENDS: dict[str, Callable[[BackendConfig], Backend]] = {
-    "serial": SerialBackend,
-    "ray": lambda cfg: RayClusterBackend(cfg) if cluster_address(cfg) else LocalRayBackend(cfg),
-}
+BACKENDS: dict[str, Callable[[BackendConfig], Backend]] = {"serial": _serial, "ray": _ray}
 
 
 def choose_backend(cfg: BackendConfig, work_s: float, n_tasks: int) -> tuple[str, str]:
     """``(backend name, why)`` for ``cfg``: as configured, or for ``auto`` the faster of serial (``work_s``
     CPU seconds, the planned work) and Ray (its start-up, ``backend.ray_startup_s``, plus the work spread over
     the CPUs); a cluster address always means Ray."""
+    from olb.grid.backends.ray_cluster import cluster_address
+
     if cfg.name != "auto":
         return cfg.name, "as configured"
     if cluster_address(cfg):
@@ -55,6 +86,8 @@ def choose_backend(cfg: BackendConfig, work_s: float, n_tasks: int) -> tuple[str
 
 def make_backend(cfg: BackendConfig, name: str | None = None) -> Backend:
     """The backend ``name`` (default ``cfg.name``; ``auto`` must be resolved by :func:`choose_backend` first)."""
+    from olb.grid.config import BACKENDS as BACKEND_NAMES
+
     name = name or cfg.name
     if name in BACKENDS:
         return BACKENDS[name](cfg)

@@ -163,7 +163,6 @@ class RayBackend(Backend):
 
     def run(self, tasks: list) -> Iterator:
         import ray
-        from ray.exceptions import RayError
 
         pending = deque(tasks)
         slots = self.cpus * (1 + max(0, self.cfg.queue_per_cpu))
@@ -176,18 +175,33 @@ class RayBackend(Backend):
         refill()
         silent_since = None
         while self._in_flight:
-            done, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=1.0)
+            refs = list(self._in_flight)
+            # every result already in, without waiting; else the first to come within a second
+            done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+            if not done:
+                done, _ = ray.wait(refs, num_returns=1, timeout=1.0)
             if not done:
                 silent_since = self._check_head(silent_since)
                 yield HEARTBEAT
                 continue
-            finished = []
-            for ref in done:
-                task = self._in_flight.pop(ref)
-                try:
-                    finished.append(ray.get(ref))
-                except RayError as err:  # the worker died more than max_retries times, or the task was lost
-                    self.lost += 1
-                    finished.append(lost_failure(task, err, self.cfg.max_retries, self._asked_mb(task)))
+            tasks_done = [self._in_flight.pop(ref) for ref in done]
             refill()  # keep the workers busy while the driver records what finished
-            yield from finished
+            yield from self._results(ray, done, tasks_done)
+
+    def _results(self, ray, refs: list, tasks: list) -> list:
+        """The results of finished ``refs`` in one transfer; a task whose worker died more than ``max_retries``
+        times (or that was lost) answers with its failure."""
+        from ray.exceptions import RayError
+
+        try:
+            return ray.get(refs)
+        except RayError:
+            pass
+        finished = []
+        for ref, task in zip(refs, tasks):
+            try:
+                finished.append(ray.get(ref))
+            except RayError as err:
+                self.lost += 1
+                finished.append(lost_failure(task, err, self.cfg.max_retries, self._asked_mb(task)))
+        return finished
