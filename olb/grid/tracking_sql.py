@@ -13,6 +13,7 @@ search, which builds one entity per run.
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
@@ -50,7 +51,7 @@ def insert_runs(store, experiment_id: str, artifact_location: str, records: list
     from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlMetric, SqlParam, SqlRun, SqlTag
     from mlflow.utils.uri import append_to_uri_path
 
-    run_ids = [uuid.uuid4().hex for _ in records]
+    run_ids = [_run_id() for _ in records]
     runs, tags, params, metrics, latest = [], [], [], [], []
     for run_id, record in zip(run_ids, records):
         artifact_uri = append_to_uri_path(artifact_location, run_id, "artifacts")
@@ -86,12 +87,42 @@ def insert_runs(store, experiment_id: str, artifact_location: str, records: list
                 newest[key] = row
         latest.extend(newest.values())
     with store.ManagedSessionMaker(read_only=False) as session:
-        for model, rows in ((SqlRun, runs), (SqlTag, tags), (SqlParam, params), (SqlMetric, metrics)):
-            if rows:
-                session.execute(model.__table__.insert(), rows)
-        if latest:
-            session.execute(SqlLatestMetric.__table__.insert(), latest)
+        for model, rows in (
+            (SqlRun, runs),
+            (SqlTag, tags),
+            (SqlParam, params),
+            (SqlMetric, metrics),
+            (SqlLatestMetric, latest),
+        ):
+            _insert(session, model.__table__, rows)
     return run_ids
+
+
+def _insert(session, table, rows: list[dict]) -> None:
+    """``rows`` into ``table`` within the session's transaction: straight through the database driver's
+    ``executemany`` where its parameter style is known (SQLAlchemy's per-row processing costs more than SQLite's
+    insert), else through SQLAlchemy."""
+    if not rows:
+        return
+    connection = session.connection()
+    mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(connection.dialect.paramstyle)
+    if mark is None:
+        connection.execute(table.insert(), rows)
+        return
+    columns = list(rows[0])
+    sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
+    cursor = connection.connection.cursor()
+    try:
+        cursor.executemany(sql, [tuple(row[c] for c in columns) for row in rows])
+    finally:
+        cursor.close()
+
+
+def _run_id() -> str:
+    """A new run id: 32 hex digits like MLflow's, time-ordered (a UUID version 7's layout), so that a batch's rows
+    land together at the end of the run-id indexes rather than all over them."""
+    value = (time.time_ns() // 1_000_000) << 80 | (7 << 76) | (uuid.uuid4().int & ((1 << 76) - 1))
+    return f"{value:032x}"
 
 
 def _write_artifacts(artifact_uri: str, files: dict[str, bytes]) -> None:
@@ -110,38 +141,41 @@ def finished_runs(store, experiment_ids: Iterable[str], kind: str, key_tag: str)
     ``olb.status``), newest first, with its tags, parameters and latest metrics; ``cell_id`` is its ``key_tag``."""
     from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlParam, SqlRun, SqlTag
     from sqlalchemy import and_, select
-    from sqlalchemy.orm import aliased
 
-    key, kind_tag, status_tag = aliased(SqlTag), aliased(SqlTag), aliased(SqlTag)
+    runs, tag = SqlRun.__table__.c, SqlTag.__table__
+
+    def tagged(name: str, value: str | None = None):
+        alias = tag.alias()
+        on = and_(alias.c.run_uuid == runs.run_uuid, alias.c.key == name)
+        return alias, on if value is None else and_(on, alias.c.value == value)
+
+    key, key_on = tagged(key_tag)
+    kind_tag, kind_on = tagged("olb.kind", kind)
+    status_tag, status_on = tagged("olb.status", "FINISHED")
     chosen = (
-        select(SqlRun.run_uuid, SqlRun.start_time, SqlRun.end_time, key.value)
-        .join(key, and_(key.run_uuid == SqlRun.run_uuid, key.key == key_tag))
-        .join(kind_tag, and_(kind_tag.run_uuid == SqlRun.run_uuid, kind_tag.key == "olb.kind", kind_tag.value == kind))
-        .join(
-            status_tag,
-            and_(
-                status_tag.run_uuid == SqlRun.run_uuid, status_tag.key == "olb.status", status_tag.value == "FINISHED"
-            ),
-        )
+        select(runs.run_uuid, runs.start_time, runs.end_time, key.c.value)
+        .select_from(SqlRun.__table__.join(key, key_on).join(kind_tag, kind_on).join(status_tag, status_on))
         .where(
-            SqlRun.experiment_id.in_([int(e) for e in experiment_ids]),
-            SqlRun.status == "FINISHED",
-            SqlRun.lifecycle_stage == "active",
+            runs.experiment_id.in_([int(e) for e in experiment_ids]),
+            runs.status == "FINISHED",
+            runs.lifecycle_stage == "active",
         )
     )
-    ids = chosen.with_only_columns(SqlRun.run_uuid).scalar_subquery()
+    ids = chosen.with_only_columns(runs.run_uuid).scalar_subquery()
+    tags: dict[str, dict] = defaultdict(dict)
+    params: dict[str, dict] = defaultdict(dict)
+    metrics: dict[str, dict] = defaultdict(dict)
     with store.ManagedSessionMaker() as session:
-        heads = session.execute(chosen.order_by(SqlRun.start_time.desc())).all()
-        tags, params, metrics = defaultdict(dict), defaultdict(dict), defaultdict(dict)
-        for table, into in ((SqlTag, tags), (SqlParam, params)):
-            for run_id, name, value in session.execute(
-                select(table.run_uuid, table.key, table.value).where(table.run_uuid.in_(ids))
+        connection = session.connection()
+        heads = connection.execute(chosen.order_by(runs.start_time.desc())).all()
+        for table, into in ((tag, tags), (SqlParam.__table__, params)):
+            for run_id, name, value in connection.execute(
+                select(table.c.run_uuid, table.c.key, table.c.value).where(table.c.run_uuid.in_(ids))
             ):
                 into[run_id][name] = value
-        for run_id, name, value, is_nan in session.execute(
-            select(SqlLatestMetric.run_uuid, SqlLatestMetric.key, SqlLatestMetric.value, SqlLatestMetric.is_nan).where(
-                SqlLatestMetric.run_uuid.in_(ids)
-            )
+        latest = SqlLatestMetric.__table__.c
+        for run_id, name, value, is_nan in connection.execute(
+            select(latest.run_uuid, latest.key, latest.value, latest.is_nan).where(latest.run_uuid.in_(ids))
         ):
             metrics[run_id][name] = math.nan if is_nan else value
     return [
