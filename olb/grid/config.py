@@ -93,6 +93,7 @@ class TrackingConfig:
     cell_artifacts: bool = True  # curve CSV and curve plot per cell
     retries: int = 8  # attempts of a write that fails with "database is locked" or a connection error
     timeout_s: float = 30.0  # a tracking server that does not answer this long ends the grid
+    credentials: Optional[str] = None  # a tracking server's MLflow credentials file (olb.grid.tracking_server)
 
 
 @dataclass
