@@ -1,11 +1,21 @@
-"""An MLflow tracking server (``tracking.uri=http://HOST:PORT``), shared by every grid that writes to it."""
+"""An MLflow tracking server (``tracking.uri=http://HOST:PORT``), shared by every grid that writes to it.
+
+A server with authentication (``mlflow server --app-name basic-auth``, as :mod:`olb.grid.serve` starts it) is
+reached with MLflow's own credentials: ``MLFLOW_TRACKING_USERNAME`` and ``MLFLOW_TRACKING_PASSWORD`` from the
+environment, ``~/.mlflow/credentials``, or the file ``tracking.credentials`` names (MLflow's format, refused
+unless only its owner can read it). A missing or refused credential ends the grid before any work.
+"""
 
 from __future__ import annotations
 
+import configparser
 import os
 import time
+from pathlib import Path
 
+from olb.grid.config import TrackingConfig
 from olb.grid.lost import TrackingLost
+from olb.grid.serve import read_private
 from olb.grid.tracking import MlflowTracker
 
 # A server that is gone, after MLflow's own retries (requests/urllib3 messages).
@@ -25,9 +35,16 @@ class MlflowServerTracker(MlflowTracker):
     the grid raises :class:`~olb.grid.lost.TrackingLost` within about ``tracking.timeout_s`` (MLflow's HTTP
     retries bounded to it), which ends the grid."""
 
+    def __init__(self, cfg: TrackingConfig, experiment_name: str, code_version: str = "unknown"):
+        self.credentials = cfg.credentials
+        super().__init__(cfg, experiment_name, code_version)
+
     def _connect(self, timeout_s: float) -> None:
         bound_http_retries(timeout_s)
+        if self.credentials:
+            use_credentials_file(Path(self.credentials).expanduser())
         _check_server(self.uri)
+        _check_credentials(self.uri)
 
     def _transient(self, err: Exception) -> bool:
         if any(t in str(err).lower() for t in UNREACHABLE):
@@ -56,6 +73,46 @@ def _check_server(uri: str, attempts: int = 3) -> None:
             if attempt + 1 == attempts:
                 raise ConnectionError(f"no MLflow server answers at {uri}: {err}") from None
             time.sleep(1.0)
+
+
+def use_credentials_file(path: Path) -> None:
+    """The MLflow credentials in ``path`` (``[mlflow]`` with ``mlflow_tracking_username`` and
+    ``mlflow_tracking_password``, as in ``~/.mlflow/credentials``) put where MLflow reads them first, this
+    process's environment; PermissionError when others may read the file, ValueError when it lacks them."""
+    creds = configparser.ConfigParser()
+    try:
+        creds.read_string(read_private(path))
+    except configparser.Error as err:
+        raise ValueError(f"tracking.credentials={path}: not an MLflow credentials file ({_first_line(err)})") from None
+    section = creds["mlflow"] if creds.has_section("mlflow") else {}
+    keys = ("mlflow_tracking_username", "mlflow_tracking_password")
+    if not all(section.get(key) for key in keys):
+        raise ValueError(f"tracking.credentials={path}: needs a [mlflow] section with {' and '.join(keys)}")
+    for key in keys:
+        os.environ[key.upper()] = section[key]
+
+
+def _check_credentials(uri: str) -> None:
+    """PermissionError naming ``uri`` and what is wrong when the server refuses MLflow's credentials (or asks
+    for some and there are none)."""
+    from mlflow.utils.credentials import get_default_host_creds
+    from mlflow.utils.rest_utils import http_request
+
+    creds = get_default_host_creds(uri)
+    answer = http_request(
+        creds, "/api/2.0/mlflow/experiments/search", "GET", params={"max_results": 1}, max_retries=0, timeout=10
+    )
+    if answer.status_code not in (401, 403):
+        return
+    if not (creds.username or creds.token):
+        raise PermissionError(
+            f"the MLflow server at {uri} asks for credentials (HTTP {answer.status_code}) and there are none: "
+            "set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, or tracking.credentials=FILE"
+        )
+    raise PermissionError(
+        f"the MLflow server at {uri} refuses the credentials of user '{creds.username}' "
+        f"(HTTP {answer.status_code}: {answer.text.strip()[:200]})"
+    )
 
 
 def _first_line(err: Exception) -> str:

@@ -1,0 +1,213 @@
+"""olb.grid against the documented shared tracking: an MLflow server with authentication, backed by PostgreSQL
+(``python -m olb.grid.serve``), both on 127.0.0.1 and both asking for a password. The runs over the REST API and
+in PostgreSQL's tables, resume after a restart of both, and a missing or wrong credential refused before any
+work."""
+
+from __future__ import annotations
+
+import configparser
+import importlib.util
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import requests
+
+from olb.grid import GridConfigError, compose, run_grid
+from olb.grid.serve import SERVICE_USER, ServiceError, TrackingService, pg_bin
+
+pytestmark = pytest.mark.e2e
+
+EXPERIMENT = "olb/pg_served"
+GRID = [
+    "backend=serial",
+    "seeds=2",
+    "datasets=[emotions]",
+    "imports=[olb.grid.testing]",
+    "algorithms=[_grid_stub]",
+    "+algorithm._grid_stub.params.delay_s=[0.0,0.001]",
+    "plots=false",
+    "tracking=server",
+]
+CREDENTIAL_VARS = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
+
+
+def why_no_postgres() -> str | None:
+    """Why this machine cannot run the service, or None."""
+    try:
+        pg_bin("initdb")
+    except ServiceError as err:
+        return str(err)
+    for module, package in (("psycopg", "psycopg (pip install -e '.[cluster]')"), ("flask_wtf", "mlflow[auth]")):
+        if importlib.util.find_spec(module) is None:
+            return f"{package} is not installed"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam(SERVICE_USER)
+        except KeyError:
+            return f"PostgreSQL refuses root and there is no user '{SERVICE_USER}' to run it as"
+    return None
+
+
+@pytest.fixture(scope="module")
+def service():
+    reason = why_no_postgres()
+    if reason:
+        pytest.skip(reason)
+    folder = Path(tempfile.mkdtemp(prefix="olb-pg-"))  # under /tmp: PostgreSQL's user can reach it under root
+    served = TrackingService(folder)
+    try:
+        served.start()
+        yield served
+    finally:
+        pids = []
+        if (folder / "server.json").exists():
+            state = served.state()
+            pids = [state.mlflow_pid, state.postgres_pid]
+            served.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+        for pid in pids:
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+
+
+def credentials(service: TrackingService) -> tuple[str, str]:
+    creds = configparser.ConfigParser()
+    creds.read(service.credentials)
+    return creds["mlflow"]["mlflow_tracking_username"], creds["mlflow"]["mlflow_tracking_password"]
+
+
+def api(service: TrackingService, method: str, path: str, **kwargs) -> dict:
+    r = requests.request(
+        method, f"{service.state().uri}/api/2.0/mlflow/{path}", auth=credentials(service), timeout=30, **kwargs
+    )
+    r.raise_for_status()
+    return r.json()
+
+
+def query(service: TrackingService, sql: str, *params, admin: bool = False) -> list[tuple]:
+    import psycopg
+
+    pg_port = service.state().pg_port
+    with psycopg.connect(service.admin_dsn(pg_port) if admin else service.dsn(pg_port)) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def cell_runs_in_postgres(service: TrackingService) -> dict[str, str]:
+    """run id -> status of every cell run of EXPERIMENT, read from MLflow's tables."""
+    rows = query(
+        service,
+        "SELECT r.run_uuid, r.status FROM runs r JOIN experiments e ON e.experiment_id = r.experiment_id "
+        "JOIN tags t ON t.run_uuid = r.run_uuid WHERE e.name = %s AND t.key = 'olb.kind' AND t.value = 'cell'",
+        EXPERIMENT,
+    )
+    return dict(rows)
+
+
+def test_nothing_answers_without_a_credential(service, tmp_path):
+    import psycopg
+
+    state = service.state()
+    user, password = credentials(service)
+    search = f"{state.uri}/api/2.0/mlflow/experiments/search"
+    assert requests.get(search, params={"max_results": 1}, timeout=10).status_code == 401
+    assert requests.get(search, params={"max_results": 1}, auth=(user, "wrong"), timeout=10).status_code == 401
+    assert requests.get(search, params={"max_results": 1}, auth=(user, password), timeout=10).ok
+    for pg_password in ("", "wrong"):
+        with pytest.raises(psycopg.OperationalError, match="password"):
+            psycopg.connect(
+                host="127.0.0.1", port=state.pg_port, dbname="mlflow", user="mlflow", password=pg_password,
+                passfile=str(tmp_path / "absent"), connect_timeout=5,
+            )  # fmt: skip
+    assert query(service, "SHOW listen_addresses", admin=True) == [("127.0.0.1",)]
+    assert query(service, "SHOW unix_socket_directories", admin=True) == [("",)]
+    assert query(service, "SELECT rolsuper FROM pg_roles WHERE rolname = 'mlflow'") == [(False,)]
+    # private files; PostgreSQL's data folder its user's alone
+    assert stat.S_IMODE(service.folder.stat().st_mode) & 0o066 == 0
+    for name in ("credentials", "pgpass", "auth.db", "auth.ini", "server.json"):
+        assert stat.S_IMODE((service.folder / name).stat().st_mode) == 0o600, name
+    assert stat.S_IMODE(service.pg_data.stat().st_mode) == 0o700
+    # no secret on any command line of the machine
+    secrets = [password] + [line.strip().rsplit(":", 1)[1] for line in service.pgpass.read_text().splitlines()]
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        assert not any(secret in text for secret in secrets), cmdline
+
+
+def test_grid_recorded_in_postgres_and_resumed_after_a_restart(service, tmp_path, monkeypatch):
+    for name in CREDENTIAL_VARS:
+        monkeypatch.delenv(name, raising=False)  # and restored after the tracker set them
+    grid = lambda: compose(  # noqa: E731
+        [*GRID, "name=pg_served", f"tracking.uri={service.state().uri}", f"tracking.credentials={service.credentials}"]
+    )
+    first = run_grid(grid(), tmp_path / "first")
+    assert first.exit_code == 0 and len(first.cells) == 4
+    exp = api(service, "GET", "experiments/get-by-name", params={"experiment_name": EXPERIMENT})["experiment"]
+    runs = api(service, "POST", "runs/search", json={"experiment_ids": [exp["experiment_id"]], "max_results": 100})
+    tags = lambda run: {t["key"]: t["value"] for t in run["data"].get("tags", [])}  # noqa: E731
+    cells = {r["info"]["run_id"]: r for r in runs["runs"] if tags(r).get("olb.kind") == "cell"}
+    assert set(cells) == set(first.cells["run_id"])
+    assert {tags(r)["mlflow.parentRunId"] for r in cells.values()} == {first.parent_run_id}
+    for run in cells.values():
+        metrics = {m["key"]: m["value"] for m in run["data"]["metrics"]}
+        row = first.cells.set_index("run_id").loc[run["info"]["run_id"]]
+        assert metrics["rank_loss"] == pytest.approx(row["rank_loss"], rel=1e-12)
+    assert cell_runs_in_postgres(service) == dict.fromkeys(first.cells["run_id"], "FINISHED")
+
+    service.stop()
+    service.start()  # the same data and credentials, new ports
+    second = run_grid(grid(), tmp_path / "second")
+    assert second.exit_code == 0
+    assert (second.n_run, second.n_resumed) == (0, 4) and set(second.cells["run_id"]) == set(first.cells["run_id"])
+    assert cell_runs_in_postgres(service) == dict.fromkeys(first.cells["run_id"], "FINISHED")
+
+
+def test_a_missing_or_wrong_credential_is_refused_before_any_work(service, tmp_path, monkeypatch):
+    uri = service.state().uri
+    for name in CREDENTIAL_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.mlflow/credentials
+    grid = [*GRID, "name=pg_refused", f"tracking.uri={uri}", f"hydra.run.dir={tmp_path / 'cli'}"]
+    done = subprocess.run(
+        [sys.executable, "-m", "olb.grid", *grid], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert f"the MLflow server at {uri} asks for credentials (HTTP 401) and there are none" in done.stderr
+    assert "Traceback" not in done.stderr
+
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "admin")
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "wrong")
+    with pytest.raises(GridConfigError, match=f"the MLflow server at {uri} refuses the credentials of user 'admin'"):
+        run_grid(compose(grid), tmp_path / "wrong")
+
+    shared = tmp_path / "credentials"
+    shutil.copy(service.credentials, shared)
+    shared.chmod(0o644)
+    with pytest.raises(GridConfigError, match=f"{shared} must be a regular file .* that only its owner can read"):
+        run_grid(compose([*grid, f"tracking.credentials={shared}"]), tmp_path / "shared")
+
+    answer = requests.get(
+        f"{uri}/api/2.0/mlflow/experiments/get-by-name",
+        params={"experiment_name": "olb/pg_refused"},
+        auth=credentials(service),
+        timeout=10,
+    )
+    assert answer.status_code == 404  # nothing was recorded
+
+
+def test_a_folder_others_can_read_is_refused(tmp_path):
+    folder = tmp_path / "open"
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)
+    with pytest.raises(ServiceError, match=f"{folder} must be a directory .* that others cannot read or write"):
+        TrackingService(folder).start()
+    assert not list(folder.iterdir())  # nothing was created, nothing started
