@@ -2,7 +2,8 @@
 while Ray starts, cross-validate (:mod:`olb.grid.stages`), resume, fan out the cells, finish (tables, plots, the
 parent run, the summary: :mod:`olb.grid.finish`).
 
-The command line and :func:`olb.grid.cli.compose` are in :mod:`olb.grid.cli`; planning's cost model in
+``dry_run=true`` only plans and prints (:mod:`olb.grid.dryrun`). The command line and
+:func:`olb.grid.cli.compose` are in :mod:`olb.grid.cli`; planning's cost model in
 :mod:`olb.grid.cost`; recording in :mod:`olb.grid.recording`; the output files in :mod:`olb.grid.outputs`.
 """
 
@@ -19,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from olb.grid.context import GridRun, Stages
 from olb.grid.cost import check_memory, planned_memory_mb
+from olb.grid.dryrun import DryRun, dry_run
 from olb.grid.fanout import fan_out
 from olb.grid.finish import finish
 from olb.grid.messages import CellTask, GridOutcome, Status
@@ -42,13 +44,20 @@ def _cell_task(cell, cfg: DictConfig, data_dir, plot: bool) -> CellTask:
 
 def run_grid(
     cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str] | None = None, stream=None
-) -> GridOutcome:
+) -> GridOutcome | DryRun:
     """Run every cell of ``cfg`` not finished yet, record them, and write cells.csv, table.csv/.md, plots.
 
     Raises GridConfigError before any work (no output folder, no MLflow run) when the config or the data is
     invalid, listing every problem. ``overrides`` (the command line's) decide the table's title and which
     entries still have the experiment file's settings (only those are shown beside the paper's values).
+    With ``dry_run=true``: the dry run (olb/grid/dryrun.py), printed, nothing run, written or recorded.
     """
+    if cfg.dry_run:
+        from olb.grid.report import print_dry_run
+
+        planned = dry_run(cfg)
+        print_dry_run(planned, cfg, stream or sys.stdout)
+        return planned
     t_start = time.perf_counter()
     plan, data = prepare(cfg)
     for warning in plan.warnings:

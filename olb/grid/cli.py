@@ -110,12 +110,14 @@ def _hydra_task(cfg: DictConfig) -> None:
         _remove_hydra_run_dir(Path(hc.runtime.output_dir))
         print(f"olb.grid: error: {err}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
+    if cfg.dry_run:  # wrote nothing: leave no run folder either
+        _remove_hydra_run_dir(Path(hc.runtime.output_dir))
     if outcome.exit_code:
         sys.exit(outcome.exit_code)
 
 
 def _remove_hydra_run_dir(run_dir: Path) -> None:
-    """A refused grid leaves nothing behind: Hydra creates the run dir (and its log file) before the task
+    """A refused grid (or a dry run) leaves nothing behind: Hydra creates the run dir (and its log file) before the task
     starts, so remove it, and its parents up to the working directory, if nothing else is in them."""
     for handler in logging.getLogger().handlers[:]:
         if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).parent == run_dir:

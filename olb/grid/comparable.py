@@ -34,7 +34,7 @@ def differences(plan: Plan, ref_cfg, verify_checksums: bool = True) -> dict[tupl
     out: dict[tuple[str, str], list[str]] = {}
     for key, info in plan.entries.items():
         for ds in plan.datasets:
-            cells = [c for c in plan.cells if c.entry == key and c.dataset == ds]
+            cells = plan.cells_by_pair.get((key, ds), [])
             if cells and info.get("paper_name"):
                 out[(key, ds)] = _differences(cells, info, paper, ds, verify_checksums)
     return out

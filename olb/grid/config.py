@@ -153,6 +153,9 @@ class GridBase:
     backend: BackendConfig = field(default_factory=BackendConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     resume: bool = True  # skip cells already finished in the tracking store
+    # print what would run and resume, the planned CPU and memory, and refuse what a run refuses; run, download
+    # and record nothing (olb/grid/dryrun.py)
+    dry_run: bool = False
     allow_unavailable: bool = False  # run the rest when a data set has no local copy and cannot be downloaded
     plots: bool = True
     imports: List[str] = field(default_factory=list)  # modules to import (driver and workers) before planning

@@ -8,6 +8,7 @@ import functools
 import json
 import logging
 import math
+import os
 
 from omegaconf import DictConfig
 
@@ -19,14 +20,14 @@ log = logging.getLogger("olb.grid")
 
 
 def _spec(dataset: str):
-    """The data set's registry entry, its file parsed once per registry (planning asks for it per cell)."""
-    from olb.data.registry import registry_dirs
-
-    return _registry_entry(dataset, tuple(registry_dirs()))
+    """The data set's registry entry, its file parsed once per registry (planning asks for it per cell): the
+    registry's folders are named by ``$OLB_CONF_DIR`` (:func:`olb.paths.conf_dirs`), which keys the cache
+    (resolving the folders themselves would cost more than the rest of a cell's planning)."""
+    return _registry_entry(dataset, os.environ.get("OLB_CONF_DIR", ""))
 
 
 @functools.lru_cache(maxsize=256)
-def _registry_entry(dataset: str, dirs: tuple):
+def _registry_entry(dataset: str, conf_dirs: str):
     from olb.data import dataset_spec
 
     return dataset_spec(dataset)
@@ -93,52 +94,80 @@ def planned_work(plan: Plan, unavailable=()) -> tuple[float, int]:
     """Rough CPU seconds and number of tasks of ``plan`` (for ``backend=auto``): every cell, finished ones too
     (resume is known only once the store is open), none on the ``unavailable`` data sets; for a cross-validated
     entry, every candidate's folds (each fold streams the training split once: 9/10 learned, 1/10 tested)
-    and one candidate's cells (the average candidate's)."""
+    and one candidate's cells (the average candidate's). :func:`planned_work_by_pair` has it per (entry, data set)."""
+    pairs = planned_work_by_pair(plan, unavailable).values()
+    return sum(seconds for seconds, _ in pairs), sum(tasks for _, tasks in pairs)
+
+
+def planned_work_by_pair(plan: Plan, unavailable=()) -> dict[tuple[str, str], tuple[float, int]]:
+    """(entry, data set) -> its CPU seconds and tasks as :func:`planned_work` plans them."""
     settings: dict[tuple[str, str], dict[str, list[Cell]]] = {}  # (entry, data set) -> setting -> its cells
     for cell in plan.unique_cells:
         if cell.dataset not in unavailable:
             key = json.dumps([cell.params, cell.loops], sort_keys=True, default=str)
             settings.setdefault((cell.entry, cell.dataset), {}).setdefault(key, []).append(cell)
-    seconds, tasks = 0.0, 0
+    out = {}
     for (entry, dataset), candidates in settings.items():
         streams = [
             (planned_stream(cells[0].algorithm, cells[0].params, dataset, cells[0].loops, cells[0].protocol), cells)
             for cells in candidates.values()
         ]
-        cells_s = sum(cost * rows * len(cells) for (cost, _, rows), cells in streams)
-        n_cells = sum(len(cells) for _, cells in streams)
+        seconds = sum(cost * rows * len(cells) for (cost, _, rows), cells in streams)
+        tasks = sum(len(cells) for _, cells in streams)
         select = plan.entries[entry].get("select")
         if select:
+            folds_s = 0.0
             for _, cells in streams:  # a fold's rows are learned (9/10) or tested (1/10): all at a learned row's
                 cost, n_train, _ = planned_stream(cells[0].algorithm, cells[0].params, dataset)
-                seconds += cost * n_train * select["folds"]
-            tasks += len(streams)
-            cells_s, n_cells = cells_s / len(streams), math.ceil(n_cells / len(streams))
-        seconds += cells_s
-        tasks += n_cells
-    return seconds, tasks
+                folds_s += cost * n_train * select["folds"]
+            seconds, tasks = folds_s + seconds / len(streams), len(streams) + math.ceil(tasks / len(streams))
+        out[(entry, dataset)] = (seconds, tasks)
+    return out
 
 
 def check_memory(cfg: DictConfig, plan: Plan, unavailable, backend) -> None:
-    """On a started Ray backend: GridConfigError naming every cell whose predicted peak memory (times
-    ``backend.memory_factor``) exceeds the largest node's memory, unless ``backend.refuse_oversized=false``."""
-    if backend.name != "ray" or not cfg.backend.refuse_oversized or cfg.backend.memory_factor == 0:
+    """On a started Ray backend: :func:`refuse_oversized` against the largest node's memory."""
+    if backend.name == "ray":
+        refuse_oversized(cfg, plan, unavailable, backend.node_memory_mb)
+
+
+def refuse_oversized(cfg: DictConfig, plan: Plan, unavailable, node_memory_mb: float) -> None:
+    """GridConfigError naming every cell whose predicted peak memory (times ``backend.memory_factor``) exceeds
+    ``node_memory_mb`` (a Ray node's memory to hand out), unless ``backend.refuse_oversized=false``."""
+    if not cfg.backend.refuse_oversized or cfg.backend.memory_factor == 0:
         return
-    lines = {}
-    for cell in plan.unique_cells:
-        if cell.dataset in unavailable:
-            continue
-        predicted = planned_memory_mb(cell.algorithm, cell.params, cell.dataset)
-        if memory_request_mb(predicted, cfg.backend, math.inf) > backend.node_memory_mb:
-            name = f"{cell.config_label} on {cell.dataset}"
-            lines.setdefault(name, f"{name}: predicted {predicted:.0f} MB")
+    lines = oversized(cfg.backend, plan, unavailable, node_memory_mb)
     if lines:
         raise GridConfigError(
-            f"{len(lines)} setting(s) need more memory than any Ray node has ({backend.node_memory_mb:.0f} MB to hand "
-            f"out; backend.memory_factor={cfg.backend.memory_factor:g}): " + "; ".join(lines.values()) + ". Run them "
+            f"{len(lines)} setting(s) need more memory than any Ray node has ({node_memory_mb:.0f} MB to hand "
+            f"out; backend.memory_factor={cfg.backend.memory_factor:g}): " + "; ".join(lines) + ". Run them "
             "on a bigger node, lower backend.memory_factor, or set backend.refuse_oversized=false to run them "
             "anyway (each then asks for a whole node's memory)."
         )
+
+
+def oversized(cfg: BackendConfig, plan: Plan, unavailable, node_memory_mb: float) -> list[str]:
+    """One line per setting (label on data set) whose request exceeds ``node_memory_mb``, with its prediction."""
+    lines: dict[str, str] = {}
+    for cell, predicted in planned_memory_by_cell(plan, unavailable):
+        if memory_request_mb(predicted, cfg, math.inf) > node_memory_mb:
+            name = f"{cell.config_label} on {cell.dataset}"
+            lines.setdefault(name, f"{name}: predicted {predicted:.0f} MB")
+    return list(lines.values())
+
+
+def planned_memory_by_cell(plan: Plan, unavailable=()) -> list[tuple[Cell, float]]:
+    """Each unique cell of ``plan`` off the ``unavailable`` data sets with its :func:`planned_memory_mb`,
+    predicted once per setting."""
+    memo: dict[str, float] = {}
+    out = []
+    for cell in plan.unique_cells:
+        if cell.dataset not in unavailable:
+            key = json.dumps([cell.algorithm, cell.params, cell.dataset], sort_keys=True, default=str)
+            if key not in memo:
+                memo[key] = planned_memory_mb(cell.algorithm, cell.params, cell.dataset)
+            out.append((cell, memo[key]))
+    return out
 
 
 def worker_memory_bound_mb(cfg: BackendConfig) -> float:

@@ -8,9 +8,11 @@ the same data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass, field, replace
 
-from olb.data import DataError, DatasetUnavailable, Provenance, load_with_provenance
+from olb.data import DataDirWarning, DataError, DatasetUnavailable, Provenance, load_with_provenance
+from olb.data.registry import FileSpec
 from olb.grid.plan import Problems
 
 FINGERPRINT_TAG = "olb.data_fingerprint"
@@ -23,24 +25,67 @@ class DataCheck:
 
     sources: dict[str, Provenance] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)
+    to_download: dict[str, list[str]] = field(default_factory=dict)  # without download: data set -> its URLs
 
     @property
     def available(self) -> list[str]:
         return list(self.sources)
 
 
-def check_data(datasets: list[str], data_dir, verify_checksums: bool, problems: Problems) -> DataCheck:
+def check_data(
+    datasets: list[str], data_dir, verify_checksums: bool, problems: Problems, download: bool = True
+) -> DataCheck:
     """Load every data set once; checksum mismatches and malformed files go to ``problems`` (all of them),
-    unavailable data sets to ``DataCheck.unavailable`` (the caller decides whether that is a problem)."""
+    unavailable data sets to ``DataCheck.unavailable`` (the caller decides whether that is a problem). Without
+    ``download``, a data set whose files would be downloaded goes to ``DataCheck.to_download`` instead."""
     check = DataCheck()
     for name in datasets:
         try:
+            urls = [] if download else urls_to_download(name, data_dir, verify_checksums)
+            if urls:
+                check.to_download[name] = urls
+                continue
             check.sources[name] = load_with_provenance(name, data_dir, verify_checksums)[1]
         except DatasetUnavailable as err:
             check.unavailable[name] = str(err)
         except DataError as err:  # checksum mismatch, malformed file, shape differing from the registry
             problems.add(f"data set {name!r}: {err}")
     return check
+
+
+def urls_to_download(name: str, data_dir, verify_checksums: bool) -> list[str]:
+    """The URLs loading ``name`` would download (:func:`olb.data.files.locate`'s search: the data dirs, the
+    embedded copy, the download cache); none when every file is local, or when loading refuses before any
+    download (no URL, no sha256 to check one against, a partial data dir: loading it reports why)."""
+    from olb.data import dataset_spec
+    from olb.data.files import locate
+
+    spec = dataset_spec(name)
+    fetched = {role: f for role, f in spec.files.items() if not _in_cache(f)}
+    refused = any(not f.url for f in spec.files.values()) or (
+        verify_checksums and any(not f.sha256 for f in spec.files.values())
+    )
+    if spec.format == "synthetic" or spec.embedded or refused or not fetched:
+        return []
+    offline = {role: replace(f, url=None) if role in fetched else f for role, f in spec.files.items()}
+    try:  # locate refuses a file without a URL before downloading anything: found locally, or would download
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataDirWarning)  # the load that follows warns once
+            locate(replace(spec, files=offline), data_dir, verify_checksums)
+    except DatasetUnavailable:
+        return [str(f.url) for f in fetched.values()]
+    except DataError:  # a partial data dir: loading refuses it, before any download
+        pass
+    return []
+
+
+def _in_cache(file: FileSpec) -> bool:
+    """Whether the download cache holds ``file`` as registered (a download of it would be skipped)."""
+    from olb.cache import cache_dir
+    from olb.data.provenance import file_sha256
+
+    path = cache_dir() / file.path
+    return path.is_file() and (not file.sha256 or file_sha256(path) == file.sha256)
 
 
 def matches_data(tags: dict, source: Provenance | None) -> bool:

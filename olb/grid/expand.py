@@ -76,6 +76,7 @@ class _Context:
     specs: dict  # data set name -> olb.data.DatasetSpec
     shorthand: dict
     problems: Problems
+    curve_every: int  # read once: an OmegaConf look-up per cell costs more than the cell's own planning
     used_shorthand: set = field(default_factory=set)
 
 
@@ -98,7 +99,7 @@ def collect_plan(cfg: DictConfig, problems: Problems) -> Plan | None:
     selected = selected_entries(cfg, entries_cfg, problems)
     check_settings(cfg, problems)
     shorthand = {name: plain(cfg[name]) for name in hyperparameter_names() if name in cfg and cfg[name] is not None}
-    ctx = _Context(cfg, seeds, datasets, specs, shorthand, problems)
+    ctx = _Context(cfg, seeds, datasets, specs, shorthand, problems, cfg.curve_every)
     cells: list[Cell] = []
     entries: dict[str, dict] = {}
     for key in selected:
@@ -252,7 +253,7 @@ def _expand_configs(ctx: _Context, e: _Entry, spec, axes: dict) -> list[Cell]:
             continue
         varying = tuple((hp, loops if hp == "loops" else params[hp]) for hp in varying_keys)
         for seed in ctx.seeds:
-            key = CellKey(e.cls.name, spec.name, seed, params, e.protocol, loops, e.metrics, ctx.cfg.curve_every)
+            key = CellKey(e.cls.name, spec.name, seed, params, e.protocol, loops, e.metrics, ctx.curve_every)
             cells.append(
                 Cell(
                     cell_id(key),
@@ -265,7 +266,7 @@ def _expand_configs(ctx: _Context, e: _Entry, spec, axes: dict) -> list[Cell]:
                     e.protocol,
                     loops,
                     e.metrics,
-                    ctx.cfg.curve_every,
+                    ctx.curve_every,
                     varying,
                     e.best_of,
                     e.paper_name,

@@ -31,7 +31,7 @@ def number_text(x: float, decimals: int) -> str:
     return f"{x:.{decimals}f}"
 
 
-def _cell_text(row: pd.Series, decimals: int, bold: bool = False) -> str:
+def _cell_text(row: dict, decimals: int, bold: bool = False) -> str:
     d = 2 if row["metric"] in RUNTIME_COLUMNS else decimals
     if row["note"].startswith("unavailable"):
         text = "unavailable"
@@ -52,7 +52,7 @@ def _cell_text(row: pd.Series, decimals: int, bold: bool = False) -> str:
     return text
 
 
-def _md_table(header: list[str], body: list[list[str]]) -> str:
+def md_table(header: list[str], body: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(x).replace("|", "\\|") for x in r) + " |" for r in body]
     return "\n".join(lines)
@@ -70,15 +70,15 @@ def pivot_markdown(table: pd.DataFrame, rows: list[str], columns: list[str], dec
         key = key if isinstance(key, tuple) else (key,)
         if sections_axes:
             out.append("**" + ", ".join(f"{a}: {v}" for a, v in zip(sections_axes, key)) + "**\n")
-        row_keys = list(dict.fromkeys(tuple(r[a] for a in rows) for _, r in part.iterrows()))
-        col_keys = list(dict.fromkeys(tuple(r[a] for a in columns) for _, r in part.iterrows()))
+        records = part.to_dict("records")
+        row_keys = list(dict.fromkeys(tuple(r[a] for a in rows) for r in records))
+        col_keys = list(dict.fromkeys(tuple(r[a] for a in columns) for r in records))
         lookup = {
-            (tuple(r[a] for a in rows), tuple(r[a] for a in columns)): _cell_text(r, decimals, bold)
-            for _, r in part.iterrows()
+            (tuple(r[a] for a in rows), tuple(r[a] for a in columns)): _cell_text(r, decimals, bold) for r in records
         }
         header = [" / ".join(rows)] + [" / ".join(map(str, ck)) for ck in col_keys]
         body = [[" / ".join(map(str, rk))] + [lookup.get((rk, ck), "") for ck in col_keys] for rk in row_keys]
-        out.append(_md_table(header, body))
+        out.append(md_table(header, body))
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -102,7 +102,7 @@ def table_markdown(table: pd.DataFrame, title: str, layout: TableLayout, referen
         "paper's] (the selected hyperparameter) (partial: what a figure rests on when less than planned)."
     )
     long_body = []
-    for _, r in table.iterrows():
+    for r in table.to_dict("records"):
         d = 2 if r["metric"] in RUNTIME_COLUMNS else decimals
         note = "; ".join(x for x in (partial_text(r), r["note"]) if x)
         long_body.append(
@@ -119,7 +119,7 @@ def table_markdown(table: pd.DataFrame, title: str, layout: TableLayout, referen
                 note,
             ]
         )
-    long = _md_table(
+    long = md_table(
         ["dataset", "algorithm", "metric", "mean", "std", "seeds", "paper", "diff", "selected", "note"], long_body
     )
     if bold:
@@ -162,24 +162,32 @@ def settings_run(plan: Plan) -> str:
 
     seeds = sorted({c.seed for c in plan.cells})
     parts = [f"data sets {', '.join(plan.datasets)}", f"{len(seeds)} seed(s) ({', '.join(map(str, seeds))})"]
+    by_entry: dict[str, list] = {}
+    for c in plan.cells:
+        by_entry.setdefault(c.entry, []).append(c)
     for key, info in plan.entries.items():
-        cells = [c for c in plan.cells if c.entry == key]
+        cells = by_entry.get(key)
         if not cells:
             continue
         defaults = get_algorithm(info["algorithm"]).params
-        values: dict[str, list] = {}
+        values: dict[str, dict] = {}  # name -> the values set, each once (in order)
         for c in cells:
             for name, v in [*c.params.items(), ("loops", c.loops)]:
                 default = defaults[name].default if name in defaults else 1
                 if v != default or name in c.best_of:
-                    values.setdefault(name, [])
-                    if v not in values[name]:
-                        values[name].append(v)
-        settings = ", ".join(
-            f"{k}={v[0] if len(v) == 1 else '{' + ', '.join(map(str, v)) + '}'}" for k, v in values.items()
-        )
+                    values.setdefault(name, {}).setdefault(_once(v), v)
+        settings = ", ".join(f"{k}={_values_text(list(v.values()))}" for k, v in values.items())
         protocols = sorted({c.protocol for c in cells})
         parts.append(
             f"{info['label']} ({info['algorithm']}, {'/'.join(protocols)}{', ' + settings if settings else ''})"
         )
     return "; ".join(parts)
+
+
+def _once(value):
+    """A key under which equal values meet once (a list, unhashable, by its text)."""
+    return value if isinstance(value, (int, float, str, bool, type(None))) else repr(value)
+
+
+def _values_text(values: list) -> str:
+    return str(values[0]) if len(values) == 1 else "{" + ", ".join(map(str, values)) + "}"

@@ -7,6 +7,7 @@ The config becomes a plan in :mod:`olb.grid.expand`; the checks it runs are in :
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -93,6 +94,14 @@ class Plan:
     lower_is_better: dict[str, bool]
     warnings: list[str] = field(default_factory=list)
 
+    @functools.cached_property
+    def cells_by_pair(self) -> dict[tuple[str, str], list[Cell]]:
+        """(entry, data set) -> its cells in plan order, grouped once (the report and the table ask per pair)."""
+        pairs: dict[tuple[str, str], list[Cell]] = {}
+        for c in self.cells:
+            pairs.setdefault((c.entry, c.dataset), []).append(c)
+        return pairs
+
     @property
     def unique_cells(self) -> list[Cell]:
         seen, out = set(), []
@@ -172,7 +181,7 @@ def describe(plan: Plan) -> str:
     lines = []
     for key, info in plan.entries.items():
         for ds in plan.datasets:
-            cs = [c for c in plan.cells if c.entry == key and c.dataset == ds]
+            cs = plan.cells_by_pair.get((key, ds))
             if cs:
                 configs = {(tuple(sorted(c.params.items(), key=lambda kv: kv[0])), c.loops) for c in cs}
                 lines.append(

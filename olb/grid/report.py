@@ -1,15 +1,21 @@
-"""Reporting: the leaderboard, the plots and the console summary of a finished grid."""
+"""Reporting: the leaderboard, the plots and the console summary of a finished grid, and of a dry run."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig
 
+from olb.grid.markdown import md_table
 from olb.grid.plan import Plan
 from olb.grid.messages import EXIT_INTERRUPTED, EXIT_LOST, GridOutcome, Status
+
+if TYPE_CHECKING:
+    from olb.grid.dryrun import DryRun, PairPlan
 
 log = logging.getLogger("olb.grid")
 
@@ -89,3 +95,85 @@ def print_report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: flo
     if o.exit_code == EXIT_LOST:
         print("olb.grid: ended early (see the error above); rerun the same command to complete the grid", file=stream)
     stream.flush()
+
+
+def print_dry_run(d: DryRun, cfg: DictConfig, stream) -> None:
+    """The dry run (olb/grid/dryrun.py): the grid, its data, backend, memory and resume, one row per data set and
+    algorithm entry, the largest cells by predicted memory, the totals."""
+    plan, data = d.plan, d.data
+    say = functools.partial(print, file=stream)
+    say(f"olb.grid: dry run of experiment {cfg.name!r}: nothing is run, downloaded or recorded")
+    say(
+        f"olb.grid: {len(plan.cells):,} cells ({len(plan.unique_cells):,} unique) of {len(plan.entries)} algorithm "
+        f"entries on {len(plan.datasets)} data set(s)"
+    )
+    cells = sum(p.cells for p in d.pairs)
+    if cells != len(plan.unique_cells):
+        say(f"olb.grid: {cells:,} cells once cross-validation has chosen one setting per data set and entry")
+    for warning in plan.warnings:
+        say(f"olb.grid: warning: {warning}")
+    if data.sources:
+        say(f"olb.grid: data read and checked: {', '.join(data.sources)}")
+    for name, urls in data.to_download.items():
+        say(f"olb.grid: data set {name!r} would be downloaded ({len(urls)} file(s): {', '.join(urls)})")
+    for name, why in data.unavailable.items():
+        say(f"olb.grid: data set {name!r} is unavailable (allow_unavailable=true: its cells are marked so): {why}")
+    say(f"olb.grid: backend {d.backend}: {d.backend_reason}")
+    if d.memory_note:
+        say(f"olb.grid: memory: {d.memory_note}")
+    say(f"olb.grid: resume: {d.store}")
+    if d.cv_tasks:
+        say(
+            f"olb.grid: cross-validation: {d.cv_tasks:,} task(s) (one per candidate setting and data set), "
+            f"{d.cv_resume:,} finished earlier"
+        )
+    rows = [
+        [
+            p.dataset,
+            p.label,
+            f"{p.settings:,}",
+            f"{p.seeds:,}",
+            f"{p.cells:,}",
+            f"{p.resume:,}",
+            f"{p.run:,}",
+            _seconds_text(p.cpu_s),
+            f"{p.peak_mb:,.0f}",
+            _pair_note(p, plan),
+        ]
+        for p in d.pairs
+    ]
+    resume, run = sum(p.resume for p in d.pairs), sum(p.run for p in d.pairs)
+    cpu_s, tasks = sum(p.cpu_s for p in d.pairs), sum(p.tasks for p in d.pairs)
+    peak = max((p.peak_mb for p in d.pairs), default=0.0)
+    rows.append(["all", "", "", "", f"{cells:,}", f"{resume:,}", f"{run:,}", _seconds_text(cpu_s), f"{peak:,.0f}", ""])
+    header = ["data set", "algorithm", "settings", "seeds", "cells", "resume", "run", "CPU s", "peak MB", "note"]
+    say("\n" + md_table(header, rows))
+    say(
+        "\nCPU s: the planned work (olb/grid/cost.py) of every cell, finished ones too, and of the cross-validation "
+        "folds; peak MB: the largest predicted peak memory of a cell."
+    )
+    if d.largest:
+        say("\nLargest cells by predicted peak memory:")
+        for mb, cell in d.largest:
+            params = ", ".join(f"{k}={v}" for k, v in cell.params.items())
+            say(f"  {mb:8,.0f} MB  {cell.config_label} on {cell.dataset} ({cell.algorithm}: {params})")
+    unavailable = sum(p.cells for p in d.pairs if p.status == "unavailable")
+    say(
+        f"\nolb.grid: dry run: {run:,} cell(s) would run, {resume:,} would resume, {unavailable:,} unavailable; "
+        f"planned {_seconds_text(cpu_s)} CPU s ({cpu_s / 3600:.2f} CPU h) in {tasks:,} task(s); {d.wall_s:.1f} s",
+    )
+    stream.flush()
+
+
+def _pair_note(p: PairPlan, plan: Plan) -> str:
+    notes = [p.status] if p.status else []
+    if p.candidates:
+        select = plan.entries[p.entry]["select"]
+        notes.append(
+            f"1 of {p.candidates} settings, chosen by cross-validation ({select['folds']} folds): resume decided then"
+        )
+    return "; ".join(notes)
+
+
+def _seconds_text(seconds: float) -> str:
+    return f"{seconds:,.0f}" if seconds >= 100 else f"{seconds:.2g}"

@@ -30,14 +30,15 @@ def plain_value(value):
     return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
 
 
-def prepare(cfg: DictConfig) -> tuple[Plan, DataCheck]:
-    """Plan the grid and check its data; every problem of both, or GridConfigError (nothing started yet)."""
+def prepare(cfg: DictConfig, download: bool = True) -> tuple[Plan, DataCheck]:
+    """Plan the grid and check its data; every problem of both, or GridConfigError (nothing started yet).
+    Without ``download`` (the dry run) a data set that would be downloaded is listed in ``to_download``, unread."""
     problems = Problems()
     plan = collect_plan(cfg, problems)
     datasets = (
         plan.datasets if plan is not None else [d for d in (plain_value(cfg.datasets) or []) if d in dataset_names()]
     )
-    data = check_data(list(dict.fromkeys(datasets)), grid_data_dir(cfg), cfg.verify_checksums, problems)
+    data = check_data(list(dict.fromkeys(datasets)), grid_data_dir(cfg), cfg.verify_checksums, problems, download)
     if data.unavailable and not cfg.allow_unavailable:
         lines = "; ".join(f"{name}: {msg}" for name, msg in data.unavailable.items())
         problems.add(

@@ -4,7 +4,7 @@ paper's value where the settings are the paper's, and the best rows marked."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -53,6 +53,7 @@ class _TableInputs:
     summary: str  # the paper's settings (olb.grid.comparable.paper_summary)
     unavailable: dict[str, str]
     differences: dict[tuple[str, str], list[str]] | None
+    papers: dict[tuple, tuple[float, str]] = field(default_factory=dict)  # looked up once per (name, data, metric)
 
     def value(self, cell: Cell, metric: str) -> float:
         out = self.outcomes.get(cell.cell_id)
@@ -66,7 +67,10 @@ class _TableInputs:
     def paper(self, paper_name: str | None, ds: str, metric: str, differ: list[str]) -> tuple[float, str]:
         """The paper's value and note; where ``differ`` names settings that differ from the paper's, no value and
         a note giving it with what differs."""
-        paper, note = paper_value(self.ref, self.ref_cfg, paper_name, ds, metric)
+        key = (paper_name, ds, metric)
+        if key not in self.papers:
+            self.papers[key] = paper_value(self.ref, self.ref_cfg, paper_name, ds, metric)
+        paper, note = self.papers[key]
         if differ and not math.isnan(paper):
             where = f"paper ({self.summary})" if self.summary else "paper"
             shown = number_text(paper, 2 if metric in RUNTIME_COLUMNS else 4)
@@ -108,11 +112,10 @@ def _configurations(plan: Plan, key: str, ds: str) -> list[dict[tuple, list[Cell
     """The configurations of entry ``key`` on ``ds`` apart from ``best_of`` hyperparameters, each as
     (``best_of`` values -> cells)."""
     by_rest: dict[tuple, dict[tuple, list[Cell]]] = {}
-    for c in plan.cells:
-        if c.entry == key and c.dataset == ds:
-            rest = tuple((k, v) for k, v in c.varying if k not in c.best_of)
-            sel = tuple((k, v) for k, v in c.varying if k in c.best_of)
-            by_rest.setdefault(rest, {}).setdefault(sel, []).append(c)
+    for c in plan.cells_by_pair.get((key, ds), ()):
+        rest = tuple((k, v) for k, v in c.varying if k not in c.best_of)
+        sel = tuple((k, v) for k, v in c.varying if k in c.best_of)
+        by_rest.setdefault(rest, {}).setdefault(sel, []).append(c)
     return list(by_rest.values())
 
 

@@ -49,7 +49,11 @@ def resolve_uri(uri: str | None) -> str:
 class MlflowTracker(Tracker):
     """The driver's MLflow writer. Writes are retried with backoff while SQLite reports a lock."""
 
-    def __init__(self, cfg: TrackingConfig, experiment_name: str, code_version: str = "unknown"):
+    def __init__(
+        self, cfg: TrackingConfig, experiment_name: str, code_version: str = "unknown", read_only: bool = False
+    ):
+        """``read_only`` (the dry run): only reads the store, which must exist; an experiment that does not exist
+        is created by nobody (nothing resumes), and no run is closed or written."""
         import mlflow
         from mlflow.tracking import MlflowClient
 
@@ -61,6 +65,11 @@ class MlflowTracker(Tracker):
         self.write_threads = max(1, int(cfg.write_threads))
         self.uri = resolve_uri(cfg.uri)
         self._connect(float(cfg.timeout_s))
+        if read_only:
+            self.client = MlflowClient(tracking_uri=self.uri)
+            found = self._retry(self.client.get_experiment_by_name, experiment_name)
+            self.experiment_id = found.experiment_id if found and found.lifecycle_stage == "active" else None
+            return
         mlflow.set_tracking_uri(self.uri)
         # Creates the store (schema migration) and the experiment once, here, before any cell runs.
         with self._opening():
@@ -126,6 +135,8 @@ class MlflowTracker(Tracker):
         from mlflow.entities import ViewType
 
         runs, token = [], None
+        if not (experiment_ids or self.experiment_id):  # read-only, and the experiment does not exist
+            return runs
         while True:
             page = self._retry(
                 self.client.search_runs,

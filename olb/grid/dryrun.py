@@ -1,0 +1,208 @@
+"""The dry run (``dry_run=true``): what a grid would do, worked out without doing any of it.
+
+The same checks as a run (:func:`olb.grid.stages.prepare`: configs, registry, data files; a refusal is the same
+GridConfigError, exit 2, every culprit at once), then per data set and algorithm entry how many cells would run
+and how many would resume from the tracking store (opened read-only: nothing created, closed or written), the
+planned CPU (:mod:`olb.grid.cost`), the backend ``backend=auto`` would choose, and the cells of largest predicted
+memory. Nothing is downloaded (a data set that would be is named with its URLs), no Ray is started, nothing is
+recorded and no output folder is written; :func:`olb.grid.report.print_dry_run` prints it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from olb.grid.backends import choose_backend
+from olb.grid.backends.ray_cluster import cluster_address
+from olb.grid.cost import planned_memory_by_cell, planned_work_by_pair, refuse_oversized
+from olb.grid.datacheck import DataCheck
+from olb.grid.plan import Cell, Plan
+from olb.grid.recording import code_version, resumed_outcomes, tracker_class
+from olb.grid.stages import prepare
+from olb.grid.tracker import Tracker
+from olb.grid.tracking_noop import NoopTracker
+
+LARGEST = 5  # settings listed by predicted peak memory
+
+
+@dataclass
+class PairPlan:
+    """One (data set, algorithm entry) of the dry run. ``cells``: what runs or resumes (for a cross-validated
+    entry the chosen setting's, one of ``candidates``); ``resume``: finished earlier on the same data;
+    ``cpu_s``/``tasks``: the planned work (every cell, finished ones too, as ``backend=auto`` weighs it);
+    ``peak_mb``: the largest predicted peak memory of its cells."""
+
+    dataset: str
+    entry: str
+    label: str
+    settings: int
+    seeds: int
+    cells: int
+    resume: int
+    cpu_s: float
+    tasks: int
+    peak_mb: float
+    candidates: int = 0  # cross-validated settings (0: no cross-validation)
+    status: str = ""  # "unavailable", "would download" or ""
+
+    @property
+    def run(self) -> int:
+        return 0 if self.status == "unavailable" else self.cells - self.resume
+
+
+@dataclass
+class DryRun:
+    """What :func:`dry_run` found; ``exit_code`` 0 (a refusal raises GridConfigError instead)."""
+
+    plan: Plan
+    data: DataCheck
+    pairs: list[PairPlan]
+    backend: str
+    backend_reason: str
+    store: str  # the tracking store read, and what it held
+    largest: list[tuple[float, Cell]]
+    cv_tasks: int = 0
+    cv_resume: int = 0
+    memory_note: str = ""
+    wall_s: float = 0.0
+    exit_code: int = 0
+    resumed: dict = field(default_factory=dict)  # cell id -> the outcome it would resume with
+
+
+def dry_run(cfg: DictConfig) -> DryRun:
+    """The dry run of ``cfg``; GridConfigError for what a run would refuse before any work."""
+    t0 = time.perf_counter()
+    plan, data = prepare(cfg, download=False)
+    seconds_tasks = planned_work_by_pair(plan, data.unavailable)
+    work_s = sum(s for s, _ in seconds_tasks.values())
+    backend, reason = choose_backend(cfg.backend, work_s, sum(t for _, t in seconds_tasks.values()))
+    memory_note = _check_memory(cfg, plan, data, backend)
+    tracker, store = read_only_tracker(cfg)
+    selected = {key: info["select"] for key, info in plan.entries.items() if info.get("select")}
+    chosen_later = {c.cell_id for c in plan.cells if c.entry in selected}  # resume decided after the choice
+    resumed = {cid: out for cid, out in resumed_outcomes(tracker, cfg, plan, data).items() if cid not in chosen_later}
+    cv_tasks, cv_resume = _cross_validation(plan, data, selected, tracker, cfg.resume)
+    memory = planned_memory_by_cell(plan, data.unavailable)
+    largest = _largest(memory)
+    peak: dict[tuple[str, str], float] = {}
+    for cell, mb in memory:
+        peak[(cell.dataset, cell.entry)] = max(mb, peak.get((cell.dataset, cell.entry), 0.0))
+    pairs = [
+        _pair(plan, data, key, cells, resumed, seconds_tasks.get(key, (0.0, 0)), peak, selected)
+        for key, cells in _in_table_order(plan)
+    ]
+    result = DryRun(plan, data, pairs, backend, reason, store, largest, cv_tasks, cv_resume, memory_note)
+    result.resumed = resumed
+    result.wall_s = time.perf_counter() - t0
+    return result
+
+
+def read_only_tracker(cfg: DictConfig) -> tuple[Tracker, str]:
+    """The tracking store opened read-only, and what it is: none (tracking off, ``resume=false``, or a store
+    that does not exist: nothing resumes, and nothing is created)."""
+    name = cfg.tracking.experiment or f"olb/{cfg.name}"
+    cls = tracker_class(cfg.tracking)
+    if cls is NoopTracker:
+        return NoopTracker(cfg.tracking, name), "tracking off: nothing resumes"
+    from olb.grid.tracking import MlflowTracker, resolve_uri
+
+    uri = resolve_uri(cfg.tracking.uri)
+    if not cfg.resume:
+        return NoopTracker(cfg.tracking, name), f"resume=false: nothing resumes (store {uri} not read)"
+    if not store_exists(uri):
+        return NoopTracker(cfg.tracking, name), f"no tracking store at {uri} yet: nothing resumes"
+    assert issubclass(cls, MlflowTracker)
+    tracker = cls(cfg.tracking, name, code_version(), read_only=True)
+    held = f"experiment {name!r}" if tracker.experiment_id else f"no experiment {name!r} yet: nothing resumes"
+    return tracker, f"{uri}, {held}"
+
+
+def store_exists(uri: str) -> bool:
+    """Whether the tracking store at ``uri`` is there to read: a SQLite file, a local folder (opening either
+    creates it); a server or a database is asked when opened."""
+    if uri.startswith("sqlite:"):
+        path = uri[len("sqlite:///") :].split("?")[0]
+        return path not in ("", ":memory:") and Path(path).is_file() and Path(path).stat().st_size > 0
+    if uri.startswith("file:") or "://" not in uri:
+        from mlflow.utils.uri import local_file_uri_to_path
+
+        return Path(local_file_uri_to_path(uri)).is_dir()
+    return True
+
+
+def _check_memory(cfg: DictConfig, plan: Plan, data: DataCheck, backend: str) -> str:
+    """The run's refusal of cells too big for any Ray node, where the dry run knows the nodes: a local Ray given
+    ``backend.memory_mb``. Otherwise what decides it."""
+    if backend != "ray":
+        return ""
+    if cfg.backend.memory_mb and not cluster_address(cfg.backend):
+        refuse_oversized(cfg, plan, data.unavailable, float(cfg.backend.memory_mb))
+        return f"every cell fits the local Ray's backend.memory_mb={cfg.backend.memory_mb}"
+    return "cells bigger than the largest Ray node are refused once Ray has started (its nodes' memory)"
+
+
+def _cross_validation(plan: Plan, data: DataCheck, selected: dict, tracker: Tracker, resume: bool) -> tuple[int, int]:
+    """Cross-validation tasks the run would plan (one per candidate setting and available data set), and how many
+    finished earlier on the same data."""
+    if not selected:
+        return 0, 0
+    from olb.grid.crossval import _candidates, cv_identity, task_id
+    from olb.grid.cvstore import finished_tasks
+
+    candidates = {key: cells for key, cells in _candidates(plan, selected).items() if key[1] not in data.unavailable}
+    tasks = {}  # those on data read here (a data set to download has no fingerprint yet: its tasks all run)
+    for (entry, dataset), cells in candidates.items():
+        if dataset in data.sources:
+            for cell in cells:
+                identity = cv_identity(cell, dataset, data.sources[dataset].fingerprint, selected[entry])
+                tasks[task_id(identity)] = identity
+    n_resume = len(finished_tasks(tracker, tasks, data)) if resume and tasks else 0
+    return sum(len(cells) for cells in candidates.values()), n_resume
+
+
+def _in_table_order(plan: Plan):
+    for ds in plan.datasets:
+        for entry in plan.entries:
+            if (entry, ds) in plan.cells_by_pair:
+                yield (entry, ds), plan.cells_by_pair[(entry, ds)]
+
+
+def _pair(plan, data, key, cells, resumed, work, peak, selected) -> PairPlan:
+    entry, dataset = key
+    unique = list({c.cell_id: c for c in cells}.values())
+    settings = len({(tuple(sorted(c.params.items())), c.loops) for c in unique})
+    seeds = len({c.seed for c in unique})
+    candidates = settings if entry in selected else 0
+    n_cells = math.ceil(len(unique) / settings) if candidates else len(unique)
+    status = "unavailable" if dataset in data.unavailable else "would download" if dataset in data.to_download else ""
+    resume = sum(1 for c in unique if c.cell_id in resumed)
+    label = plan.entries[entry]["label"]
+    return PairPlan(
+        dataset,
+        entry,
+        label,
+        settings,
+        seeds,
+        n_cells,
+        resume,
+        work[0],
+        work[1],
+        peak.get((dataset, entry), 0.0),
+        candidates,
+        status,
+    )
+
+
+def _largest(memory: list[tuple[Cell, float]]) -> list[tuple[float, Cell]]:
+    """The settings (label on data set) of largest predicted peak memory, largest first."""
+    by_setting: dict[tuple[str, str], tuple[float, Cell]] = {}
+    for cell, mb in memory:
+        key = (cell.config_label, cell.dataset)
+        if key not in by_setting or mb > by_setting[key][0]:
+            by_setting[key] = (mb, cell)
+    return sorted(by_setting.values(), key=lambda pair: -pair[0])[:LARGEST]

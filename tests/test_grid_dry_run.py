@@ -1,0 +1,138 @@
+"""``dry_run=true``: what a grid would run and resume, printed; refused as a run is refused; nothing downloaded,
+run or recorded (olb/grid/dryrun.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow.entities import ViewType
+from mlflow.tracking import MlflowClient
+
+import olb.grid.testing  # noqa: F401 - registers _grid_stub in this process
+from olb.grid import compose, run_grid
+from olb.grid.plan import GridConfigError
+
+# 2 settings x seeds of the stub learner on the embedded emotions: fail_at=5 fails, fail_at=-1 finishes
+STUB = ["imports=[olb.grid.testing]", "algorithms=[_grid_stub]", "+algorithm._grid_stub.params.fail_at=[-1,5]"]
+
+
+def dry(*overrides: str) -> tuple[object, str]:
+    out = io.StringIO()
+    result = run_grid(compose(["dry_run=true", *overrides]), "never-written", stream=out)
+    return result, out.getvalue()
+
+
+def store_state(db: Path) -> tuple[str, int, list]:
+    """The store's bytes, its run count over every experiment, its experiments."""
+    client = MlflowClient(f"sqlite:///{db}")
+    experiments = client.search_experiments(view_type=ViewType.ALL)
+    runs = client.search_runs([e.experiment_id for e in experiments], run_view_type=ViewType.ALL)
+    return hashlib.sha256(db.read_bytes()).hexdigest(), len(runs), sorted(e.name for e in experiments)
+
+
+def test_dry_run_prints_per_data_set_and_algorithm_and_creates_no_store(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result, text = dry(*STUB, "seeds=3", "algorithms=[_grid_stub,adaolmr]", "num_learners=2", "backend=serial")
+    assert result.exit_code == 0
+    assert "| emotions | _grid_stub | 2 | 3 | 6 | 0 | 6 |" in text
+    assert "| emotions | Ada.OLMR | 1 | 3 | 3 | 0 | 3 |" in text
+    assert "| all |  |  |  | 9 | 0 | 9 |" in text
+    assert "Largest cells by predicted peak memory:" in text and " MB  Ada.OLMR on emotions (adaolmr:" in text
+    assert "olb.grid: backend serial: as configured" in text
+    assert "no tracking store at sqlite:///" in text and "9 cell(s) would run, 0 would resume" in text
+    assert sorted(os.listdir(tmp_path)) == []  # no mlflow.db, no mlruns, no output folder
+
+
+def test_dry_run_counts_resumable_cells_and_writes_nothing_into_the_store(tmp_path):
+    db = tmp_path / "mlflow.db"
+    track = [f"tracking.uri=sqlite:///{db}", "name=dry", "backend=serial"]
+    done = run_grid(compose([*STUB, *track, "seeds=2", "plots=false"]), tmp_path / "out")
+    assert (done.n_run, done.n_failed) == (4, 2)  # the fail_at=5 cells failed: they do not resume
+    client = MlflowClient(f"sqlite:///{db}")
+    experiment = client.get_experiment_by_name("olb/dry").experiment_id
+    # a grid whose driver no longer exists: a run's opening would close it as stale
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = client.create_run(
+        experiment,
+        tags={"olb.kind": "grid", "olb.driver_host": socket.gethostname(), "olb.driver_pid": dead.stdout.strip()},
+    ).info.run_id
+    before = store_state(db)
+
+    result, text = dry(*STUB, *track, "seeds=3")
+    assert (result.pairs[0].cells, result.pairs[0].resume, result.pairs[0].run) == (6, 2, 4)
+    assert set(result.resumed) == {c.cell_id for c in done.plan.cells if c.params["fail_at"] == -1}
+    assert "| emotions | _grid_stub | 2 | 3 | 6 | 2 | 4 |" in text and "experiment 'olb/dry'" in text
+    _, text = dry(*STUB, *track, "seeds=3", "resume=false")
+    assert "resume=false: nothing resumes" in text and "6 cell(s) would run, 0 would resume" in text
+    _, text = dry(*STUB, *track, "seeds=3", "name=other")  # an experiment that does not exist: not created
+    assert "no experiment 'olb/other' yet: nothing resumes" in text
+    assert store_state(db) == before
+    assert client.get_run(stale).info.status == "RUNNING"  # not closed by the dry run
+
+
+def test_dry_run_refuses_what_the_run_refuses_naming_every_culprit():
+    with pytest.raises(GridConfigError) as refused:
+        dry("datasets=[emotions,emotionz]", "gamma=2", "seeds=0", "tracking=off")
+    message = str(refused.value)
+    assert "3 problems, nothing was run" in message
+    assert "emotionz" in message and "gamma=2" in message and "seeds=0" in message
+
+
+def test_dry_run_refuses_cells_bigger_than_a_local_rays_memory():
+    with pytest.raises(GridConfigError, match="need more memory than any Ray node has .100 MB"):
+        dry("backend=ray", "backend.memory_mb=100", "num_learners=2", "seeds=1", "tracking=off")
+
+
+def test_dry_run_downloads_nothing(tmp_path, monkeypatch):
+    import olb.data.files
+
+    def no_download(*args, **kwargs):
+        raise AssertionError("the dry run tried to download")
+
+    monkeypatch.setattr(olb.data.files, "_download", no_download)
+    monkeypatch.setenv("OLB_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "data").mkdir()
+    data = [f"data_dir={tmp_path / 'data'}", "algorithms=[adaolmr]", "num_learners=2", "seeds=1", "tracking=off"]
+    result, text = dry(*data, "datasets=[emotions,mediamill]")
+    assert list(result.data.to_download) == ["mediamill"] and "mediamill" not in result.data.sources
+    assert "data set 'mediamill' would be downloaded (3 file(s): https://" in text
+    assert "| mediamill | Ada.OLMR | 1 | 1 | 1 | 0 | 1 |" in text and "would download |" in text
+    with pytest.raises(GridConfigError, match="image"):  # no URL: unavailable, refused as a run refuses it
+        dry(*data, "datasets=[emotions,image]")
+    result, text = dry(*data, "datasets=[emotions,image]", "allow_unavailable=true")
+    assert "| image | Ada.OLMR | 1 | 1 | 1 | 0 | 0 |" in text and "data set 'image' is unavailable" in text
+    assert not (tmp_path / "cache" / "mediamill").exists()
+
+
+@pytest.mark.e2e
+def test_command_line_dry_run_exits_0_and_leaves_nothing_and_refuses_with_2(tmp_path):
+    env = {**os.environ, "OLB_CACHE_DIR": str(tmp_path / "cache")}
+    ok = subprocess.run(
+        [sys.executable, "-m", "olb.grid", "dry_run=true", "seeds=2"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert "| emotions | OnlineBMR | 2 | 2 | 4 | 0 | 4 |" in ok.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]  # no outputs/, no mlflow.db
+    refused = subprocess.run(
+        [sys.executable, "-m", "olb.grid", "dry_run=true", "gamma=2", "datasets=[emotions,emotionz]"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
+    assert refused.returncode == 2
+    assert "gamma=2" in refused.stderr and "emotionz" in refused.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]
