@@ -9,6 +9,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from olb.cache import check_cache_folders
 from olb.data import dataset_names
 from olb.grid.backends import choose_backend, make_backend
 from olb.grid.cost import planned_work
@@ -33,6 +34,7 @@ def plain_value(value):
 def prepare(cfg: DictConfig) -> tuple[Plan, DataCheck]:
     """Plan the grid and check its data; every problem of both, or GridConfigError (nothing started yet)."""
     problems = Problems()
+    check_cache_folders(problems.add)
     plan = collect_plan(cfg, problems)
     datasets = (
         plan.datasets if plan is not None else [d for d in (plain_value(cfg.datasets) or []) if d in dataset_names()]
