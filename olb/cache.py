@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 CACHE_PARTS = ("kernels", "parsed", "numba")  # the cache's subfolders olb reads code or data from
@@ -31,8 +31,12 @@ def cache_dir() -> Path:
     """The cache: ``$OLB_CACHE_DIR``, else ``~/.cache/olb`` (downloads, ``sha256.json``, ``parsed/``, ``kernels/``,
     ``numba/``); refused (`CacheFolderError`) if it exists and is not private (:func:`folder_problem`)."""
     path = cache_location()
-    check_folder(path)
+    check_folder(path, label=_root_label())
     return path
+
+
+def _root_label() -> str:
+    return "OLB_CACHE_DIR" if os.environ.get("OLB_CACHE_DIR") else "cache folder"
 
 
 def cache_location() -> Path:
@@ -97,32 +101,30 @@ def folder_problem(path: Path, follow: bool = True) -> str | None:
     return None
 
 
-def check_folder(path: Path, follow: bool = True) -> None:
-    """`CacheFolderError` if ``path`` has a :func:`folder_problem`."""
+def check_folder(path: Path, follow: bool = True, label: str = "cache folder") -> None:
+    """`CacheFolderError` if ``path`` has a :func:`folder_problem` (``label``: what names it)."""
     problem = folder_problem(path, follow)
     if problem:
-        raise CacheFolderError(f"cache folder {path} {problem}")
+        raise CacheFolderError(f"{label} {path} {problem}")
 
 
-def check_cache_folders(report: Callable[[str], None] | None = None) -> None:
+def check_cache_folders(error: type[Exception] = CacheFolderError) -> None:
     """Check, before any work, every existing folder olb would read code or data from: the cache and its
     ``kernels/``, ``parsed/`` and ``numba/``, ``$OLB_KERNELS_DIR`` and the kernels' folder for this machine, and
-    ``$NUMBA_CACHE_DIR``. Each problem goes to ``report`` (one line each), else all are raised in one
-    `CacheFolderError`."""
+    ``$NUMBA_CACHE_DIR``; raise ``error`` naming every problem, on one line."""
     problems = [f"{label} {path} {problem}" for label, path, problem in _folder_problems()]
-    if report is not None:
-        for problem in problems:
-            report(problem)
-    elif problems:
-        raise CacheFolderError("; ".join(problems))
+    if len(problems) > 1:
+        listed = " ".join(f"({number}) {problem};" for number, problem in enumerate(problems, 1))
+        raise error(f"{len(problems)} cache folders refused: {listed.rstrip(';')}")
+    if problems:
+        raise error(problems[0])
 
 
 def _folder_problems() -> Iterator[tuple[str, Path, str]]:
     from olb.kernels import extension_root_path
 
     root = cache_location()
-    label = "OLB_CACHE_DIR" if os.environ.get("OLB_CACHE_DIR") else "cache folder"
-    checked: list[tuple[str, Path, bool]] = [(label, root, True)]
+    checked: list[tuple[str, Path, bool]] = [(_root_label(), root, True)]
     checked += [("cache folder", root / part, False) for part in CACHE_PARTS]
     if os.environ.get("OLB_KERNELS_DIR"):
         checked.append(("OLB_KERNELS_DIR", Path(os.environ["OLB_KERNELS_DIR"]).expanduser(), True))
@@ -130,9 +132,11 @@ def _folder_problems() -> Iterator[tuple[str, Path, str]]:
     checked.append(("kernels folder", kernels_root / key, False))
     if os.environ.get("NUMBA_CACHE_DIR"):  # numba's cache is pickle: loading it runs code
         checked.append(("NUMBA_CACHE_DIR", Path(os.environ["NUMBA_CACHE_DIR"]).expanduser(), True))
+    refused: list[Path] = []
     for label, path, follow in checked:
-        problem = folder_problem(path, follow)
-        if problem:
+        problem = None if any(path.is_relative_to(folder) for folder in refused) else folder_problem(path, follow)
+        if problem:  # what is below a refused folder is refused with it
+            refused.append(path)
             yield label, path, problem
 
 

@@ -33,8 +33,8 @@ def plain_value(value):
 
 def prepare(cfg: DictConfig) -> tuple[Plan, DataCheck]:
     """Plan the grid and check its data; every problem of both, or GridConfigError (nothing started yet)."""
+    check_cache_folders(GridConfigError)  # nothing is read from a refused cache, not even to check the data
     problems = Problems()
-    check_cache_folders(problems.add)
     plan = collect_plan(cfg, problems)
     datasets = (
         plan.datasets if plan is not None else [d for d in (plain_value(cfg.datasets) or []) if d in dataset_names()]
