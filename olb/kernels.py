@@ -6,27 +6,31 @@ Python and their argument types in ``EXPORTS``. ``python -m olb.kernels`` compil
 compiler for this machine's processor, into one extension module (``numba.pycc``) in the per-user cache
 (``$OLB_KERNELS_DIR/<key>/``, by default ``<cache dir>/kernels/<key>/``, :func:`olb.cache.cache_dir`). A process
 then imports only that module: the same machine code numba's JIT would make, without numba's typing tables and
-LLVM's compiler, about 110 MB per process (``docs/speed.md``). :func:`kernels` returns a module's functions from the extension, building it first (in a
-subprocess, under a lock, so concurrent processes build once) when it is missing.
+LLVM's compiler, about 110 MB per process (``docs/speed.md``). :func:`kernels` returns a module's functions from
+the extension, building it first when it is missing: in a subprocess, announced on stderr (a line when it starts,
+one when it ends, with its time), by one process at a time (:class:`BuildLock`, safe on a folder shared over NFS
+by several machines), into a private folder renamed into place whole.
 
 ``OLB_KERNELS`` picks how kernels are run:
 
-* ``aot`` (the default): the extension, built if missing; where the build fails (no C compiler, say) a
-  `KernelBuildWarning` names the reason and the process falls back to numba's JIT.
+* ``aot`` (the default): the extension, built if missing. Where it cannot be built (no C compiler, say) one line
+  on stderr names the reason and the fix, and the process runs numba's JIT instead; the failure is remembered
+  in the kernels' folder for this toolchain, so other processes neither retry nor repeat it (a new compiler, or
+  ``python -m olb.kernels``, retries).
 * ``jit``: numba's JIT, as when developing a kernel (an edited kernel module changes the key, so ``aot`` would
   rebuild the whole extension after every edit).
 
 Both run the same numba code and give the same results bit for bit (``tests/test_kernels.py``). The key
 covers the kernel modules' source, this file, the Python, numpy, numba and llvmlite versions and the
-processor's name and features; the extension's SHA-256 is recorded beside it and checked on every load.
-Arguments are checked before every call (dtype, dimensions, C order), since the extension itself checks only
-the item size.
+processor's name and features; the extension's SHA-256 is recorded beside it and checked on every load, and
+nothing is read from a folder another user could write (:mod:`olb.cache`). Arguments are checked before every
+call (dtype, dimensions, C order), since the extension itself checks only the item size. The time spent building,
+loading or (under the JIT) compiling kernels is counted in :data:`LOADING`, which a cell's ``compile_s`` holds.
 """
 
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import hashlib
 import importlib
 import importlib.machinery
@@ -34,7 +38,10 @@ import importlib.util
 import json
 import os
 import platform
+import shlex
 import shutil
+import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -43,10 +50,19 @@ import warnings
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from olb.cache import CacheWarning, private_cache, private_dir
+from olb.cache import (
+    CacheFolderError,
+    CacheWarning,
+    cache_location,
+    check_cache_folders,
+    check_folder,
+    private_cache,
+    private_dir,
+)
 
 KERNEL_MODULES = (
     "olb.weak.vfdt_core",
@@ -58,6 +74,10 @@ MODES = ("aot", "jit")
 EXTENSION = "olb_kernels"
 BUILD_TIMEOUT_S = 1800.0  # the build (numba, then a C compiler) took 13-30 s on a 2-core machine
 LOCK_TIMEOUT_S = BUILD_TIMEOUT_S + 60.0  # a process waiting for another's build
+HEARTBEAT_S = 10.0  # a build refreshes its lock this often
+STALE_AFTER_S = 120.0  # a lock left unrefreshed this long, as watched by a waiting process, is a dead build's
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_JIT_COST = "numba's JIT runs them instead (the same results, about 110 MB more per process)"
 
 # scipy functions the kernels call by symbol (``types.ExternalFunction``): the extension defines each symbol as a
 # call through a pointer, set on load to scipy's own function (``scipy.special.cython_special``).
@@ -68,10 +88,6 @@ _SHIM = "".join(
 )
 _DTYPES: dict[str, np.dtype] = {name: np.dtype(name) for name in ("float64", "int64", "int32", "int8")}
 _DTYPES["boolean"] = np.dtype(np.bool_)  # numba's name for it
-
-
-class KernelBuildWarning(UserWarning):
-    """The kernels' extension could not be built or loaded: this process runs numba's JIT instead."""
 
 
 def mode() -> str:
@@ -101,15 +117,19 @@ class KernelModule:
         return functions[name]
 
 
-# Seconds (wall, CPU) this process spent building and loading kernels, left out of a cell's timings as numba's
-# compiling is (``olb.protocol.Stopwatch``).
+# Seconds (wall, CPU) this process spent building, loading and (numba's JIT) compiling kernels, left out of a
+# cell's timings (``olb.protocol.Stopwatch``).
 LOADING = [0.0, 0.0]
+_IN_KERNELS = [0]  # kernels() calls under way: their whole time is counted, numba's compiling within them not twice
+# What this process did to make the kernels ready: the seconds it spent building them, why it runs the JIT.
+STATE: dict[str, Any] = {"built_s": 0.0, "jit_because": None}
 
 
 def kernels(module: str) -> dict[str, Callable]:
     """The functions ``module`` exports, from the extension (``aot``) or numba's JIT (``jit``, or where the
-    extension could not be built; a `KernelBuildWarning` says why)."""
+    extension could not be built; a line on stderr says why, once per machine)."""
     started = time.perf_counter(), time.process_time()
+    _IN_KERNELS[0] += 1
     try:
         if mode() == "aot":
             extension = _extension()
@@ -117,39 +137,90 @@ def kernels(module: str) -> dict[str, Callable]:
                 return extension[module]
         return _jit(module)
     finally:
+        _IN_KERNELS[0] -= 1
         LOADING[0] += time.perf_counter() - started[0]
         LOADING[1] += time.process_time() - started[1]
 
 
+def ready() -> dict[str, Any]:
+    """Make this process's kernels ready now (the extension built where missing, and loaded): what was done, for
+    a node's warm-up before a grid's cells (``olb.grid.backends.ray_nodes``)."""
+    started = time.perf_counter()
+    chosen = mode()
+    if chosen == "aot" and _extension() is None:
+        chosen = "jit"
+    elif chosen == "jit":
+        STATE["jit_because"] = "OLB_KERNELS=jit"
+    return {"mode": chosen, "key": build_key(), "seconds": time.perf_counter() - started, **STATE}
+
+
 @cache
 def _jit(module: str) -> dict[str, Callable]:
+    check_cache_folders()  # numba's cache is pickle
     loaded = importlib.import_module(module)
+    count_numba_compiling()
     return {name: getattr(loaded, name) for name in loaded.EXPORTS}
 
 
 @cache
+def count_numba_compiling() -> None:
+    """From now on the time numba holds its compiler lock (compiling a function, or loading it from numba's disk
+    cache) counts in :data:`LOADING`, nested locks once. Imports numba; registered once per process."""
+    from numba.core import event
+
+    class CompilerLockListener(event.Listener):
+        depth, since = 0, (0.0, 0.0)
+
+        def on_start(self, numba_event) -> None:
+            if self.depth == 0:
+                self.since = (time.perf_counter(), time.process_time())
+            self.depth += 1
+
+        def on_end(self, numba_event) -> None:
+            self.depth -= 1
+            if self.depth == 0 and not _IN_KERNELS[0]:
+                LOADING[0] += time.perf_counter() - self.since[0]
+                LOADING[1] += time.process_time() - self.since[1]
+
+    event.register("numba:compiler_lock", CompilerLockListener())
+
+
+class KernelsUnavailable(RuntimeError):
+    """The extension cannot be had on this machine (the reason was told once, and is remembered)."""
+
+
+@cache
 def _extension() -> dict[str, dict[str, Callable]] | None:
-    """The extension's functions per kernel module, built first where missing; ``None`` (with a warning) where it
-    cannot be built or loaded."""
+    """The extension's functions per kernel module, built first where missing; ``None`` where it cannot be built
+    or loaded (the JIT runs the kernels instead). A refused cache folder raises (`olb.cache.CacheFolderError`)."""
+    check_cache_folders()
     folder = extension_folder()
     try:
-        return _load(folder, _verified(folder) or _build_locked(folder))
+        return _load(folder, _verified(folder) or _built(folder))
+    except KernelsUnavailable as reason:
+        STATE["jit_because"] = str(reason)
+    except CacheFolderError:
+        raise
     except (OSError, RuntimeError, ValueError, ImportError, subprocess.SubprocessError) as error:
-        warnings.warn(
-            f"olb's compiled kernels could not be built or loaded in {folder} ({error}); running numba's JIT, "
-            "which gives the same results but holds about 110 MB more per process. `python -m olb.kernels` retries "
-            "the build; OLB_KERNELS=jit silences this",
-            KernelBuildWarning,
-            stacklevel=4,  # the code that first used a kernel
-        )
-        return None
+        STATE["jit_because"] = f"olb's compiled kernels could not be loaded from {folder} ({error})"
+        _tell(f"{STATE['jit_because']}; {_JIT_COST}. `python -m olb.kernels` retries the build")
+    return None
+
+
+def extension_root_path() -> tuple[Path, str]:
+    """(the kernels' folder, this machine's key): ``$OLB_KERNELS_DIR`` or ``<cache dir>/kernels``; nothing
+    created or checked."""
+    chosen = os.environ.get("OLB_KERNELS_DIR")
+    return (Path(chosen).expanduser() if chosen else cache_location() / "kernels"), build_key()
 
 
 def extension_folder() -> Path:
     """``$OLB_KERNELS_DIR/<key>`` (default ``<cache dir>/kernels/<key>``): where the extension for this source,
-    these libraries and this processor is kept."""
+    these libraries and this processor is kept; its parent created private, every level checked."""
     chosen = os.environ.get("OLB_KERNELS_DIR")
-    return (private_dir(Path(chosen).expanduser()) if chosen else private_cache("kernels")) / build_key()
+    folder = (private_dir(Path(chosen).expanduser()) if chosen else private_cache("kernels")) / build_key()
+    check_folder(folder, follow=False)
+    return folder
 
 
 def build_key() -> str:
@@ -192,40 +263,224 @@ def _cpu_features() -> str:
     return "\n".join(sorted({line for line in lines if line.split(":")[0].strip() in wanted}))
 
 
-def _build_locked(folder: Path) -> dict:
-    """Build into ``folder`` unless another process did while this one waited for the lock (bounded); the verified
-    manifest."""
-    lock_path = folder.with_suffix(".lock")
-    with open(lock_path, "w") as lock:
-        deadline = time.monotonic() + LOCK_TIMEOUT_S
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"waited {LOCK_TIMEOUT_S:.0f} s for another process's build ({lock_path})")
-                time.sleep(0.5)
+def _tell(message: str) -> None:
+    """One line on stderr, where a user sees it (also under a grid's progress line)."""
+    try:
+        print(f"olb: {message}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # no stderr (closed, or a broken pipe): nothing to tell, nothing to fail
+        pass
+
+
+def _built(folder: Path) -> dict:
+    """The verified manifest of ``folder``'s build, made by this process or, while it waits (bounded), by
+    another; `KernelsUnavailable` where it cannot be built on this machine."""
+    failure = _remembered_failure(folder)
+    if failure is not None:
+        raise KernelsUnavailable(failure)
+    missing = [name for name, path in compilers().items() if path is None]
+    if missing:
+        _remember_failure(
+            folder,
+            f"no C/C++ compiler ({', '.join(missing)} not found): install one (Debian/Ubuntu: "
+            "`apt-get install build-essential`; Fedora: `dnf install gcc gcc-c++`), or set OLB_KERNELS=jit",
+        )
+    lock = BuildLock(folder.with_name(f"{folder.name}.lock"))
+    deadline = time.monotonic() + LOCK_TIMEOUT_S
+    waiting = False
+    while not lock.take():
+        manifest = _verified(folder, warn=False)
+        if manifest is not None:
+            return manifest
+        failure = _remembered_failure(folder)
+        if failure is not None:  # the other process's build failed (and it said why)
+            raise KernelsUnavailable(failure)
+        if lock.stale():
+            lock.break_stale()
+            continue
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"waited {LOCK_TIMEOUT_S:.0f} s for another process's build ({lock.path})")
+        if not waiting:
+            _tell(f"waiting for olb's kernels, being compiled by {lock.holder_text()}...")
+            waiting = True
+        time.sleep(0.5)
+    try:
         manifest = _verified(folder, warn=False)  # another process's build, finished while this one waited
         if manifest is None:
-            _run_build(folder)
+            try:
+                _run_build(folder, lock)
+            except (OSError, RuntimeError, subprocess.SubprocessError) as error:
+                _remember_failure(folder, f"the build failed ({error}); `python -m olb.kernels` retries it")
             manifest = _verified(folder)
+    finally:
+        lock.release()
     if manifest is None:
         raise RuntimeError(f"no verified build in {folder} after building it")
     return manifest
 
 
-def _verified(folder: Path, warn: bool = True) -> dict | None:
-    """``folder``'s manifest if the extension it names has the recorded SHA-256; ``None`` if there is none yet,
-    and (``warn``) a `CacheWarning` too if the file was altered (it is then rebuilt, and the altered file left
-    unread)."""
+def compilers() -> dict[str, str | None]:
+    """The C and C++ compilers the build calls (``$CC``, ``$CXX``, else Python's own), each with its path
+    (``None``: not found). Empty off POSIX, where the build finds its compiler itself."""
+    if os.name != "posix":
+        return {}
+    import sysconfig
+
+    found = {}
+    for variable, default in (("CC", "cc"), ("CXX", "c++")):
+        name = shlex.split(os.environ.get(variable) or sysconfig.get_config_var(variable) or default)[0]
+        found[name] = shutil.which(name)
+    return found
+
+
+def _failure_marker(folder: Path) -> Path:
+    """Where a failed build is remembered: keyed by the kernels' key and the compilers (their paths, sizes and
+    times), so that installing or changing a compiler retries."""
+    toolchain = {}
+    for name, path in compilers().items():
+        info = os.stat(path) if path else None
+        toolchain[name] = [path, info.st_size, info.st_mtime_ns] if info else None
+    digest = hashlib.sha256(json.dumps(toolchain, sort_keys=True).encode()).hexdigest()[:12]
+    return folder.with_name(f"{folder.name}.failed-{digest}")
+
+
+def _remembered_failure(folder: Path) -> str | None:
     try:
-        manifest = json.loads((folder / "manifest.json").read_text())
+        return _read_nofollow(_failure_marker(folder)).decode(errors="replace").strip() or "an earlier build failed"
+    except OSError:
+        return None
+
+
+def _remember_failure(folder: Path, reason: str) -> None:
+    """Remember ``reason`` for this machine and toolchain; the one process that records it tells it (one line);
+    raise `KernelsUnavailable`."""
+    message = f"olb's compiled kernels cannot be built here: {reason}. {_JIT_COST}"
+    try:
+        fd = os.open(_failure_marker(folder), os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+    except FileExistsError:  # another process recorded (and told) it
+        raise KernelsUnavailable(_remembered_failure(folder) or message) from None
+    except OSError:  # a folder that cannot be written: told by every process, the best it can do
+        fd = None
+    if fd is not None:
+        with os.fdopen(fd, "w") as marker:
+            marker.write(message)
+    _tell(f"{message} (told once per machine: {_failure_marker(folder).name} in {folder.parent})")
+    raise KernelsUnavailable(message)
+
+
+def _read_nofollow(path: Path) -> bytes:
+    """``path``'s bytes, refusing a symbolic link (``OSError``)."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    with os.fdopen(fd, "rb") as file:
+        return file.read()
+
+
+class BuildLock:
+    """One build at a time on a kernels' folder, also when the folder is shared over NFS by several machines: a
+    file created with ``O_CREAT | O_EXCL`` (atomic on NFS version 3 and later, where ``flock`` is not reliable)
+    and never through a link, holding its holder's host, pid and uid, refreshed every ``HEARTBEAT_S`` while the
+    build runs. A lock whose process has ended (same host) or that stayed unrefreshed for ``STALE_AFTER_S``, as
+    timed by the waiting process's own clock (no clocks compared across machines), is broken. The lock only
+    saves duplicate work: a build is renamed into place whole (:func:`build`), so two builds never mix."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._seen: tuple[tuple[int, int], float] | None = None  # (the lock's mtime and inode, since when)
+
+    def take(self) -> bool:
+        """Take the lock if it is free."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+        except FileExistsError:
+            return False
+        holder = {"host": socket.gethostname(), "pid": os.getpid(), "uid": getattr(os, "getuid", lambda: -1)()}
+        os.write(fd, json.dumps(holder).encode())
+        self._fd = fd
+        return True
+
+    def refresh(self) -> None:
+        if self._fd is not None:
+            os.utime(self._fd if os.utime in os.supports_fd else self.path)
+
+    def release(self) -> None:
+        """Remove the lock, if it is still this process's (not broken as stale and taken by another)."""
+        if self._fd is None:
+            return
+        try:
+            if os.lstat(self.path).st_ino == os.fstat(self._fd).st_ino:
+                os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(self._fd)
+            self._fd = None
+
+    def holder(self) -> dict:
+        try:
+            holder = json.loads(_read_nofollow(self.path))
+        except (OSError, ValueError):
+            return {}
+        return holder if isinstance(holder, dict) else {}
+
+    def holder_text(self) -> str:
+        holder = self.holder()
+        return f"pid {holder['pid']} on {holder['host']}" if {"pid", "host"} <= holder.keys() else str(self.path)
+
+    def stale(self) -> str | None:
+        """Why the lock is a dead build's (``None``: it may be alive, or is gone)."""
+        try:
+            info = os.lstat(self.path)
+        except FileNotFoundError:
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return "not a lock file olb wrote"
+        holder = self.holder()
+        if holder.get("host") == socket.gethostname() and not _alive(holder.get("pid")):
+            return f"its process {holder.get('pid')} has ended"
+        state = (info.st_mtime_ns, info.st_ino)
+        if self._seen is None or self._seen[0] != state:
+            self._seen = (state, time.monotonic())
+            return None
+        if time.monotonic() - self._seen[1] > STALE_AFTER_S:
+            return f"not refreshed for {STALE_AFTER_S:.0f} s"
+        return None
+
+    def break_stale(self) -> None:
+        """Remove a stale lock (renamed aside first, so that only one of several waiters removes it)."""
+        aside = self.path.with_name(f"{self.path.name}.stale-{socket.gethostname()}-{os.getpid()}")
+        try:
+            os.rename(self.path, aside)
+            os.unlink(aside)
+        except FileNotFoundError:
+            pass
+        self._seen = None
+
+
+def _alive(pid) -> bool:
+    """Whether process ``pid`` of this host runs (assumed so off POSIX, where a signal 0 would end it)."""
+    if os.name != "posix" or not isinstance(pid, int) or pid <= 0:
+        return os.name != "posix"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _verified(folder: Path, warn: bool = True) -> dict | None:
+    """``folder``'s manifest if the extension it names has the recorded SHA-256 (both read without following
+    links); ``None`` if there is none yet, and (``warn``) a `CacheWarning` too if it was altered (it is then
+    rebuilt, and the altered file left unloaded)."""
+    check_folder(folder, follow=False)
+    try:
+        manifest = json.loads(_read_nofollow(folder / "manifest.json"))
         path = folder / manifest["file"]
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        digest = hashlib.sha256(_read_nofollow(path)).hexdigest()
     except FileNotFoundError:
         return None
-    except (ValueError, KeyError, TypeError) as error:
+    except (OSError, ValueError, KeyError, TypeError) as error:
         if warn:
             warnings.warn(f"{folder / 'manifest.json'}: unreadable ({error}); rebuilding", CacheWarning, stacklevel=2)
         return None
@@ -240,20 +495,37 @@ def _verified(folder: Path, warn: bool = True) -> dict | None:
     return None
 
 
-def _run_build(folder: Path) -> None:
+def _run_build(folder: Path, lock: BuildLock) -> None:
     """``python -m olb.kernels --out folder`` in a subprocess, so the compiler's memory is not this process's; it
-    imports this very olb (its folder first on ``PYTHONPATH``) and refuses if its sources give another key."""
+    imports this very olb (its folder first on ``PYTHONPATH``) and refuses if its sources give another key. The
+    lock is refreshed while it runs; a line on stderr when it starts and when it ends."""
     command = [sys.executable, "-m", "olb.kernels", "--out", str(folder), "--key", folder.name]
     path = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")]))
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, env={**os.environ, "PYTHONPATH": path}
-        )
-    except subprocess.TimeoutExpired as error:
-        raise RuntimeError(f"the build took more than {BUILD_TIMEOUT_S:.0f} s") from error
-    if done.returncode != 0:
-        tail = " / ".join(line.strip() for line in done.stderr.strip().splitlines()[-4:] if line.strip())
-        raise RuntimeError(f"`{' '.join(command[1:])}` failed (exit {done.returncode}): {tail}")
+    _tell("compiling olb's kernels for this machine (once, about 30 s; OLB_KERNELS=jit skips it)...")
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    while True:
+        try:
+            _, errors = process.communicate(timeout=HEARTBEAT_S)
+            break
+        except subprocess.TimeoutExpired:
+            if time.perf_counter() - started > BUILD_TIMEOUT_S:
+                process.kill()
+                process.communicate()
+                raise RuntimeError(f"the build took more than {BUILD_TIMEOUT_S:.0f} s") from None
+            lock.refresh()
+    if process.returncode != 0:
+        tail = " / ".join(line.strip() for line in errors.strip().splitlines()[-4:] if line.strip())
+        raise RuntimeError(f"`{' '.join(command[1:])}` failed (exit {process.returncode}): {tail}")
+    STATE["built_s"] = time.perf_counter() - started
+    _tell(f"compiled olb's kernels in {STATE['built_s']:.1f} s ({folder})")
 
 
 def _load(folder: Path, manifest: dict) -> dict[str, dict[str, Callable]]:
@@ -358,20 +630,30 @@ def _describe(value) -> str:
 
 
 def build(folder: Path) -> Path:
-    """Compile every kernel module's ``EXPORTS`` into the extension in ``folder``, with its manifest (the
-    exports' argument types and the extension's SHA-256), written last."""
+    """Compile every kernel module's ``EXPORTS`` into the extension, with its manifest (the exports' argument
+    types and the extension's SHA-256), in a private folder beside ``folder`` that is then renamed to it whole
+    (:func:`_install`); every temporary file of the compilers stays in that folder, removed at the end. The
+    path of the installed extension."""
     from numba.pycc import CC
+    from numba.pycc.platform import external_compiler_works
 
     class _CC(CC):  # the scipy symbols' definitions, compiled and linked with the extension
         def _get_mixin_sources(self):
             return [*super()._get_mixin_sources(), str(shim)]
 
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="olb-kernels-") as scratch:
-        shim = Path(scratch) / "olb_scipy_symbols.c"
+    building = Path(tempfile.mkdtemp(prefix=f".{folder.name}.build-", dir=private_dir(folder.parent)))
+    scratch = building / "scratch"
+    scratch.mkdir()
+    tempfile.tempdir = os.environ["TMPDIR"] = str(scratch)  # numba's and setuptools' temporary folders, gcc's files
+    try:
+        if not external_compiler_works():
+            raise RuntimeError(
+                f"the C/C++ compiler ({', '.join(compilers()) or 'the default'}) fails on a test program"
+            )
+        shim = scratch / "olb_scipy_symbols.c"
         shim.write_text(_SHIM)
         compiler = _CC(EXTENSION)
-        compiler.output_dir = scratch
+        compiler.output_dir = str(scratch)
         compiler.target_cpu = target_cpu()
         exports: dict[str, dict[str, list[str]]] = {}
         for module in KERNEL_MODULES:
@@ -382,16 +664,41 @@ def build(folder: Path) -> Path:
                     getattr(loaded, name).py_func
                 )
         compiler.compile()
-        built = next(Path(scratch).glob(f"{EXTENSION}*"))
+        built = next(scratch.glob(f"{EXTENSION}*"))
         digest = hashlib.sha256(built.read_bytes()).hexdigest()
-        # named by its digest: a process reading the previous manifest still finds the file that manifest names
-        target = folder / f"{EXTENSION}-{digest[:16]}{''.join(built.suffixes)}"
-        shutil.move(built, target)
-    manifest = {"file": target.name, "sha256": digest, "exports": exports}
-    partial = folder / "manifest.json.partial"
-    partial.write_text(json.dumps(manifest, indent=1))
-    partial.replace(folder / "manifest.json")
-    return target
+        name = f"{EXTENSION}-{digest[:16]}{''.join(built.suffixes)}"
+        built.rename(building / name)
+        shutil.rmtree(scratch)
+        manifest = {"file": name, "sha256": digest, "exports": exports}
+        (building / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        installed = _install(building, folder)
+    finally:
+        tempfile.tempdir = None
+        shutil.rmtree(building, ignore_errors=True)  # gone already once installed
+    return folder / installed["file"]
+
+
+def _install(building: Path, folder: Path) -> dict:
+    """Rename the finished build ``building`` to ``folder``, atomically (also over NFS), replacing an unusable
+    folder there; where another build was installed first, keep that one. The installed manifest."""
+    for _ in range(3):
+        try:
+            os.rename(building, folder)
+        except OSError:  # a folder there already: another build's, or an altered or unfinished one
+            manifest = _verified(folder, warn=False)
+            if manifest is not None:
+                return manifest
+            aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=folder.parent))
+            try:
+                os.rename(folder, aside / "old")
+            except FileNotFoundError:  # moved by another build meanwhile
+                pass
+            shutil.rmtree(aside, ignore_errors=True)
+            continue
+        manifest = _verified(folder, warn=False)
+        if manifest is not None:
+            return manifest
+    raise RuntimeError(f"could not install the build in {folder}")
 
 
 def _signature(dispatcher, arguments: list[str]):
@@ -416,7 +723,7 @@ def _numba_type(text: str):
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m olb.kernels [--out FOLDER]``: build the extension (into this machine's cache folder by
-    default) and print where it is."""
+    default; a failure remembered there is forgotten) and print where it is."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m olb.kernels", description=main.__doc__)
@@ -425,8 +732,16 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     if options.key and options.key != build_key():
         parser.error(f"--key {options.key}: this olb ({Path(__file__).parent}) gives {build_key()}")
+    folder = options.out or extension_folder()
     started = time.perf_counter()
-    target = build(options.out or extension_folder())
+    try:
+        target = build(folder)
+    except (RuntimeError, CacheFolderError) as error:
+        print(f"python -m olb.kernels: {error}", file=sys.stderr)
+        return 1
+    if not options.key:  # run by hand: a retry
+        for marker in folder.parent.glob(f"{folder.name}.failed-*"):
+            marker.unlink(missing_ok=True)
     print(f"built {target} in {time.perf_counter() - started:.0f} s")
     return 0
 

@@ -59,13 +59,13 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
 from olb.data.dataset import Dataset
 from olb.feedback import TopKFeedback
 from olb.kernels import LOADING as KERNEL_LOADING
+from olb.kernels import count_numba_compiling
 from olb.kernels import mode as kernel_mode
 from olb.learners.params import FEATURE_SCALING
 from olb.metrics import METRICS, Metric
@@ -139,58 +139,22 @@ class Stopwatch:
     """
 
     def __init__(self) -> None:
-        self._depth = 0
-        self._locked = self._started = self._loading = (0.0, 0.0)
-        self.wall_s = self.cpu_s = self.compile_s = self._compile_cpu = 0.0
-        self._listener: Any = None  # numba's event listener (a class made where numba is imported)
-
-    def on_start(self, event) -> None:  # numba's compiler lock; nested lock events count once
-        if self._depth == 0:
-            self._locked = (time.perf_counter(), time.process_time())
-        self._depth += 1
-
-    def on_end(self, event) -> None:
-        self._depth -= 1
-        if self._depth == 0:
-            self.compile_s += time.perf_counter() - self._locked[0]
-            self._compile_cpu += time.process_time() - self._locked[1]
+        self._loading = self._started = (0.0, 0.0)
+        self.wall_s = self.cpu_s = self.compile_s = 0.0
 
     def __enter__(self) -> Stopwatch:
-        # numba is imported only where its JIT runs kernels (OLB_KERNELS=jit, or numba already loaded)
+        # numba's compiling is counted once numba is loaded (OLB_KERNELS=jit, or the JIT already running)
         if kernel_mode() == "jit" or "numba" in sys.modules:
-            self._listener = _compiler_lock_listener()(self)
-            self._listener.event.register("numba:compiler_lock", self._listener)
+            count_numba_compiling()
         self._loading = (KERNEL_LOADING[0], KERNEL_LOADING[1])
         self._started = (time.perf_counter(), time.process_time())
         return self
 
     def __exit__(self, *exc) -> None:
         wall, cpu = time.perf_counter() - self._started[0], time.process_time() - self._started[1]
-        if self._listener is not None:
-            self._listener.event.unregister("numba:compiler_lock", self._listener)
-        self.compile_s += KERNEL_LOADING[0] - self._loading[0]
-        self._compile_cpu += KERNEL_LOADING[1] - self._loading[1]
+        self.compile_s = KERNEL_LOADING[0] - self._loading[0]
         self.wall_s = max(0.0, wall - self.compile_s)
-        self.cpu_s = max(0.0, cpu - self._compile_cpu)
-
-
-@functools.cache
-def _compiler_lock_listener() -> type:
-    """A numba event listener passing numba's compiler-lock events to a :class:`Stopwatch` (numba imported only
-    where its JIT runs)."""
-    from numba.core import event
-
-    class CompilerLockListener(event.Listener):
-        def __init__(self, stopwatch: Stopwatch) -> None:
-            self.event, self.stopwatch = event, stopwatch
-
-        def on_start(self, numba_event) -> None:
-            self.stopwatch.on_start(numba_event)
-
-        def on_end(self, numba_event) -> None:
-            self.stopwatch.on_end(numba_event)
-
-    return CompilerLockListener
+        self.cpu_s = max(0.0, cpu - (KERNEL_LOADING[1] - self._loading[1]))
 
 
 def make_phases(dataset: Dataset, protocol: str, loops: int = 1, rng: np.random.Generator | None = None) -> list[Phase]:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from olb.cache import CacheFolderError, check_cache_folders
 from olb.data import DataError, Provenance, load_with_provenance
 
 if TYPE_CHECKING:
@@ -215,8 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, TypeError) as err:  # TypeError: a key given twice, a value of the wrong kind
         return _refuse(err)
     try:
+        check_cache_folders()  # every folder olb reads code or data from: the user's own, or refused
         result = run_cell(spec)
-    except (ValueError, DataError) as err:  # unknown names, bad values, unusable data
+    except (ValueError, DataError, CacheFolderError) as err:  # unknown names, bad values, unusable data or cache
         return _refuse(err)
     summary = {
         "cell": {k: v for k, v in asdict(spec).items() if v not in (None, {})},

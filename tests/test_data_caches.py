@@ -12,7 +12,14 @@ import warnings
 import numpy as np
 import pytest
 
-from olb.cache import CacheWarning, cache_dir, private_dir, use_private_numba_cache
+from olb.cache import (
+    CacheFolderError,
+    CacheWarning,
+    cache_dir,
+    check_cache_folders,
+    private_dir,
+    use_private_numba_cache,
+)
 from olb.data import (
     ChecksumMismatch,
     DataDirWarning,
@@ -196,11 +203,11 @@ def test_caches_are_user_only(emotions, tmp_path, monkeypatch):
     assert stat.S_IMODE(next((cache_dir() / "parsed").iterdir()).stat().st_mode) == 0o600
 
 
-def test_a_cache_folder_others_may_write_to_is_named(tmp_path):
+def test_a_cache_folder_others_may_write_to_is_refused(tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
-    with pytest.warns(CacheWarning, match=rf"cache folder {shared}: writable by other users"):
+    with pytest.raises(CacheFolderError, match=rf"cache folder {shared} is writable by other users.*chmod go-w"):
         private_dir(shared)
 
 
@@ -225,13 +232,14 @@ def test_numba_cache_is_user_only_where_the_package_is_read_only(numba_config, t
     assert stat.S_IMODE((cache_dir() / "numba").stat().st_mode) == 0o700
 
 
-def test_a_shared_writable_numba_cache_is_named(numba_config, tmp_path, monkeypatch):
+def test_a_shared_writable_numba_cache_is_refused(numba_config, tmp_path, monkeypatch):
     shared = tmp_path / "numba"
     shared.mkdir()
     shared.chmod(0o775)
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(shared))
-    with pytest.warns(CacheWarning, match=rf"NUMBA_CACHE_DIR={shared}: writable by other users.*run code as you"):
-        assert use_private_numba_cache(tmp_path) == str(shared)
+    assert use_private_numba_cache(tmp_path) == str(shared)
+    with pytest.raises(CacheFolderError, match=rf"NUMBA_CACHE_DIR {shared} is writable by other users"):
+        check_cache_folders()
 
 
 def own_registry(tmp_path, monkeypatch, **shape):

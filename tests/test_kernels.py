@@ -1,12 +1,14 @@
 """The compiled kernels ahead of time (olb.kernels): the same results as numba's JIT, no numba in a cell's process,
-argument checks, a verified cache, a bounded wait, and numba's JIT where the extension cannot be had."""
+argument checks, a verified cache, a lock safe on shared folders with a bounded wait, builds that leave nothing
+behind, and numba's JIT where the extension cannot be had (said once per machine, timed as compiling)."""
 
-import fcntl
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import pytest
 
 from olb import kernels
 from olb.cache import CacheWarning
-from olb.kernels import KernelBuildWarning, KernelModule
+from olb.kernels import BuildLock, KernelModule
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,11 +47,8 @@ print(json.dumps({"metrics": result.metrics, "curve": curve, "numba": "numba" in
 
 def _require_the_extension() -> None:
     """Skip unless this machine builds the extension (a C and C++ compiler: docs/speed.md)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        built = kernels._extension() is not None
-    if not built:
-        pytest.skip(f"the kernels' extension cannot be built here: {caught[-1].message if caught else 'unknown'}")
+    if kernels._extension() is None:
+        pytest.skip(f"the kernels' extension cannot be built here: {kernels.STATE['jit_because']}")
 
 
 def _run_cells(mode: str) -> list[dict]:
@@ -115,25 +114,115 @@ def test_an_altered_extension_is_not_loaded(tmp_path):
 def test_waiting_for_another_build_is_bounded(tmp_path, monkeypatch):
     monkeypatch.setattr(kernels, "LOCK_TIMEOUT_S", 0.5)
     folder = tmp_path / "key"
-    with open(folder.with_suffix(".lock"), "w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        with pytest.raises(RuntimeError, match=r"waited 0 s for another process's build .*key\.lock"):
-            kernels._build_locked(folder)
-
-
-def test_without_the_extension_numba_runs_the_kernels(tmp_path, monkeypatch):
-    not_a_folder = tmp_path / "file"
-    not_a_folder.write_text("")
-    monkeypatch.setenv("OLB_KERNELS_DIR", str(not_a_folder))
-    kernels._extension.cache_clear()
+    held = BuildLock(tmp_path / "key.lock")
+    assert held.take()  # this process, alive: never stale
     try:
-        with pytest.warns(KernelBuildWarning, match="could not be built or loaded .* running numba's JIT"):
-            functions = kernels.kernels("olb.learners.boosting.rounds")
+        with pytest.raises(RuntimeError, match=r"waited 0 s for another process's build .*key\.lock"):
+            kernels._built(folder)
     finally:
-        kernels._extension.cache_clear()
-    from olb.learners.boosting import rounds
+        held.release()
+    assert not (tmp_path / "key.lock").exists()
 
-    assert functions["hedge_index"] is rounds.hedge_index
+
+def test_the_lock_follows_no_link_and_breaks_a_dead_builds(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    lock_path = tmp_path / "key.lock"
+    lock_path.symlink_to(victim)
+    lock = BuildLock(lock_path)
+    assert not lock.take() and lock.stale() == "not a lock file olb wrote"
+    lock.break_stale()
+    assert lock.take() and victim.read_text() == "precious" and not lock_path.is_symlink()
+    assert lock.holder()["pid"] == os.getpid()
+    lock.release()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    lock_path.write_text(json.dumps({"host": socket.gethostname(), "pid": int(dead.stdout)}))
+    assert lock.stale() == f"its process {int(dead.stdout)} has ended"
+
+
+def test_an_unrefreshed_lock_is_stale_by_the_waiters_own_clock(tmp_path, monkeypatch):
+    lock_path = tmp_path / "key.lock"
+    lock_path.write_text(json.dumps({"host": "another-node", "pid": 1}))
+    lock = BuildLock(lock_path)
+    monkeypatch.setattr(kernels, "STALE_AFTER_S", 0.2)
+    assert lock.stale() is None  # first seen now
+    os.utime(lock_path, (1, 1))  # refreshed (its clock need not agree with this one)
+    assert lock.stale() is None
+    time.sleep(0.3)
+    assert lock.stale() == "not refreshed for 0 s"
+
+
+_FALLBACK_SCRIPT = """
+import json, sys
+from olb import kernels
+from olb.run import parse_cli, run_cell
+first, second = (run_cell(parse_cli(["algorithm=onlinebmr", "dataset=emotions", "num_learners=2"])) for _ in "12")
+print(json.dumps({"state": kernels.STATE, "first": [first.compile_s, first.stream.cpu_s], "second": second.compile_s}))
+"""
+
+
+def test_without_a_compiler_three_processes_say_it_once_and_run_the_jit(tmp_path):
+    env = {**os.environ, "CC": "olb-no-such-cc", "OLB_KERNELS_DIR": str(tmp_path / "kernels"), "PYTHONPATH": str(ROOT)}
+    env.pop("OLB_KERNELS", None)
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _FALLBACK_SCRIPT], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    outputs = [run.communicate(timeout=600) for run in runs]
+    assert all(run.returncode == 0 for run in runs), outputs
+    errors = "".join(error for _, error in outputs)
+    assert errors.count("olb: ") == 1, errors
+    assert "no C/C++ compiler (olb-no-such-cc not found): install one" in errors, errors
+    assert "build-essential" in errors and "OLB_KERNELS=jit" in errors and "conda" not in errors, errors
+    for out, _ in outputs:
+        result = json.loads(out.strip().splitlines()[-1])
+        assert "olb-no-such-cc not found" in result["state"]["jit_because"] and not result["state"]["built_s"]
+        # the first cell's numba (loading or compiling the kernels) is compile_s, not its CPU; the second has none
+        assert result["first"][0] > result["first"][1] and result["second"] == 0.0, result
+    assert not [path for path in (tmp_path / "kernels").iterdir() if ".failed-" not in path.name]
+
+
+def test_a_new_compiler_retries_a_remembered_failure(tmp_path, monkeypatch):
+    folder = tmp_path / "key"
+    monkeypatch.setenv("CC", "olb-no-such-cc")
+    with pytest.raises(kernels.KernelsUnavailable):
+        kernels._built(folder)
+    assert "olb-no-such-cc not found" in kernels._remembered_failure(folder)
+    monkeypatch.setenv("CC", "olb-another-cc")
+    assert kernels._remembered_failure(folder) is None
+
+
+@pytest.mark.e2e
+def test_a_build_leaves_only_its_folder(tmp_path):
+    """The session's build (through the lock, in a subprocess) left its folder, no lock, no temporary folders;
+    its compilers' temporary files went to a folder inside the build (here: none left in TMPDIR)."""
+    _require_the_extension()
+    folder = Path(sys.modules[kernels.EXTENSION].__file__).parent
+    assert sorted(path.name for path in folder.iterdir()) == sorted(
+        ["manifest.json", Path(sys.modules[kernels.EXTENSION].__file__).name]
+    )
+    assert [path.name for path in folder.parent.iterdir() if path.name.startswith((folder.name, "."))] == [folder.name]
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from olb.kernels import build; from pathlib import Path; import sys; build(Path(sys.argv[1]))",
+            str(tmp_path / "out" / "key"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not list(tmp.iterdir())
+    assert [path.name for path in (tmp_path / "out").iterdir()] == ["key"]
+    assert kernels._verified(tmp_path / "out" / "key") is not None
 
 
 def test_the_mode_is_checked(monkeypatch):

@@ -1,7 +1,8 @@
 """A two-node Ray cluster on one machine, started with slurm/ray_node.sh exactly as the batch script starts
 its nodes (without Slurm): a head on 127.0.0.2 and a worker on 127.0.0.3, one CPU each, different ports and
 temp dirs, with a fresh token (0600) as the batch script makes one. A grid runs across both nodes (every worker
-process records its Ray node through the grid's ``imports`` hook), a process without the token is refused by the
+process records its Ray node through the grid's ``imports`` hook), their compiled kernels built once in the one
+folder they share and loaded by the other node before the first cell, a process without the token is refused by the
 cluster (it cannot join it nor run anything there), a node that never joins is reported after the time-out, and stopping the nodes leaves no
 process behind (checked by session id and by the nodes' unique temp dirs, stopped by PID).
 """
@@ -23,6 +24,7 @@ import pytest
 from ray_probe import outsiders
 from support import local_cluster
 
+from olb import kernels
 from olb.grid.auth import private_dir, token_env, write_token
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,6 +66,7 @@ class TwoNodes:
         env["PYTHONPATH"] = os.pathsep.join([str(self.root / "pylib"), *filter(None, [env.get("PYTHONPATH")])])
         env["OLB_NODE_PROBE_DIR"] = str(self.root / "probe")
         env["OLB_PYTHON"] = sys.executable
+        env["OLB_KERNELS_DIR"] = str(self.root / "kernels")  # one folder both nodes share, empty: as a cold NFS home
         self.token = write_token(private_dir(self.root / "auth") / "token")
         env.update(token_env(self.token))  # what the nodes, the waiting helper and the driver need to join
         self.env = env
@@ -215,6 +218,11 @@ def test_grid_runs_across_both_nodes(cluster, tmp_path):
     assert {ip for _, ip in probes} == {HEAD_IP, WORKER_IP}, probes
     assert set(cells["node_ip"]) == {HEAD_IP, WORKER_IP}  # cells.csv says where each cell ran
     assert len({node for node, _ in probes}) == 2, probes
+    # the kernels: built once, by one node's warm-up, loaded by the other's, before any cell; no cell waited for it
+    ready = next(line for line in out.splitlines() if "olb.grid: kernels ready in" in line)
+    assert ready.count("built on") == 1 and ready.count("loaded on") == 1, ready
+    assert (cells["compile_s"] < 5.0).all(), cells["compile_s"]
+    assert [path.name for path in (cluster.root / "kernels").iterdir()] == [kernels.build_key()]
 
 
 def test_stopping_the_nodes_leaves_no_process(cluster):

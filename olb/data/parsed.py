@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from olb.cache import CacheWarning, cache_dir, private_cache
+from olb.cache import CacheWarning, checked_cache, private_cache
 from olb.data.dataset import Dataset
 from olb.data.provenance import Provenance
 
@@ -50,7 +50,7 @@ def parser_version() -> str:
 
 
 def parsed_path(name: str, fingerprint: str) -> Path:
-    return cache_dir() / "parsed" / f"{name}-{fingerprint}-{parser_version()}.npz"
+    return checked_cache("parsed") / f"{name}-{fingerprint}-{parser_version()}.npz"
 
 
 def read_parsed(source: Provenance) -> Dataset | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from olb.cache import check_cache_folders
 from olb.data import dataset_names
 from olb.grid.backends import choose_backend, make_backend
 from olb.grid.cost import planned_work
@@ -33,6 +34,7 @@ def plain_value(value):
 def prepare(cfg: DictConfig, download: bool = True) -> tuple[Plan, DataCheck]:
     """Plan the grid and check its data; every problem of both, or GridConfigError (nothing started yet).
     Without ``download`` (the dry run) a data set that would be downloaded is listed in ``to_download``, unread."""
+    check_cache_folders(GridConfigError)  # nothing is read from a refused cache, not even to check the data
     problems = Problems()
     plan = collect_plan(cfg, problems)
     datasets = (
