@@ -77,7 +77,7 @@ def free_port_base(span: int = 400, low: int = 20000, high: int = 30000) -> int:
     for _ in range(200):
         base = random.randrange(low, high - span, 10)
         try:
-            for off in (0, 1, 2, 3, 4, 5, 6, 7, 8, 50, 51, 52):
+            for off in (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 50, 51, 52):
                 with socket.socket() as s:
                     s.bind(("", base + off))
             return base

@@ -9,10 +9,17 @@
 # slurm/olb_grid.sbatch starts it once per node with `srun`; it also works without Slurm (the tests start a
 # two-node cluster on loopback with it):
 #
-#   slurm/ray_node.sh head   --port-base 23000 --node-ip 127.0.0.2 --num-cpus 1 --temp-dir /tmp/olbray-h \
-#                            --token-file ~/olb-ray/token
+#   slurm/ray_node.sh head   --port-base 23000 --node-ip 127.0.0.2 --num-cpus 1 --token-file ~/olb-ray/token
 #   slurm/ray_node.sh worker --port-base 23400 --node-ip 127.0.0.3 --head 127.0.0.2:23000 --num-cpus 1 \
-#                            --temp-dir /tmp/olbray-w --token-file ~/olb-ray/token
+#                            --token-file ~/olb-ray/token
+#
+# Ray's temp dir (sockets, session files, logs) is a fresh folder only the user can enter: by default
+# `mktemp -d $OLB_RAY_TMPDIR/olbray.XXXXXX` (OLB_RAY_TMPDIR: /tmp). --temp-dir DIR chooses it: a DIR that does not
+# exist is created (0700); one that exists must be the user's own and writable by nobody else (else it is refused,
+# exit 2) and the fresh folder is made inside it. Ray makes its own folder and its session folders open to everyone
+# (0777): they go in `ray/` below the private folder, where nobody else reaches them. The folder this script made
+# is removed when the node stops.
+# Ray's metrics export (Prometheus, it answers without the token) is off: RAY_enable_metrics_collection=0.
 #
 # Options: --num-cpus (default: SLURM_CPUS_PER_TASK, else SLURM_CPUS_ON_NODE), --pid-file FILE (the session id
 # of the node's Ray processes), --python (default: $OLB_PYTHON), --oom-retries N (head: how often a task killed
@@ -63,10 +70,38 @@ if [ -z "$num_cpus" ]; then
   [ -n "$num_cpus" ] || die "--num-cpus not given and neither SLURM_CPUS_PER_TASK nor SLURM_CPUS_ON_NODE is set"
 fi
 [[ "$num_cpus" =~ ^[0-9]+$ ]] && [ "$num_cpus" -ge 1 ] || die "--num-cpus must be a positive integer, got '$num_cpus'"
-[ -n "$temp_dir" ] || die "--temp-dir is required"
-case "$temp_dir" in /*) ;; *) die "--temp-dir must be an absolute path, got '$temp_dir'" ;; esac
+# Why others could change what is in the folder $1 (nothing printed: they cannot). With "parent", a sticky folder
+# of root's or one's own (/tmp) is fine too: nobody else can rename or remove what one makes in it.
+folder_problem() {
+  local dir="$1" uid mode
+  [ -L "$dir" ] && { echo "is a symbolic link"; return; }
+  [ -d "$dir" ] || { echo "is not a directory"; return; }
+  uid="$(stat -c %u "$dir")" mode="$(stat -c %a "$dir")"
+  if [ "$uid" != "$(id -u)" ] && ! { [ "${2:-}" = parent ] && [ "$uid" = 0 ]; }; then
+    echo "is owned by uid $uid, not by you (uid $(id -u))"; return
+  fi
+  [ "${2:-}" = parent ] && [ $(( 8#$mode & 8#1000 )) -ne 0 ] && return
+  [ $(( 8#$mode & 8#022 )) -eq 0 ] || echo "is writable by other users (mode $mode)"
+}
 # Ray puts Unix sockets at <temp-dir>/session_<date>_<pid>/sockets/plasma_store; Linux caps socket paths at 107 bytes.
-[ "${#temp_dir}" -le 48 ] || die "--temp-dir '$temp_dir' is longer than 48 characters; Ray's socket paths would exceed the Unix limit"
+short_enough() {
+  [ "${#1}" -le 48 ] || die "Ray's temp dir '$1' is longer than 48 characters: its socket paths would exceed the Unix limit; $2"
+}
+if [ -z "$temp_dir" ]; then
+  temp_parent="${OLB_RAY_TMPDIR:-/tmp}" temp_template="${OLB_RAY_TMPDIR:-/tmp}/olbray.XXXXXX"
+  short_enough "$temp_template/ray" "set OLB_RAY_TMPDIR=/tmp"
+elif [ -e "$temp_dir" ] || [ -L "$temp_dir" ]; then
+  problem="$(folder_problem "$temp_dir")"
+  [ -z "$problem" ] || die "--temp-dir '$temp_dir' $problem: others could change Ray's sockets and logs there; remove it or name a folder that does not exist yet"
+  temp_parent="$temp_dir" temp_template="$temp_dir/r.XXXXXX"
+  short_enough "$temp_template/ray" "pass a shorter --temp-dir"
+else
+  temp_parent="$(dirname "$temp_dir")" temp_template=""
+  short_enough "$temp_dir/ray" "pass a shorter --temp-dir"
+fi
+case "$temp_parent" in /*) ;; *) die "--temp-dir and OLB_RAY_TMPDIR must be absolute paths, got '$temp_parent'" ;; esac
+problem="$(folder_problem "$temp_parent" parent)"
+[ -z "$problem" ] || die "'$temp_parent', the folder of Ray's temp dir, $problem; choose another (--temp-dir, OLB_RAY_TMPDIR)"
 [ "$role" = head ] || [ -n "$head_addr" ] || die "a worker needs --head IP:PORT"
 [[ "$oom_retries" =~ ^[0-9]+$ ]] || die "--oom-retries must be a number >= 0, got '$oom_retries'"
 [ -n "$token_file" ] || die "--token-file is required (or RAY_AUTH_TOKEN_PATH); make one with: python -m olb.grid.auth new-token FILE"
@@ -79,21 +114,24 @@ case "$token_file" in /*) ;; *) token_file="$PWD/$token_file" ;; esac
 ray_bin="$(dirname "$python")/ray"
 if [ -x "$ray_bin" ]; then ray_cmd=("$ray_bin"); else ray_cmd=("$python" -m ray.scripts.scripts); fi
 
-# Port layout (offsets from the base): 0 GCS, 1 Ray Client (with ray[client]), 2 dashboard (these three on the
-# head only), 3 node manager, 4 object manager, 5 dashboard agent gRPC, 6 dashboard agent HTTP, 7 metrics export,
-# 8 runtime-env agent, 50..399 worker processes.
+# Port layout (offsets from the base): 0 GCS, 1 Ray Client (with ray[client]), 2 dashboard, 9 autoscaler metrics,
+# 10 dashboard metrics (these five on the head only), 3 node manager, 4 object manager, 5 dashboard agent gRPC,
+# 6 dashboard agent HTTP, 7 metrics export (off), 8 runtime-env agent, 50..399 worker processes.
 p() { echo $((port_base + $1)); }
 port_is_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 for off in 3 4 5 6 7 8; do
   port_is_free "$(p $off)" || die "port $(p $off) on $host is already in use; pick another OLB_RAY_PORT_BASE"
 done
 if [ "$role" = head ]; then
-  for off in 0 1 2; do
+  for off in 0 1 2 9 10; do
     port_is_free "$(p $off)" || die "port $(p $off) on $host is already in use; pick another OLB_RAY_PORT_BASE"
   done
 fi
 
 export RAY_USAGE_STATS_ENABLED=0 RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH="$token_file"
+# Ray's Prometheus servers answer without the token: the node's metrics export is off; the head's autoscaler and
+# dashboard metrics servers (Ray starts them regardless) get ports of the node's range, not Ray's fixed 44217, 44227.
+export RAY_enable_metrics_collection=0 AUTOSCALER_METRIC_PORT="$(p 9)" DASHBOARD_METRIC_PORT="$(p 10)"
 unset RAY_AUTH_TOKEN  # it would win over the file
 # Ray's own switch for a one-machine Ray: 127.0.0.1 is the node's address (not rewritten to the host's) and
 # every server binds it.
@@ -102,7 +140,14 @@ unset RAY_AUTH_TOKEN  # it would win over the file
 export RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="${RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S:-0}"
 unset RAY_ADDRESS
 
-args=(start --block --disable-usage-stats --temp-dir="$temp_dir" --num-cpus="$num_cpus"
+# The node's private folder is made here (0700), this node's alone, removed when it stops; Ray's below it.
+if [ -n "$temp_template" ]; then
+  temp_dir="$(mktemp -d "$temp_template")" || die "cannot create a folder in '$temp_parent'"
+else
+  mkdir -m 700 "$temp_dir" || die "cannot create --temp-dir '$temp_dir'"
+fi
+ray_dir="$temp_dir/ray"
+args=(start --block --disable-usage-stats --temp-dir="$ray_dir" --num-cpus="$num_cpus"
       --node-manager-port="$(p 3)" --object-manager-port="$(p 4)"
       --dashboard-agent-grpc-port="$(p 5)" --dashboard-agent-listen-port="$(p 6)"
       --metrics-export-port="$(p 7)" --runtime-env-agent-port="$(p 8)"
@@ -117,11 +162,6 @@ else
   args+=(--address="$head_addr")
 fi
 
-created_temp=0
-if [ ! -e "$temp_dir" ]; then
-  mkdir -p "$temp_dir" || die "cannot create --temp-dir '$temp_dir'"
-  created_temp=1
-fi
 echo "$PROG: $(date '+%F %T') starting Ray $role on $host: ${num_cpus} CPUs, ports $(p 0)..$(p 399), temp dir $temp_dir"
 
 ray_pid=""
@@ -139,7 +179,7 @@ start_time() { local rest; read -r rest 2>/dev/null <"/proc/$1/stat" || return 1
 # The janitor outlives this script: when Slurm cancels a job it may SIGKILL this script while Ray is still
 # stopping, and a Ray worker the raylet spawned at that moment would be left behind (reparented to init, out
 # of Slurm's reach with proctrack/linuxproc). Detached, it waits for `ray start` to end, gives the session 10 s
-# to empty, SIGKILLs what remains of it, removes the temp dir (if this script created it) and exits.
+# to empty, SIGKILLs what remains of it, removes the temp dir and exits.
 janitor() {
   local sid="$1" t0 left i
   trap '' TERM INT HUP USR1 PIPE
@@ -156,7 +196,7 @@ janitor() {
     kill -KILL $left 2>/dev/null
     sleep 0.5
   done
-  if [ "$created_temp" = 1 ] && [ "${OLB_KEEP_RAY_TMP:-0}" != 1 ] && [ -d "$temp_dir" ]; then
+  if [ "${OLB_KEEP_RAY_TMP:-0}" != 1 ] && [ -d "$temp_dir" ]; then
     rm -rf "$temp_dir"
   fi
 }
@@ -183,13 +223,14 @@ stop_ray() {
   fi
   left="$(session_pids "$ray_pid" | tr '\n' ' ')"
   [ -z "${left// /}" ] || echo "$PROG: warning: processes still alive after SIGKILL: $left" >&2
-  local logs="$temp_dir/session_latest/logs"  # Ray's link to its session; the newest session when it is missing
-  [ -d "$logs" ] || logs="$(ls -d "$temp_dir"/session_2*/logs 2>/dev/null | tail -n 1)"
+  local logs="$ray_dir/session_latest/logs"  # Ray's link to its session; the newest session when it is missing
+  [ -d "$logs" ] || logs="$(ls -d "$ray_dir"/session_2*/logs 2>/dev/null | tail -n 1)"
   if [ -n "$log_dir" ] && [ -n "$logs" ] && [ -d "$logs" ]; then
-    mkdir -p "$log_dir/$host" && cp -rL "$logs/." "$log_dir/$host/" 2>/dev/null
+    # -P: a link in the logs is copied as a link, never the file it points to
+    mkdir -p "$log_dir/$host" && cp -rP "$logs/." "$log_dir/$host/" 2>/dev/null
     echo "$PROG: Ray logs kept in $log_dir/$host"
   fi
-  if [ "$created_temp" = 1 ] && [ "${OLB_KEEP_RAY_TMP:-0}" != 1 ] && [ -d "$temp_dir" ]; then
+  if [ "${OLB_KEEP_RAY_TMP:-0}" != 1 ] && [ -d "$temp_dir" ]; then
     rm -rf "$temp_dir" && echo "$PROG: removed $temp_dir (OLB_KEEP_RAY_TMP=1 keeps it)"
   fi
   echo "$PROG: $(date '+%F %T') Ray $role on $host stopped"

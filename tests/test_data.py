@@ -11,7 +11,7 @@ from scipy.stats import rankdata
 
 from olb.data import ChecksumMismatch, dataset_names, dataset_spec, load_dataset, make_multilabel_stream
 from olb.data.arff import read_label_xml
-from olb.data.files import EMBEDDED_DIR
+from olb.data.files import EMBEDDED_DIR, read_file
 
 slow = pytest.mark.slow
 
@@ -127,7 +127,7 @@ def test_multiclass_shapes(load, name):
 @pytest.mark.parametrize("name", ["yeast", "enron"])
 def test_labels_are_matched_by_name_in_xml_order(load, data_dir, name):
     ds = load(name)
-    xml_order = read_label_xml(data_dir / dataset_spec(name).files["labels"].path)
+    xml_order = read_label_xml(read_file(data_dir / dataset_spec(name).files["labels"].path))
     with open(data_dir / dataset_spec(name).files["train"].path) as fh:
         raw = arff.load(fh, encode_nominal=True, return_type=arff.DENSE)
     arff_order = [attribute for attribute, _ in raw["attributes"]][-len(xml_order) :]
@@ -261,9 +261,9 @@ def test_declared_splits_reorder_rows_and_keep_every_row(load, data_dir):
     spec = dataset_spec("cal500")
     order = np.random.default_rng(0).permutation(502)
     from olb.data.arff import load_mulan
-    from olb.data.files import locate
+    from olb.data.files import locate, read_files
 
-    file_order = load_mulan(spec, locate(spec, data_dir))
+    file_order = load_mulan(spec, read_files(locate(spec, data_dir)))
     np.testing.assert_array_equal(cal500.X, file_order.X[order])
     np.testing.assert_array_equal(cal500.Y, file_order.Y[order])
 

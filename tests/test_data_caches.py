@@ -2,6 +2,7 @@
 arrays verified when read, private cache folders; and the inputs refused before they are cached (config
 mismatches, incomplete or missing data dirs, unverifiable downloads)."""
 
+import hashlib
 import importlib
 import os
 import shutil
@@ -337,3 +338,78 @@ def test_a_same_size_edit_keeping_mtime_is_caught_by_the_next_process(emotions, 
     assert refused.returncode == 1 and "ChecksumMismatch" in refused.stderr and "emotions-train.arff" in refused.stderr
     edit_keeping_size_and_mtime(train_file(emotions), EDITED_VALUE, FIRST_VALUE)
     assert load().stdout.strip() == "0.034741"
+
+
+def swap_in(path, content: bytes):
+    """Replace ``path`` by a new file holding ``content`` (a rename, as another writer would)."""
+    fresh = path.with_name(path.name + ".new")
+    fresh.write_bytes(content)
+    os.replace(fresh, path)
+
+
+@pytest.mark.parametrize("seam", ["after the hash", "after the read"])
+def test_a_file_swapped_between_hash_and_parse_is_stored_under_its_own_hash(emotions, monkeypatch, seam):
+    """The file is swapped after its hash, before it is read to be parsed (or after that read, before the
+    parse): the arrays stored are those of the bytes their fingerprint hashes, and a later load of either
+    version reads that version's values."""
+    import olb.data
+
+    path = train_file(emotions)
+    original = path.read_bytes()
+    edited = original.replace(FIRST_VALUE, EDITED_VALUE, 1)
+    read_files = olb.data.read_files
+
+    def swapping(paths):
+        if seam == "after the hash":
+            swap_in(path, edited)
+        files = read_files(paths)
+        if seam == "after the read":
+            swap_in(path, edited)
+        return files
+
+    monkeypatch.setattr(olb.data, "read_files", swapping)
+    dataset, source = load_with_provenance("emotions", emotions, verify_checksums=False)
+    parsed = edited if seam == "after the hash" else original
+    assert source.hashes["train"] == hashlib.sha256(parsed).hexdigest()
+    assert dataset.X[0, 0] == (0.934741 if parsed is edited else 0.034741)
+    monkeypatch.setattr(olb.data, "read_files", read_files)
+    for content, value in ((original, 0.034741), (edited, 0.934741)):  # each version reads its own values
+        swap_in(path, content)
+        monkeypatch.setattr(provenance_module, "_hashed_here", {})  # a fresh process
+        assert load_dataset("emotions", emotions, verify_checksums=False).X[0, 0] == value
+
+
+def test_a_file_swapped_after_a_verified_hash_is_refused(emotions, monkeypatch):
+    """The swapped bytes are verified too: with checksums on, an edit slipped in after the hash is refused,
+    and nothing is stored under the verified fingerprint."""
+    import olb.data
+
+    path = train_file(emotions)
+    original = path.read_bytes()
+    read_files = olb.data.read_files
+
+    def swapping(paths):
+        swap_in(path, original.replace(FIRST_VALUE, EDITED_VALUE, 1))
+        return read_files(paths)
+
+    monkeypatch.setattr(olb.data, "read_files", swapping)
+    with pytest.raises(ChecksumMismatch, match=r"emotions-train\.arff: sha256 \w+, expected bbe704"):
+        load_dataset("emotions", emotions)
+    assert not list((cache_dir() / "parsed").glob("emotions-*"))
+
+
+def test_a_link_in_the_cache_is_not_followed(tmp_path, monkeypatch):
+    """A cached file replaced by a link (to a file of the registered content, elsewhere) is refused, never read."""
+    from olb.data import DataError
+    from olb.data.files import read_file
+
+    outside = tmp_path / "elsewhere.arff"
+    shutil.copy2(EMBEDDED_DIR / "emotions-train.arff", outside)
+    cached = cache_dir() / "emotions" / "emotions-train.arff"
+    cached.parent.mkdir(parents=True)
+    cached.symlink_to(outside)
+    with pytest.raises(DataError, match=rf"{cached} is a link \(to {outside}\); olb reads no link in its cache"):
+        read_file(cached)
+    with pytest.raises(DataError, match="is a link"):
+        provenance_module.file_sha256(cached)
+    assert read_file(outside).content == outside.read_bytes()  # outside the cache a link is the user's own

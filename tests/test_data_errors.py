@@ -3,6 +3,7 @@
 import functools
 import hashlib
 import http.server
+import re
 import socket
 import threading
 
@@ -363,3 +364,44 @@ def test_a_file_shared_with_another_data_set_is_no_partial_copy(registry):
     (data / "tiny" / "train.arff").unlink()
     with pytest.raises(IncompleteDataDir, match=r"holds only part of data set 'tiny': .*train\.arff missing"):
         load_dataset("tiny", data)
+
+
+@pytest.mark.parametrize(
+    "path, problem",
+    [
+        ("../../outside/train.arff", "not normalised"),
+        ("tiny/../../../outside/train.arff", "not normalised"),
+        ("/tmp/outside/train.arff", "absolute"),
+        ("./tiny/train.arff", "not normalised"),
+        ("tiny//train.arff", "not normalised"),
+    ],
+)
+def test_a_file_path_leaving_the_data_dir_is_refused_naming_the_config(registry, http_server, tmp_path, path, problem):
+    """Refused when the entry is read, naming the config file and the key: nothing read, downloaded or created."""
+    root, base, requests = http_server
+    (root / "train.arff").write_text(TRAIN)
+    remote_tiny(registry, base)
+    entry_file = tmp_path / "conf" / "dataset" / "tiny.yaml"
+    entry = yaml.safe_load(entry_file.read_text())
+    entry["files"]["train"]["path"] = path
+    entry_file.write_text(yaml.safe_dump(entry))
+    with pytest.raises(DataFormatError, match=rf"{entry_file}: files\.train\.path: '{re.escape(path)}' is {problem}"):
+        load_dataset("tiny")
+    assert requests == [] and not (tmp_path / "outside").exists()
+
+
+def test_a_download_does_not_follow_a_link_out_of_the_cache(registry, http_server, tmp_path):
+    """A folder of the cache replaced by a link elsewhere: the download is refused before any request."""
+    from olb.cache import cache_dir
+
+    root, base, requests = http_server
+    for name, text in (("train.arff", TRAIN), ("test.arff", TEST), ("tiny.xml", XML)):
+        (root / name).write_text(text)
+    remote_tiny(registry, base)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    (cache_dir() / "tiny").symlink_to(outside)
+    with pytest.raises(DownloadError, match=rf"{cache_dir() / 'tiny'} is a link \(to {outside}\): a download stays"):
+        load_dataset("tiny")
+    assert requests == [] and list(outside.iterdir()) == []

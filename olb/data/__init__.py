@@ -1,8 +1,8 @@
 """Benchmark data sets: the registry (``conf/dataset/*.yaml``), the loaders and synthetic streams.
 
 ``load_dataset(name)`` finds the files (``olb.data.files``), verifies them against the registered sha256
-(``olb.data.provenance``), and reads the parsed arrays from the cache (``olb.data.parsed``) or parses them with
-the loader of the entry's ``format``, checks the result against the entry's ``shape`` and applies a declared
+(``olb.data.provenance``), and reads the parsed arrays from the cache (``olb.data.parsed``) or reads the files
+into memory, hashes those bytes (verified again) and parses them with the loader of the entry's ``format``, checks the result against the entry's ``shape`` and applies a declared
 split (``olb.data.splits``). Loaders (pandas, liac-arff, scipy) are imported only when used. See ``docs/data.md``.
 """
 
@@ -21,7 +21,7 @@ from olb.data.errors import (
     IncompleteDataDir,
     UnknownDatasetError,
 )
-from olb.data.files import DataDirs, locate
+from olb.data.files import DataDirs, locate, read_files
 from olb.data.provenance import ChecksumMismatch, Provenance, provenance
 from olb.data.registry import DatasetSpec, dataset_names, dataset_spec
 from olb.data.splits import SplitSpec, apply_split
@@ -98,7 +98,11 @@ def load_with_provenance(
     cached = read_parsed(source)
     if cached is not None:  # the registry entry may have changed since: checked again
         return spec.check(cached, paths), source
-    dataset = spec.check(loader(spec, paths), paths)
+    # Parsed from bytes read once and fingerprinted from those same bytes: the file may have changed since it
+    # was hashed above, the arrays are stored under the hash of what they were parsed from.
+    files = read_files(paths)
+    source = provenance(spec, paths, verify_checksums, {role: file.sha256 for role, file in files.items()})
+    dataset = spec.check(loader(spec, files), paths)
     if spec.split is not None:
         dataset = apply_split(dataset, spec.split)
     write_parsed(dataset, source)

@@ -12,7 +12,6 @@ import re
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import cast
 
 import arff as liac_arff
@@ -21,6 +20,7 @@ from scipy import sparse
 
 from olb.data.dataset import Dataset
 from olb.data.errors import DataFormatError
+from olb.data.files import DataFile
 from olb.data.registry import DatasetSpec
 
 # A trailing "%" comment on the relation line (MEKA's slashdot: "@relation '...' %50"); liac-arff rejects it.
@@ -41,10 +41,10 @@ class ArffTable:
     lines: np.ndarray
 
 
-def read_arff(path: Path) -> ArffTable:
+def read_arff(path: DataFile) -> ArffTable:
     """Parse a dense or sparse ARFF file; `DataFormatError` (with file and line) if it is malformed."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = path.binary().read().decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:
         raise DataFormatError(f"{path}: not UTF-8 text ({exc})") from None
     start = next((i for i, line in enumerate(lines) if line.strip().upper().startswith("@DATA")), len(lines))
@@ -74,10 +74,10 @@ def read_arff(path: Path) -> ArffTable:
     return ArffTable(decoded["relation"], names, categories, values, row_lines)
 
 
-def read_label_xml(path: Path) -> tuple[str, ...]:
+def read_label_xml(path: DataFile) -> tuple[str, ...]:
     """The label names of a MULAN label XML file, in file order (nested labels included)."""
     try:
-        root = ElementTree.parse(path).getroot()
+        root = ElementTree.parse(path.binary()).getroot()
     except ElementTree.ParseError as exc:
         raise DataFormatError(f"{path}: malformed label XML: {exc}") from None
     names = tuple(node.get("name") for node in root.iter() if node.tag.rsplit("}", 1)[-1] == "label")
@@ -86,11 +86,11 @@ def read_label_xml(path: Path) -> tuple[str, ...]:
     return cast(tuple[str, ...], names)  # no None among them (refused above)
 
 
-def load_mulan(spec: DatasetSpec, paths: dict[str, Path]) -> Dataset:
+def load_mulan(spec: DatasetSpec, paths: dict[str, DataFile]) -> Dataset:
     """A MULAN data set: the labels are the last attributes, named (in the returned order) by the XML."""
     labels = read_label_xml(paths["labels"])
 
-    def label_columns(table: ArffTable, path: Path) -> list[int]:
+    def label_columns(table: ArffTable, path: DataFile) -> list[int]:
         last = table.names[len(table.names) - len(labels) :]
         if set(last) != set(labels):
             missing, extra = _few(set(labels) - set(last)), _few(set(last) - set(labels))
@@ -104,11 +104,11 @@ def load_mulan(spec: DatasetSpec, paths: dict[str, Path]) -> Dataset:
     return _assemble(spec, paths, label_columns)
 
 
-def load_meka(spec: DatasetSpec, paths: dict[str, Path]) -> Dataset:
+def load_meka(spec: DatasetSpec, paths: dict[str, DataFile]) -> Dataset:
     """A MEKA data set: the labels are the first ``target.first`` attributes (checked against ``-C``)."""
     n_labels = spec.options["target"]["first"]
 
-    def label_columns(table: ArffTable, path: Path) -> list[int]:
+    def label_columns(table: ArffTable, path: DataFile) -> list[int]:
         declared = _MEKA_LABEL_COUNT.search(table.relation)
         if declared and int(declared.group(1)) != n_labels:
             raise DataFormatError(
@@ -120,7 +120,7 @@ def load_meka(spec: DatasetSpec, paths: dict[str, Path]) -> Dataset:
 
 
 def _assemble(
-    spec: DatasetSpec, paths: dict[str, Path], label_columns: Callable[[ArffTable, Path], list[int]]
+    spec: DatasetSpec, paths: dict[str, DataFile], label_columns: Callable[[ArffTable, DataFile], list[int]]
 ) -> Dataset:
     """Read the train and test (or data) files, check they agree, split features from labels."""
     tables = {role: read_arff(paths[role]) for role in spec.parts}
@@ -155,7 +155,7 @@ def _feature_matrix(parts: list, features: np.ndarray):
     return X
 
 
-def _label_matrix(table: ArffTable, columns: np.ndarray, path: Path) -> np.ndarray:
+def _label_matrix(table: ArffTable, columns: np.ndarray, path: DataFile) -> np.ndarray:
     Y = table.values[:, columns]
     if not isinstance(Y, np.ndarray):  # a sparse table's
         Y = Y.toarray()
@@ -180,7 +180,7 @@ def _label_matrix(table: ArffTable, columns: np.ndarray, path: Path) -> np.ndarr
     return Y.astype(np.int8)
 
 
-def _refuse_nonfinite(path: Path, rows: list, values, names: tuple[str, ...], lines: np.ndarray) -> None:
+def _refuse_nonfinite(path: DataFile, rows: list, values, names: tuple[str, ...], lines: np.ndarray) -> None:
     """`DataFormatError` naming the infinite and NaN values of the file (its missing values, ``?``, excepted)."""
     if sparse.issparse(values):
         positions = np.flatnonzero(~np.isfinite(values.data))

@@ -6,17 +6,26 @@ holds only some is an error); the copy embedded in the package (emotions only); 
 (``$OLB_CACHE_DIR``, else ``~/.cache/olb``), filled from each file's URL and checked against its registered
 sha256 (a file without one is downloaded only with ``verify_checksums=False``; pooch is imported only to
 download).
+
+A file is read once into memory (`read_files`): its sha256 is taken from those bytes and the loaders parse those
+same bytes, so a file changed while it is read can never leave arrays of one version under the hash of another.
+Files in the cache are opened without following a link (``O_NOFOLLOW``); a registered path is relative and stays
+inside its data dir or the cache (``olb.data.registry`` refuses any other).
 """
 
 from __future__ import annotations
 
 import bz2
+import errno
+import functools
 import gzip
+import hashlib
+import io
 import os
 import warnings
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, TextIO
+from typing import BinaryIO, TextIO, cast
 
 from olb.cache import cache_dir, private_cache
 from olb.data.errors import DataDirWarning, DataError, DatasetUnavailable, DownloadError, IncompleteDataDir
@@ -105,11 +114,65 @@ def _shared(paths: set[str], name: str) -> bool:
     return paths <= others
 
 
-def open_text(path: Path) -> TextIO:
-    """Open a text file for reading, decompressing ``.gz`` and ``.bz2`` files on the fly."""
-    openers: dict[str, Callable[..., Any]] = {".gz": gzip.open, ".bz2": bz2.open}
-    opener = openers.get(path.suffix, open)
-    return opener(path, "rt", encoding="utf-8", newline="")
+@dataclass(frozen=True)
+class DataFile:
+    """A data file's bytes as read once (``path``: where from, named in every message): what is hashed is what
+    the loaders parse."""
+
+    path: Path
+    content: bytes
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    @functools.cached_property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.content).hexdigest()
+
+    def binary(self) -> BinaryIO:
+        """The bytes as a file, decompressed on the fly for ``.gz`` and ``.bz2`` files."""
+        raw = io.BytesIO(self.content)
+        if self.path.suffix == ".gz":
+            return cast(BinaryIO, gzip.GzipFile(fileobj=raw))
+        if self.path.suffix == ".bz2":
+            return cast(BinaryIO, bz2.BZ2File(raw))
+        return raw
+
+    def text(self) -> TextIO:
+        """The (decompressed) bytes as UTF-8 text, line ends as they are."""
+        return io.TextIOWrapper(self.binary(), encoding="utf-8", newline="")
+
+
+def open_data(path: Path) -> int:
+    """A read-only descriptor of the data file ``path``; a file in the cache is opened without following a link
+    (``O_NOFOLLOW``: a link planted there is refused with a `DataError` naming it, never read)."""
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+    in_cache = _in_cache(path)
+    if in_cache:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        return os.open(path, flags)
+    except OSError as exc:
+        if in_cache and exc.errno == errno.ELOOP:
+            raise DataError(
+                f"{path} is a link (to {os.readlink(path)}); olb reads no link in its cache: remove it"
+            ) from None
+        raise
+
+
+def read_file(path: Path) -> DataFile:
+    """The whole file ``path`` read into memory (`open_data`)."""
+    with os.fdopen(open_data(path), "rb") as fh:
+        return DataFile(Path(path), fh.read())
+
+
+def read_files(paths: dict[str, Path]) -> dict[str, DataFile]:
+    """Every file of a data set (by role) read into memory, each once."""
+    return {role: read_file(path) for role, path in paths.items()}
+
+
+def _in_cache(path: Path) -> bool:
+    return Path(os.path.abspath(path)).is_relative_to(os.path.abspath(cache_dir()))
 
 
 def _download(spec: DatasetSpec, file: FileSpec, roots: list[Path]) -> Path:
@@ -117,19 +180,33 @@ def _download(spec: DatasetSpec, file: FileSpec, roots: list[Path]) -> Path:
 
     from olb.data.provenance import file_sha256
 
-    target = cache_dir() / file.path
+    relative = PurePosixPath(file.path)  # relative, without "..": checked when the registry entry was read
+    target = cache_dir().joinpath(*relative.parts)
     known_hash = f"sha256:{file.sha256}" if file.sha256 else None
     stale = ""
-    if target.is_file() and file.sha256 and (found := file_sha256(target)) != file.sha256:
-        stale = f"the cached file {target} has sha256 {found}, expected {file.sha256}; "
     try:
-        private_cache()
-        pooch.retrieve(file.url, known_hash, fname=target.name, path=target.parent, progressbar=False)
+        _refuse_links(relative.parent)
+        folder = private_cache(*relative.parent.parts)  # the missing levels made user-only
+        if target.is_file() and file.sha256 and (found := file_sha256(target)) != file.sha256:
+            stale = f"the cached file {target} has sha256 {found}, expected {file.sha256}; "
+        pooch.retrieve(file.url, known_hash, fname=target.name, path=folder, progressbar=False)
     except (OSError, ValueError) as exc:  # requests' errors are OSErrors; pooch's checksum mismatch a ValueError
         raise DownloadError(
             f"{stale}could not download {file.url} to {target}: {exc}. {_where_to_put(spec, roots)}"
         ) from exc
     return target
+
+
+def _refuse_links(relative: PurePosixPath) -> None:
+    """`DownloadError` if a level of ``<cache dir>/<relative>`` is a link (a download would land outside)."""
+    level = cache_dir()
+    for part in relative.parts:
+        level = level / part
+        if level.is_symlink():
+            raise DownloadError(
+                f"{level} is a link (to {os.readlink(level)}): a download stays inside the cache {cache_dir()}; "
+                "remove the link"
+            )
 
 
 def _where_to_put(spec: DatasetSpec, roots: list[Path]) -> str:

@@ -8,25 +8,23 @@ rcv1v2 dense would need about 300 GB.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 from scipy import sparse
 
 from olb.data.dataset import Dataset
 from olb.data.errors import DataFormatError
-from olb.data.files import open_text
+from olb.data.files import DataFile
 from olb.data.registry import DatasetSpec
 
 
-def read_libsvm(path: Path, n_features: int) -> tuple[sparse.csr_array, list[list[int]]]:
+def read_libsvm(path: DataFile, n_features: int) -> tuple[sparse.csr_array, list[list[int]]]:
     """The features (n, n_features) as a CSR array and the label list of each line."""
     rows: list[int] = []
     columns: list[int] = []
     cells_read: list[float] = []
     label_lists: list[list[int]] = []
     line_numbers: list[int] = []
-    with open_text(path) as fh:
+    with path.text() as fh:
         for line_number, line in enumerate(fh, 1):
             line = line.split("#", 1)[0].strip()
             if not line:
@@ -63,7 +61,7 @@ def read_libsvm(path: Path, n_features: int) -> tuple[sparse.csr_array, list[lis
     return X, label_lists
 
 
-def load_libsvm(spec: DatasetSpec, paths: dict[str, Path]) -> Dataset:
+def load_libsvm(spec: DatasetSpec, paths: dict[str, DataFile]) -> Dataset:
     """A multi-label data set from one LIBSVM file, or from a train and a test file."""
     parts = [read_libsvm(paths[role], spec.shape.n_features) for role in spec.parts]
     label_lists = [labels for _, lists in parts for labels in lists]

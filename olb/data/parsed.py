@@ -25,6 +25,7 @@ import numpy as np
 
 from olb.cache import CacheWarning, checked_cache, private_cache
 from olb.data.dataset import Dataset
+from olb.data.files import open_data
 from olb.data.provenance import Provenance
 
 # The modules whose code decides the parsed arrays: a change to any of them makes earlier caches unused.
@@ -60,7 +61,7 @@ def read_parsed(source: Provenance) -> Dataset | None:
     if not path.is_file():
         return None
     try:
-        with path.open("rb") as fh, np.load(fh, allow_pickle=False) as npz:
+        with os.fdopen(open_data(path), "rb") as fh, np.load(fh, allow_pickle=False) as npz:
             arrays = {key: npz[key] for key in npz.files}
         problem = _problem(arrays, source)
     except Exception as exc:  # a damaged zip fails in many ways (BadZipFile, NotImplementedError, ...): rebuild

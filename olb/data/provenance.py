@@ -18,8 +18,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from olb.data.errors import DataError
 from olb.cache import cache_dir, private_cache
+from olb.data.errors import DataError
+from olb.data.files import open_data
 from olb.data.registry import DatasetSpec
 
 _CHUNK = 1 << 20
@@ -51,34 +52,45 @@ _hashed_here: dict[str, str] = {}  # stat key -> sha256 of the files this proces
 
 
 def file_sha256(path: Path) -> str:
-    """The sha256 of the file's bytes, hashed once per process (and, for large files, once per change)."""
-    path = Path(path).resolve()
-    info = path.stat()
-    key = f"{path}|{info.st_size}|{info.st_mtime_ns}|{info.st_ino}|{info.st_ctime_ns}"
-    if key in _hashed_here:
-        return _hashed_here[key]
-    large = info.st_size >= SMALL_FILE
-    known = _read_hash_cache() if large else {}
-    if key not in known:
+    """The sha256 of the file's bytes, hashed once per process (and, for large files, once per change).
+
+    Only to find the parsed arrays of the file as it is (``olb.data.parsed``): the arrays a miss parses are
+    hashed again from the very bytes parsed (`olb.data.files.read_files`)."""
+    path = Path(os.path.abspath(path))
+    with os.fdopen(open_data(path), "rb") as fh:  # the file's stat and bytes: those of one open file
+        info = os.fstat(fh.fileno())
+        key = f"{path}|{info.st_size}|{info.st_mtime_ns}|{info.st_ino}|{info.st_ctime_ns}"
+        if key in _hashed_here:
+            return _hashed_here[key]
+        large = info.st_size >= SMALL_FILE
+        known = _read_hash_cache() if large else {}
+        if key in known:
+            _hashed_here[key] = known[key]
+            return known[key]
         digest = hashlib.sha256()
-        with path.open("rb") as fh:
-            while block := fh.read(_CHUNK):
-                digest.update(block)
-        known = {k: v for k, v in known.items() if not k.startswith(f"{path}|")}  # the file's older states
-        known[key] = digest.hexdigest()
-        if large:
-            _write_hash_cache(known)
+        while block := fh.read(_CHUNK):
+            digest.update(block)
+    known = {k: v for k, v in known.items() if not k.startswith(f"{path}|")}  # the file's older states
+    known[key] = digest.hexdigest()
+    if large:
+        _write_hash_cache(known)
     _hashed_here[key] = known[key]
     return known[key]
 
 
-def provenance(spec: DatasetSpec, paths: dict[str, Path], verify_checksums: bool = True) -> Provenance:
-    """Hash ``paths`` (the data set's files by role) and derive the fingerprint.
+def provenance(
+    spec: DatasetSpec,
+    paths: dict[str, Path],
+    verify_checksums: bool = True,
+    hashes: dict[str, str] | None = None,
+) -> Provenance:
+    """Hash ``paths`` (the data set's files by role; ``hashes``: their sha256 already taken from the bytes
+    read) and derive the fingerprint.
 
     With ``verify_checksums`` a file whose sha256 differs from the registered one raises `ChecksumMismatch`
     naming the file, the expected and the found hash; without it the found hash is used as it is.
     """
-    hashes = {role: file_sha256(path) for role, path in paths.items()}
+    hashes = hashes or {role: file_sha256(path) for role, path in paths.items()}
     if verify_checksums:
         for role, path in paths.items():
             expected = spec.files[role].sha256
@@ -113,8 +125,9 @@ def _hash_cache_path() -> Path:
 
 def _read_hash_cache() -> dict[str, str]:
     try:
-        return json.loads(_hash_cache_path().read_text())
-    except (OSError, ValueError):
+        with os.fdopen(open_data(_hash_cache_path()), "rb") as fh:
+            return json.load(fh)
+    except (OSError, ValueError, DataError):
         return {}
 
 

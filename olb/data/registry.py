@@ -24,7 +24,8 @@ _LAYOUTS: tuple[set[str], ...] = (
 
 @dataclass(frozen=True)
 class FileSpec:
-    """One file: ``path`` relative to the data dir, its ``sha256`` and a download ``url`` (``None`` if unknown)."""
+    """One file: ``path`` relative to the data dir (and to the download cache), its ``sha256`` and a download
+    ``url`` (``None`` if unknown). The path is checked when the entry is read (`path_problem`)."""
 
     path: str
     sha256: str | None = None
@@ -98,6 +99,20 @@ class DatasetSpec:
         return dataset
 
 
+def path_problem(path: object) -> str | None:
+    """Why ``path`` cannot be a data file's registered path (``None``: it can): it must be a relative POSIX path,
+    normalised (no ``.``, ``..`` or empty part), so that it names a file inside the data dir or the cache."""
+    if not isinstance(path, str) or not path:
+        return f"must be a relative file path, got {path!r}"
+    if path.startswith("/"):
+        return (
+            f"{path!r} is absolute; a data file's path is relative to the data dir (e.g. emotions/emotions-train.arff)"
+        )
+    if any(part in ("", ".", "..") for part in path.split("/")):
+        return f"{path!r} is not normalised (no '..', '.' or empty part): it would name a file outside the data dir"
+    return None
+
+
 def registry_dirs() -> list[Path]:
     """The registry's folders, first match first: ``dataset/`` of each config dir (:func:`olb.paths.conf_dirs`)."""
     return [d / "dataset" for d in conf_dirs()]
@@ -134,6 +149,9 @@ def _parse(path: Path) -> DatasetSpec:
         shape = Shape(**raw["shape"])
     except TypeError as exc:
         raise DataFormatError(f"{path}: bad files or shape entry: {exc}") from None
+    escapes = [f"files.{role}.path: {problem}" for role, file in files.items() if (problem := path_problem(file.path))]
+    if escapes:
+        raise DataFormatError(f"{path}: {'; '.join(escapes)}")
     split = _parse_split(path, raw.get("split"), shape)
     if set(files) - {"labels"} not in _LAYOUTS:
         raise DataFormatError(f"{path}: files must be train + test or a single data file, got {sorted(files)}")

@@ -13,20 +13,19 @@ import csv
 import functools
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from olb.data.dataset import Dataset
 from olb.data.errors import DataFormatError
-from olb.data.files import open_text
+from olb.data.files import DataFile
 from olb.data.registry import DatasetSpec
 
 MISSING = ("?", "")
 
 
-def load_table(spec: DatasetSpec, paths: dict[str, Path]) -> Dataset:
+def load_table(spec: DatasetSpec, paths: dict[str, DataFile]) -> Dataset:
     """A multiclass data set from one table file, or from a train and a test file with the same columns."""
     options = spec.options
     parts = [_read(spec, paths[role]) for role in spec.parts]
@@ -98,19 +97,25 @@ def _features(spec: DatasetSpec, frame: pd.DataFrame, where: Callable[[int], str
     return X
 
 
-def _read(spec: DatasetSpec, path: Path) -> tuple[pd.DataFrame, Callable[[int], str]]:
+def _read(spec: DatasetSpec, path: DataFile) -> tuple[pd.DataFrame, Callable[[int], str]]:
     """The table of one file (text cells as str objects) and a function giving the location of a row."""
     options = spec.options
     if spec.format == "xls":
         with warnings.catch_warnings():  # pandas 3 deprecates the xlrd engine, the one that reads .xls
             warnings.filterwarnings("ignore", message=".*xlrd.*")
-            frame = pd.read_excel(path, sheet_name=options.get("sheet", 0), engine="xlrd")
+            frame = pd.read_excel(path.binary(), sheet_name=options.get("sheet", 0), engine="xlrd")
         return frame, lambda row: f"{path}, row {row + 2}"
 
     sep, headerless = options.get("sep", ","), spec.format == "uci_csv"
     try:
         frame = pd.read_csv(
-            path, sep=sep, header=None if headerless else 0, dtype=object, na_filter=False, skipinitialspace=True
+            path.binary(),  # decompressed already
+            compression=None,
+            sep=sep,
+            header=None if headerless else 0,
+            dtype=object,
+            na_filter=False,
+            skipinitialspace=True,
         )
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, EOFError, OSError) as exc:
         raise DataFormatError(f"{path}: {exc}") from None
@@ -122,10 +127,10 @@ def _read(spec: DatasetSpec, path: Path) -> tuple[pd.DataFrame, Callable[[int], 
     return frame, lambda row: f"{path}, line {lines()[row]}"
 
 
-def _row_lines(path: Path, sep: str, width: int, header: bool) -> list[int]:
+def _row_lines(path: DataFile, sep: str, width: int, header: bool) -> list[int]:
     """The line number of each data row; `DataFormatError` at the first row without ``width`` fields."""
     lines = []
-    with open_text(path) as fh:
+    with path.text() as fh:
         reader = csv.reader(fh, delimiter=sep, skipinitialspace=True)
         for row in reader:
             if row and len(row) != width:

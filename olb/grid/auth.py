@@ -5,7 +5,8 @@ Ray's token authentication (``RAY_AUTH_MODE=token``): every gRPC and HTTP reques
 token, a fresh random one per cluster, kept in a file only its user can read (0600, in a directory that is 0700
 or the job's own). Ray reads it from ``RAY_AUTH_TOKEN_PATH``; the token itself never appears in an environment
 or on a command line. A local Ray also advertises and binds 127.0.0.1 only (Ray's own switch for that,
-``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, which keeps a one-machine Ray off the network).
+``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, which keeps a one-machine Ray off the network), and exports no metrics
+(``RAY_enable_metrics_collection=0``: Ray's metrics server would answer without the token).
 
 ``python -m olb.grid.auth new-token FILE`` writes a fresh token to FILE (for the shell scripts).
 """
@@ -23,6 +24,9 @@ LOOPBACK = "127.0.0.1"
 # RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0: Ray takes 127.0.0.1 as the node's address instead of the host's and binds
 # its servers to it (what it does by default on macOS and Windows).
 LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+# Ray's metrics export (a Prometheus server on each node) answers without the token: off (the raylet then starts
+# the dashboard agent without it). slurm/ray_node.sh sets the same.
+METRICS_OFF_ENV = {"RAY_enable_metrics_collection": "0"}
 
 
 def private_dir(path: str | os.PathLike) -> Path:
@@ -68,7 +72,7 @@ class LocalRayAuth:
 
     def apply(self) -> LocalRayAuth:
         write_token(private_dir(self.directory) / TOKEN_FILE)
-        env = token_env(self.token_path, loopback=True)
+        env = {**token_env(self.token_path, loopback=True), **METRICS_OFF_ENV}
         self._saved = {key: os.environ.get(key) for key in (*env, "RAY_AUTH_TOKEN")}
         os.environ.pop("RAY_AUTH_TOKEN", None)  # a token in the environment would win over the file
         os.environ.update(env)

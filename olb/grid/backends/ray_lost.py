@@ -8,6 +8,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import time
 
 from olb.grid.backends.ray_worker import execute_cell_in_worker
@@ -77,13 +78,24 @@ def _mb(value: float | None) -> str:
 
 
 def keep_logs(session_dir: str, log_dir) -> None:
-    """Copy a local Ray's worker and node logs into ``log_dir``/ray-logs (they explain lost cells)."""
+    """Copy a local Ray's worker and node logs into ``log_dir``/ray-logs (they explain lost cells): regular files
+    and folders only, no link followed nor copied (Ray makes its session folders writable by everyone)."""
     if log_dir is None:
         return
     src = os.path.join(session_dir, "logs")
     try:
-        shutil.copytree(
-            src, os.path.join(log_dir, "ray-logs"), dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.sock")
-        )
+        if os.path.islink(src):
+            raise OSError(f"{src} is a link, not followed")
+        shutil.copytree(src, os.path.join(log_dir, "ray-logs"), symlinks=True, dirs_exist_ok=True, ignore=_not_logs)
     except OSError as err:
         logging.getLogger("olb.grid").warning("olb.grid: could not keep Ray's logs from %s: %s", src, err)
+
+
+def _not_logs(folder: str, names: list[str]) -> set[str]:
+    """What `keep_logs` leaves out of ``folder``: links, sockets and anything else neither file nor folder."""
+    kept = set()
+    for name in names:
+        mode = os.lstat(os.path.join(folder, name)).st_mode
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            kept.add(name)
+    return set(names) - kept
