@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast test-any-cpu lint bench clean
+.PHONY: setup demo test test-fast test-any-cpu lint bench clean docs docs-check
 
 setup: $(STAMP)
 
@@ -37,6 +37,16 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+# the result tables of README.md and docs/*.md, generated from the exported results in results/ (olb/grid/doc_tables.py)
+DOCS := README.md docs/*.md
+
+docs: setup
+	$(PY) -m olb.grid.doc_tables $(DOCS)
+
+# fails, naming the table and its first differing line, when a table in the docs is not what results/ gives; CI runs it
+docs-check: setup
+	$(PY) -m olb.grid.doc_tables --check $(DOCS)
 
 bench: setup
 	$(PY) benchmarks/bench_boosters.py

@@ -83,3 +83,30 @@ def test_the_metric_glossary_defines_every_metric_name():
     for name, metric in METRICS.items():
         row = re.search(rf"^\| `{name}` \| (\w+) \|", glossary, flags=re.M)
         assert row.group(1) == metric.needs, (name, row.group(1), metric.needs)
+
+
+def test_every_result_table_in_the_docs_is_what_its_result_file_gives():
+    from olb.grid.doc_tables import main
+
+    docs = [str(p.relative_to(ROOT)) for p in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))]
+    assert main(["--check", "--root", str(ROOT), *[str(ROOT / d) for d in docs]]) == 0, "run `make docs`"
+
+
+def test_a_number_changed_by_hand_in_a_generated_table_fails_the_check(tmp_path, capsys):
+    from olb.grid.doc_tables import main
+
+    docs = [
+        p for p in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))) if "<!-- olb:table " in p.read_text()
+    ]
+    if not docs:
+        pytest.skip("no generated table in the docs")
+    text = docs[0].read_text()
+    start = text.index("<!-- olb:table ")
+    digit = re.compile(r"\d\.(\d)").search(text, text.index("\n|", start))
+    assert digit is not None
+    i = digit.start(1)
+    edited = text[:i] + str((int(text[i]) + 1) % 10) + text[i + 1 :]
+    copy = tmp_path / docs[0].name
+    copy.write_text(edited)
+    assert main(["--check", "--root", str(ROOT), str(copy)]) == 1
+    assert f"{copy}:" in capsys.readouterr().err

@@ -70,6 +70,7 @@ def test_every_paper_row_is_listed_and_counted(ref_cfg):
     by = {(r.dataset, r.algorithm, r.metric): r for r in out.itertuples()}
     assert by[("small", "FALT", "f1")].coverage == "within"
     assert by[("small", "FALT", "hl")].coverage == "within"
+    assert by[("small", "FALT", "hl")].coverage_symmetric == "missed"  # 1 point below, tolerance 0.5 either side
     assert by[("small", "ELM*", "f1")].coverage == "stand-in"
     assert by[("small", "FALT", "extra")].coverage == ""  # no paper value: not counted
     assert by[("gone", "FALT", "f1")].coverage == "absent"
@@ -83,6 +84,7 @@ def test_every_paper_row_is_listed_and_counted(ref_cfg):
     line = summary_line(out)
     assert line.startswith("Coverage of the paper's table: 18 cells (9 rows): 2 within tolerance, 0 missed")
     assert "13 absent; data not available offline: gone, 2 produced by a stand-in, 1 not run yet" in line
+    assert "with the tolerance either side: 1 within, 1 missed)" in line
 
 
 def test_misses_on_either_side(ref_cfg):
@@ -96,7 +98,7 @@ def test_misses_on_either_side(ref_cfg):
     mine = out[out["algorithm"] == "FALT"].set_index(["dataset", "metric"])
     assert mine.loc[("small", "f1"), "coverage"] == "missed" and mine.loc[("small", "f1"), "better"]
     assert mine.loc[("small", "hl"), "coverage"] == "missed" and not mine.loc[("small", "hl"), "better"]
-    assert "2 missed (1 of them on the better side)" in summary_line(out)
+    assert "2 missed (1 of them on the better side;" in summary_line(out)
     md = with_summary("# t\n\npivot\n\n## All values\n\nlong\n", out, ref_cfg)
     assert md.index("Coverage of the paper's table") < md.index("## All values")
 

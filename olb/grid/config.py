@@ -161,6 +161,7 @@ class GridBase:
     imports: List[str] = field(default_factory=list)  # modules to import (driver and workers) before planning
     selection_store: str = "olb_cv.jsonl"  # cross-validation tasks of earlier versions: moved into the tracker
     leaderboard: bool = False  # also rank the learners across data sets (olb/grid/leaderboard.py) next to table.md
+    export: Optional[str] = None  # a folder (e.g. results/NAME): the results as data for the docs (olb/grid/export.py)
 
 
 def hyperparameter_names() -> list[str]:

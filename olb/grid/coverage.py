@@ -5,7 +5,8 @@ With ``reference.tolerance`` set (metric -> the largest gap that counts as agree
 produce, one per metric with the reason, and gives every cell that has a paper value a ``coverage`` class:
 
 - ``within``: ours within the tolerance of the paper's (a loss: at most the tolerance above it, any amount
-  below; any other metric: at most the tolerance either side);
+  below; any other metric: at most the tolerance either side); ``coverage_symmetric`` classifies the same cells
+  with the tolerance either side for every metric, and the summary gives both counts;
 - ``missed``: further away (``better``: of those, the ones on the better side of the paper's);
 - ``absent``: no figure (the data is not available offline, or the method or data set is not in the grid);
 - ``stand-in``: produced by a labelled stand-in (a label ending in ``*``, e.g. ELM-OMLL*), not the paper's method;
@@ -52,7 +53,7 @@ def absent_reason(dataset: str, in_grid: bool, unavailable: dict[str, str], has_
     return "not run"
 
 
-def _classify(row: pd.Series, tolerance: dict[str, float], lower_is_better: dict[str, bool]) -> str:
+def _classify(row: pd.Series, tolerance: dict[str, float], lower_is_better: dict[str, bool], symmetric=False) -> str:
     if math.isnan(row["paper"]) or row["metric"] not in tolerance:
         return ""
     if row["n_seeds"] == 0 or math.isnan(row["mean"]):
@@ -60,7 +61,7 @@ def _classify(row: pd.Series, tolerance: dict[str, float], lower_is_better: dict
     if str(row["algorithm"]).split(" (")[0].endswith("*"):
         return "stand-in"
     gap = row["mean"] - row["paper"]
-    if lower_is_better.get(row["metric"], False):
+    if lower_is_better.get(row["metric"], False) and not symmetric:
         return "within" if gap <= tolerance[row["metric"]] + 1e-12 else "missed"
     return "within" if abs(gap) <= tolerance[row["metric"]] + 1e-12 else "missed"
 
@@ -101,6 +102,9 @@ def cover(
     if extra:
         table = pd.concat([table, pd.DataFrame(extra, columns=table.columns)], ignore_index=True)
     table["coverage"] = [_classify(row, tolerance, lower_is_better) for _, row in table.iterrows()]
+    table["coverage_symmetric"] = [
+        _classify(row, tolerance, lower_is_better, symmetric=True) for _, row in table.iterrows()
+    ]
     table["better"] = [row["coverage"] == "missed" and _better(row, lower_is_better) for _, row in table.iterrows()]
     return table
 
@@ -157,6 +161,7 @@ def summary_line(table: pd.DataFrame) -> str:
     counted = table[table["coverage"] != ""]
     n = {c: int((counted["coverage"] == c).sum()) for c in CLASSES}
     n_better = int(counted["better"].sum())
+    n_symmetric = {c: int((counted["coverage_symmetric"] == c).sum()) for c in ("within", "missed")}
     n_rows = len(counted.drop_duplicates(["dataset", "algorithm"]))
     absent = counted[counted["coverage"] == "absent"]
     offline = absent[absent["note"].str.contains(_ABSENT_DATA, regex=False)]
@@ -164,7 +169,9 @@ def summary_line(table: pd.DataFrame) -> str:
     why_text = f"; data not available offline: {', '.join(why)}" if why else ""
     return (
         f"Coverage of the paper's table: {len(counted)} cells ({n_rows} rows): {n['within']} within tolerance, "
-        f"{n['missed']} missed ({n_better} of them on the better side), {n['absent']} absent{why_text}, "
+        f"{n['missed']} missed ({n_better} of them on the better side; a loss counts as within at any distance "
+        f"below the paper's; with the tolerance either side: {n_symmetric['within']} within, "
+        f"{n_symmetric['missed']} missed), {n['absent']} absent{why_text}, "
         f"{n['stand-in']} produced by a stand-in"
         + (f", {n['not run']} not run yet (rerun the command to complete)." if n["not run"] else ".")
     )

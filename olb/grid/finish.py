@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from pathlib import Path
 
 from olb.grid.context import GridRun, Stages
 from olb.grid.fanout import FanoutStats
@@ -18,7 +19,9 @@ from olb.grid.messages import (
     GridOutcome,
     Status,
 )
+from olb.grid.export import export_results
 from olb.grid.outputs import write_outputs
+from olb.grid.recording import code_version
 from olb.grid.report import print_report
 
 log = logging.getLogger("olb.grid")
@@ -79,6 +82,8 @@ def _finish_parent(run: GridRun, st: Stages, outcome: GridOutcome, n_finished: i
 def finish(run: GridRun, st: Stages) -> GridOutcome:
     """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report."""
     cells, table, markdown, files = write_outputs(run, st)
+    if run.cfg.export:
+        files["export"] = export_results(Path(run.cfg.export), table, cells, markdown, run.overrides, code_version())
     fan = st.fan
     unique_cells = cells.drop_duplicates("cell_id")
     n_failed = int((unique_cells["status"] == Status.FAILED).sum())

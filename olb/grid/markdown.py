@@ -143,6 +143,7 @@ _RUN_ONLY = (
     "data_dir",
     "selection_store",
     "imports",
+    "export",
 )
 
 

@@ -62,9 +62,22 @@ def write_plots(plan, outcomes, table, cells, tracker, plot_dir: Path) -> list[P
     return paths
 
 
+def comparability_notes(table) -> list[str]:
+    """table.md's "not comparable: paper ..." notes, one line per (data set, algorithm, metric) that has one."""
+    if table is None or "note" not in table.columns:
+        return []
+    notes = table[table["note"].fillna("").astype(str).str.startswith("not comparable")]
+    return [f"{r.dataset} {r.algorithm} {r.metric}: {r.note}" for r in notes.itertuples()]
+
+
 def print_report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: float, stream) -> None:
     pivot = markdown.split("## All values")[0].strip()
     print("\n" + pivot + "\n", file=stream)
+    notes = comparability_notes(o.table)
+    if notes:
+        print(f"olb.grid: {len(notes)} value(s) without the paper's beside them (settings differ):", file=stream)
+        for line in notes:
+            print(f"  {line}", file=stream)
     eff = "" if math.isnan(efficiency) else f", fan-out efficiency {efficiency:.0%}"
     print(
         f"olb.grid: {len(o.plan.unique_cells)} cells: {o.n_run} run, {o.n_resumed} resumed, {o.n_failed} failed, "

@@ -1,0 +1,89 @@
+"""Results as data: a grid's ``export=DIR`` (olb/grid/export.py), the docs' tables generated from it and checked
+(olb/grid/doc_tables.py), and the console's comparability notes (olb/grid/report.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+import pytest
+
+import olb
+import olb.grid.testing  # noqa: F401 - registers _grid_stub in this process
+from olb.grid import compose, run_grid
+from olb.grid.doc_tables import DocTableError, main
+
+OVERRIDES = ["backend=serial", "tracking=off", "seeds=2", "num_learners=2", "algorithm.onlinebmr.params.gamma=[0.1]"]
+MARKER = "<!-- olb:table results/tiny/table.csv metric=rank_loss algorithms=Ada.OLMR,OnlineBMR -->"
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    root = tmp_path_factory.mktemp("repo")
+    overrides = [*OVERRIDES, f"export={root / 'results' / 'tiny'}"]
+    console = io.StringIO()
+    outcome = run_grid(compose(overrides), root / "out", overrides, stream=console)
+    return root, outcome, console.getvalue()
+
+
+def test_export_writes_the_tables_cells_and_how_they_were_made(exported):
+    root, outcome, _ = exported
+    dest = root / "results" / "tiny"
+    assert outcome.exit_code == 0 and outcome.files["export"] == dest
+    assert (dest / "table.md").read_text() == outcome.files["table_md"].read_text()
+    pd.testing.assert_frame_equal(pd.read_csv(dest / "table.csv"), pd.read_csv(outcome.files["table_csv"]))
+    cells = pd.read_csv(dest / "cells.csv")
+    assert len(cells) == 4 and not {"host", "node_ip", "run_id"} & set(cells.columns)
+    meta = json.loads((dest / "meta.json").read_text())
+    # the command reproduces the results: the export folder (a path of this machine) is left out
+    assert meta["command"] == "python -m olb.grid " + " ".join(OVERRIDES)
+    assert meta["olb_version"].startswith(olb.__version__)
+    assert meta["cells"] == meta["cells_finished"] == 4 and meta["cpu_s"] > 0
+    assert meta["machine"]["cores"] >= 1 and meta["machine"]["cpu"]
+
+
+def test_console_prints_the_comparability_notes(exported):
+    _, outcome, console = exported
+    notes = outcome.table[outcome.table["note"].str.startswith("not comparable")]
+    assert len(notes) >= 2  # 2 seeds and 2 trees: neither booster is at the paper's settings
+    assert f"olb.grid: {len(notes)} value(s) without the paper's beside them" in console
+    assert "emotions Ada.OLMR rank_loss: not comparable: paper (100 trees, 10 seeds) 0.1600;" in console
+
+
+def _doc(root, body: str = "") -> str:
+    doc = root / "doc.md"
+    doc.write_text(f"# A doc\n\ntext\n\n{MARKER}\n{body}<!-- /olb:table -->\n\nmore text\n")
+    return str(doc)
+
+
+def test_docs_generates_the_table_and_check_fails_on_a_hand_edit(exported, capsys):
+    root, outcome, _ = exported
+    doc = _doc(root)
+    assert main(["--check", "--root", str(root), doc]) == 1  # an empty table is out of date
+    assert main(["--root", str(root), doc]) == 0
+    text = (root / "doc.md").read_text()
+    ada = outcome.table.query("algorithm == 'Ada.OLMR' and metric == 'rank_loss'").iloc[0]
+    assert f"| emotions | {ada['mean']:.4f} ± {ada['std']:.4f} |" in text and text.endswith("more text\n")
+    assert main(["--check", "--root", str(root), doc]) == 0
+    capsys.readouterr()
+    edited = text.replace(f"{ada['mean']:.4f}", f"{ada['mean'] + 0.0001:.4f}")
+    (root / "doc.md").write_text(edited)
+    assert main(["--check", "--root", str(root), doc]) == 1
+    err = capsys.readouterr().err
+    line = edited.splitlines().index(next(x for x in edited.splitlines() if x.startswith("| emotions"))) + 1
+    assert f"{doc}:{line}: table results/tiny/table.csv differs from its result file" in err
+    assert f"in the doc:    | emotions | {ada['mean'] + 0.0001:.4f}" in err
+    assert (root / "doc.md").read_text() == edited  # --check changes nothing
+
+
+def test_a_marker_naming_what_the_results_lack_is_refused(exported, capsys):
+    root, _, _ = exported
+    doc = root / "bad.md"
+    doc.write_text(MARKER.replace("OnlineBMR", "FALT") + "\n<!-- /olb:table -->\n")
+    assert main(["--check", "--root", str(root), str(doc)]) == 2
+    assert "bad.md:1: results/tiny/table.csv has no algorithm FALT" in capsys.readouterr().err
+    with pytest.raises(DocTableError, match="marker option 'colour=red' is not one of"):
+        from olb.grid.doc_tables import TableSpec
+
+        TableSpec.parse("results/tiny/table.csv colour=red", "x.md:1")
