@@ -89,6 +89,7 @@ def drive(cfg, plan, data, message, out: Path) -> dict:
         "record_s": record_s,
         "progress_s": progress_s,
         "write_s": stats.write_s if stats else record_s,
+        "write_cpu_s": stats.write_cpu_s if stats else float("nan"),
         "batches": stats.batches if stats else len(messages),
         "untracked": len(recorder.untracked),
     }
@@ -130,19 +131,21 @@ def transfer(message, n: int) -> float:
         local.stop()
 
 
-def worker_overhead(cfg, plan, n: int) -> list[float]:
-    """Each cell's seconds in :func:`execute_cell` outside its learner's stream (``runtime_s``)."""
+def worker_overhead(cfg, plan, n: int) -> tuple[list[float], list[float]]:
+    """Each cell's seconds in :func:`execute_cell` outside its learner's stream: wall (beyond ``runtime_s``) and
+    CPU (beyond the stream's ``cpu_s``)."""
     from olb.grid.messages import CellTask
     from olb.grid.stages import grid_data_dir
     from olb.grid.worker import execute_cell
 
-    out = []
+    wall, cpu = [], []
     for cell in plan.unique_cells[:n]:
         task = CellTask(cell.cell_id, cell.spec_dict(grid_data_dir(cfg)), imports=tuple(cfg.imports))
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         result = execute_cell(task)
-        out.append(time.perf_counter() - t0 - result.runtime_s)
-    return out
+        wall.append(time.perf_counter() - t0 - result.runtime_s)
+        cpu.append(time.process_time() - cpu0 - result.cpu_s)
+    return wall, cpu
 
 
 def cpu_busy() -> tuple[float, float]:
@@ -215,7 +218,8 @@ def main(argv=None) -> int:
     )
     print(
         f"  per cell: recording in the driver's loop {1e3 * d['record_s'] / n:.3f} ms, progress "
-        f"{1e3 * d['progress_s'] / n:.3f} ms, the writer (its thread) {1e3 * d['write_s'] / n:.3f} ms"
+        f"{1e3 * d['progress_s'] / n:.3f} ms, the writer (its thread) {1e3 * d['write_s'] / n:.3f} ms "
+        f"({1e3 * d['write_cpu_s'] / n:.3f} ms of its CPU)"
     )
     lookup_s, found = resume_lookup(cfg, plan, data, d["tracker"])
     print(
@@ -241,10 +245,11 @@ def main(argv=None) -> int:
         per = transfer(message, args.transfer_cells)
         print(f"result transfer from Ray: {1e3 * per:.3f} ms per cell ({args.transfer_cells} results)")
     if args.worker_cells:
-        over = worker_overhead(cfg, plan, args.worker_cells)
+        wall, cpu = worker_overhead(cfg, plan, args.worker_cells)
         print(
-            f"worker-side overhead outside the learner's stream: median {1e3 * statistics.median(over):.1f} ms, "
-            f"first cell {1e3 * over[0]:.0f} ms (imports), {len(over)} cells"
+            f"worker-side overhead outside the learner's stream: median {1e3 * statistics.median(wall):.1f} ms "
+            f"wall, {1e3 * statistics.median(cpu):.1f} ms CPU; first cell {1e3 * wall[0]:.0f} ms (imports); "
+            f"{len(wall)} cells"
         )
     if args.wide_node:
         wide_node(args.wide_cells, args.wide_cpus, work)

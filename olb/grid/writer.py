@@ -30,12 +30,13 @@ _STOP = object()
 
 @dataclass
 class WriterStats:
-    """What the writer did: cells written, batches (transactions on a SQL store), seconds spent writing, and the
-    seconds the driver waited for room in the queue."""
+    """What the writer did: cells written, batches (transactions on a SQL store), seconds spent writing (wall, and
+    the writer thread's CPU), and the seconds the driver waited for room in the queue."""
 
     cells: int = 0
     batches: int = 0
     write_s: float = 0.0
+    write_cpu_s: float = 0.0
     waited_s: float = 0.0
     largest_batch: int = 0
 
@@ -101,7 +102,7 @@ class CellWriter:
         if self.lost is not None:
             self._untracked(batch, self.lost)
             return
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.thread_time()
         try:
             run_ids = self.tracker.log_cells(batch)
         except TrackingLost as err:
@@ -119,6 +120,7 @@ class CellWriter:
             self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
         finally:
             self.stats.write_s += time.perf_counter() - t0
+            self.stats.write_cpu_s += time.thread_time() - cpu0
         if failed is not None:
             if len(batch) == 1:
                 self._untracked(batch, failed)

@@ -16,6 +16,7 @@ tests/test_grid_recycle.py fails if it moves.
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 
@@ -54,9 +55,15 @@ def release_freed_heap() -> None:
     """Give the whole free pages of every malloc arena back to the system (glibc's ``malloc_trim(0)``; a no-op
     elsewhere). Freed numpy buffers below glibc's mmap threshold (up to 32 MB once large ones were freed) stay in
     the arenas, resident, until trimmed."""
-    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, looked up once per process (None elsewhere)."""
+    return getattr(ctypes.CDLL(None), "malloc_trim", None)
 
 
 def end_after_this_task() -> bool:
