@@ -55,6 +55,15 @@ def why_no_postgres() -> str | None:
     return None
 
 
+def serve(action: str, folder: Path) -> dict[str, str]:
+    """``python -m olb.grid.serve ACTION FOLDER``, the shell's interface; the assignments it prints."""
+    done = subprocess.run(
+        [sys.executable, "-m", "olb.grid.serve", action, str(folder)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+
+
 @pytest.fixture(scope="module")
 def service():
     reason = why_no_postgres()
@@ -63,7 +72,13 @@ def service():
     folder = Path(tempfile.mkdtemp(prefix="olb-pg-"))  # under /tmp: PostgreSQL's user can reach it under root
     served = TrackingService(folder)
     try:
-        served.start()
+        shown = serve("start", folder)
+        assert shown == {
+            "uri": served.state().uri,
+            "credentials": str(served.credentials),
+            "pgpass": str(served.pgpass),
+            "postgres": f"127.0.0.1:{served.state().pg_port}",
+        }
         yield served
     finally:
         pids = []
@@ -163,7 +178,11 @@ def test_grid_recorded_in_postgres_and_resumed_after_a_restart(service, tmp_path
         assert metrics["rank_loss"] == pytest.approx(row["rank_loss"], rel=1e-12)
     assert cell_runs_in_postgres(service) == dict.fromkeys(first.cells["run_id"], "FINISHED")
 
-    service.stop()
+    before = service.state()
+    serve("stop", service.folder)
+    for pid in (before.mlflow_pid, before.postgres_pid):
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
     service.start()  # the same data and credentials, new ports
     second = run_grid(grid(), tmp_path / "second")
     assert second.exit_code == 0

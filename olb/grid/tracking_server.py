@@ -109,8 +109,9 @@ def _check_credentials(uri: str) -> None:
             f"the MLflow server at {uri} asks for credentials (HTTP {answer.status_code}) and there are none: "
             "set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, or tracking.credentials=FILE"
         )
+    who = f"user '{creds.username}'" if creds.username else "MLFLOW_TRACKING_TOKEN"
     raise PermissionError(
-        f"the MLflow server at {uri} refuses the credentials of user '{creds.username}' "
+        f"the MLflow server at {uri} refuses the credentials of {who} "
         f"(HTTP {answer.status_code}: {answer.text.strip()[:200]})"
     )
 
