@@ -101,10 +101,11 @@ def planned_work(plan: Plan, unavailable=()) -> tuple[float, int]:
 
 def planned_work_by_pair(plan: Plan, unavailable=()) -> dict[tuple[str, str], tuple[float, int]]:
     """(entry, data set) -> its CPU seconds and tasks as :func:`planned_work` plans them."""
-    settings: dict[tuple[str, str], dict[str, list[Cell]]] = {}  # (entry, data set) -> setting -> its cells
+    settings: dict[tuple[str, str], dict[tuple, list[Cell]]] = {}  # (entry, data set) -> setting -> its cells
+    text = _params_text()
     for cell in plan.unique_cells:
         if cell.dataset not in unavailable:
-            key = json.dumps([cell.params, cell.loops], sort_keys=True, default=str)
+            key = (text(cell.params), cell.loops)
             settings.setdefault((cell.entry, cell.dataset), {}).setdefault(key, []).append(cell)
     out = {}
     for (entry, dataset), candidates in settings.items():
@@ -159,11 +160,12 @@ def oversized(cfg: BackendConfig, plan: Plan, unavailable, node_memory_mb: float
 def planned_memory_by_cell(plan: Plan, unavailable=()) -> list[tuple[Cell, float]]:
     """Each unique cell of ``plan`` off the ``unavailable`` data sets with its :func:`planned_memory_mb`,
     predicted once per setting."""
-    memo: dict[str, float] = {}
+    memo: dict[tuple, float] = {}
     out = []
+    text = _params_text()
     for cell in plan.unique_cells:
         if cell.dataset not in unavailable:
-            key = json.dumps([cell.algorithm, cell.params, cell.dataset], sort_keys=True, default=str)
+            key = (cell.algorithm, text(cell.params), cell.dataset)
             if key not in memo:
                 memo[key] = planned_memory_mb(cell.algorithm, cell.params, cell.dataset)
             out.append((cell, memo[key]))
@@ -180,3 +182,16 @@ def memory_request_mb(predicted_mb: float, cfg: BackendConfig, limit_mb: float) 
     """What a cell asks Ray for: its predicted peak memory times ``backend.memory_factor``, at most ``limit_mb``
     (the largest node's; a bigger cell runs only with ``backend.refuse_oversized=false``)."""
     return min(predicted_mb * cfg.memory_factor, limit_mb)
+
+
+def _params_text():
+    """``params`` -> their canonical text, written once per dict: a setting's cells (one per seed) share theirs,
+    and the dicts live as long as the plan that holds them, so their ids stay theirs while it is read."""
+    known: dict[int, str] = {}
+
+    def text(params: dict) -> str:
+        if id(params) not in known:
+            known[id(params)] = json.dumps(params, sort_keys=True, default=str)
+        return known[id(params)]
+
+    return text
