@@ -19,7 +19,7 @@ from olb.registry import get_algorithm
 log = logging.getLogger("olb.grid")
 
 
-def _spec(dataset: str):
+def registry_entry(dataset: str):
     """The data set's registry entry, its file parsed once per registry (planning asks for it per cell): the
     registry's folders are named by ``$OLB_CONF_DIR`` (:func:`olb.paths.conf_dirs`), which keys the cache
     (resolving the folders themselves would cost more than the rest of a cell's planning)."""
@@ -50,7 +50,7 @@ def planned_stream(
     row at the learner's ``cost_per_example_s`` (resolved ``params``, the data set's registered shape), but a test
     row of ``protocol="train_frozen"`` (predicted, not learned) at its ``predict_cost_s``; the cost per example
     is their mean over the stream."""
-    spec = _spec(dataset)
+    spec = registry_entry(dataset)
     shape = _stream_shape(spec)
     cls = get_algorithm(algorithm)
     cost = cls.cost_per_example_s(params, shape)
@@ -82,7 +82,7 @@ def planned_memory_mb(algorithm: str, params: dict, dataset: str) -> float:
     floor, the data set's rows and the learner's model (``model_memory_mb`` on the data set's registered shape)."""
     from olb.learners.base import MB_PER_FLOAT
 
-    spec = _spec(dataset)
+    spec = registry_entry(dataset)
     shape = spec.shape
     row = min(shape.n_features, ROW_FEATURES_CAP) + shape.n_labels  # the labels are held dense
     data = DATA_COPIES * MB_PER_FLOAT * shape.n_examples * row
