@@ -4,7 +4,6 @@ process floor, the data and the learner's ``model_memory_mb``), which Ray reserv
 
     python benchmarks/bench_cost_model.py CELLS_CSV [CELLS_CSV ...]
     python benchmarks/bench_cost_model.py CELLS_CSV --cv sqlite:///mlflow.db --grid +experiment=leaderboard ...
-    python benchmarks/bench_cost_model.py --plan +experiment=leaderboard allow_unavailable=true
 
 Reads the cells.csv of one or more grids (finished cells only) and prints, per learner, the predicted and the
 measured CPU microseconds per example of the stream (medians over its cells) and the ratio predicted/measured
@@ -21,9 +20,8 @@ of the grid that wrote it), the same comparison for the cross-validation tasks: 
 work run), each candidate's task id recomputed, and its planned CPU (every fold streams the training split once)
 set against the recorded ``cpu_s``.
 
-With ``--plan OVERRIDES`` (no csv): what a grid plans before running anything: its planned CPU seconds and tasks
-(``planned_work``, the data sets without a local copy left out and named) and its largest cells by predicted
-peak memory.
+What a grid plans before running anything (its planned CPU per data set and algorithm, its largest cells by
+predicted peak memory) is the grid's dry run: ``python -m olb.grid +experiment=leaderboard dry_run=true``.
 """
 
 from __future__ import annotations
@@ -146,25 +144,6 @@ def cv_comparison(store: str, overrides: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def plan_summary(overrides: list[str], largest: int = 5) -> None:
-    """The planned work of the grid ``overrides`` and its cells of largest predicted peak memory."""
-    from olb.grid import compose
-    from olb.grid.stages import prepare
-    from olb.grid.cost import planned_work
-
-    plan, data = prepare(compose(overrides))
-    seconds, tasks = planned_work(plan, data.unavailable)
-    print(f"absent data sets (not counted): {', '.join(sorted(data.unavailable)) or 'none'}")
-    print(f"planned: {seconds:.0f} CPU s ({seconds / 3600:.2f} CPU h) in {tasks} tasks")
-    cells = {
-        (c.config_label, c.dataset): (planned_memory_mb(c.algorithm, c.params, c.dataset), c.algorithm, c.params)
-        for c in plan.unique_cells
-        if c.dataset not in data.unavailable
-    }
-    for (label, dataset), (mb, algorithm, params) in sorted(cells.items(), key=lambda kv: -kv[1][0])[:largest]:
-        print(f"  {mb:.0f} MB  {label} on {dataset}: {algorithm} {params}")
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cells_csv", nargs="*", help="cells.csv of finished grids")
@@ -173,13 +152,9 @@ def main(argv=None) -> None:
         help="the tracking store (URI) with the grid's cross-validation tasks, or an olb_cv.jsonl of earlier versions",
     )
     parser.add_argument("--grid", nargs="*", default=[], help="the overrides of the grid that wrote --cv")
-    parser.add_argument("--plan", nargs="+", help="a grid's overrides: its planned work and largest cells")
     args = parser.parse_args(argv)
-    if args.plan:
-        plan_summary(args.plan)
-        return
     if not args.cells_csv:
-        parser.error("give cells.csv files, or --plan OVERRIDES")
+        parser.error("give cells.csv files (a grid's plan before it runs: python -m olb.grid ... dry_run=true)")
     pd.set_option("display.width", 160)
     done = predicted_cells(pd.concat([pd.read_csv(path) for path in args.cells_csv], ignore_index=True))
     table = per_learner(done)

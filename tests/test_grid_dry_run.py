@@ -136,3 +136,12 @@ def test_command_line_dry_run_exits_0_and_leaves_nothing_and_refuses_with_2(tmp_
     assert refused.returncode == 2
     assert "gamma=2" in refused.stderr and "emotionz" in refused.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]
+
+
+def test_cell_ids_written_once_per_configuration_are_the_cells_own():
+    from olb.grid.plan import CellKey, cell_id, seed_cell_ids
+
+    key = CellKey("onlinebmr", "emotions", 0, {"gamma": 0.1, "num_learners": 5, "nested": {"seed": 0}}, "train_test",
+                  2, ("rank_loss",), 50)  # fmt: skip
+    seeds = [0, 3, 17, 1000]
+    assert seed_cell_ids(key, seeds) == [cell_id(CellKey(**{**key.__dict__, "seed": s})) for s in seeds]

@@ -192,8 +192,10 @@ def table_settings(cfg: DictConfig, cells: list[Cell], problems: Problems, warni
     names none of ``table.metrics``, it replaces those the cells do not measure (an experiment's table follows
     ``metrics=[...]`` from the command line)."""
     METRICS = metric_info()
+    kinds = {(c.algorithm, c.metrics): c for c in cells}  # what a cell measures depends on these alone
+    measured = [c.measured for c in kinds.values()]
     cell_metrics = sorted(
-        {m for c in cells for m in c.measured}, key=lambda m: min(c.measured.index(m) for c in cells if m in c.measured)
+        {m for ms in measured for m in ms}, key=lambda m: min(ms.index(m) for ms in measured if m in ms)
     )
     table_metrics = list(plain(cfg.table.metrics) or [*cell_metrics, "runtime_s"])
     dropped = [m for m in table_metrics if m not in cell_metrics and m not in RUNTIME_COLUMNS]

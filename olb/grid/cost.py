@@ -19,7 +19,7 @@ from olb.registry import get_algorithm
 log = logging.getLogger("olb.grid")
 
 
-def _spec(dataset: str):
+def registry_entry(dataset: str):
     """The data set's registry entry, its file parsed once per registry (planning asks for it per cell): the
     registry's folders are named by ``$OLB_CONF_DIR`` (:func:`olb.paths.conf_dirs`), which keys the cache
     (resolving the folders themselves would cost more than the rest of a cell's planning)."""
@@ -50,7 +50,7 @@ def planned_stream(
     row at the learner's ``cost_per_example_s`` (resolved ``params``, the data set's registered shape), but a test
     row of ``protocol="train_frozen"`` (predicted, not learned) at its ``predict_cost_s``; the cost per example
     is their mean over the stream."""
-    spec = _spec(dataset)
+    spec = registry_entry(dataset)
     shape = _stream_shape(spec)
     cls = get_algorithm(algorithm)
     cost = cls.cost_per_example_s(params, shape)
@@ -82,7 +82,7 @@ def planned_memory_mb(algorithm: str, params: dict, dataset: str) -> float:
     floor, the data set's rows and the learner's model (``model_memory_mb`` on the data set's registered shape)."""
     from olb.learners.base import MB_PER_FLOAT
 
-    spec = _spec(dataset)
+    spec = registry_entry(dataset)
     shape = spec.shape
     row = min(shape.n_features, ROW_FEATURES_CAP) + shape.n_labels  # the labels are held dense
     data = DATA_COPIES * MB_PER_FLOAT * shape.n_examples * row
@@ -101,10 +101,11 @@ def planned_work(plan: Plan, unavailable=()) -> tuple[float, int]:
 
 def planned_work_by_pair(plan: Plan, unavailable=()) -> dict[tuple[str, str], tuple[float, int]]:
     """(entry, data set) -> its CPU seconds and tasks as :func:`planned_work` plans them."""
-    settings: dict[tuple[str, str], dict[str, list[Cell]]] = {}  # (entry, data set) -> setting -> its cells
+    settings: dict[tuple[str, str], dict[tuple, list[Cell]]] = {}  # (entry, data set) -> setting -> its cells
+    text = _params_text()
     for cell in plan.unique_cells:
         if cell.dataset not in unavailable:
-            key = json.dumps([cell.params, cell.loops], sort_keys=True, default=str)
+            key = (text(cell.params), cell.loops)
             settings.setdefault((cell.entry, cell.dataset), {}).setdefault(key, []).append(cell)
     out = {}
     for (entry, dataset), candidates in settings.items():
@@ -159,11 +160,12 @@ def oversized(cfg: BackendConfig, plan: Plan, unavailable, node_memory_mb: float
 def planned_memory_by_cell(plan: Plan, unavailable=()) -> list[tuple[Cell, float]]:
     """Each unique cell of ``plan`` off the ``unavailable`` data sets with its :func:`planned_memory_mb`,
     predicted once per setting."""
-    memo: dict[str, float] = {}
+    memo: dict[tuple, float] = {}
     out = []
+    text = _params_text()
     for cell in plan.unique_cells:
         if cell.dataset not in unavailable:
-            key = json.dumps([cell.algorithm, cell.params, cell.dataset], sort_keys=True, default=str)
+            key = (cell.algorithm, text(cell.params), cell.dataset)
             if key not in memo:
                 memo[key] = planned_memory_mb(cell.algorithm, cell.params, cell.dataset)
             out.append((cell, memo[key]))
@@ -180,3 +182,16 @@ def memory_request_mb(predicted_mb: float, cfg: BackendConfig, limit_mb: float) 
     """What a cell asks Ray for: its predicted peak memory times ``backend.memory_factor``, at most ``limit_mb``
     (the largest node's; a bigger cell runs only with ``backend.refuse_oversized=false``)."""
     return min(predicted_mb * cfg.memory_factor, limit_mb)
+
+
+def _params_text():
+    """``params`` -> their canonical text, written once per dict: a setting's cells (one per seed) share theirs,
+    and the dicts live as long as the plan that holds them, so their ids stay theirs while it is read."""
+    known: dict[int, str] = {}
+
+    def text(params: dict) -> str:
+        if id(params) not in known:
+            known[id(params)] = json.dumps(params, sort_keys=True, default=str)
+        return known[id(params)]
+
+    return text

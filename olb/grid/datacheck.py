@@ -57,10 +57,10 @@ def urls_to_download(name: str, data_dir, verify_checksums: bool) -> list[str]:
     """The URLs loading ``name`` would download (:func:`olb.data.files.locate`'s search: the data dirs, the
     embedded copy, the download cache); none when every file is local, or when loading refuses before any
     download (no URL, no sha256 to check one against, a partial data dir: loading it reports why)."""
-    from olb.data import dataset_spec
     from olb.data.files import locate
+    from olb.grid.cost import registry_entry
 
-    spec = dataset_spec(name)
+    spec = registry_entry(name)
     fetched = {role: f for role, f in spec.files.items() if not _in_cache(f)}
     refused = any(not f.url for f in spec.files.values()) or (
         verify_checksums and any(not f.sha256 for f in spec.files.values())

@@ -29,7 +29,7 @@ from olb.grid.configcheck import (
     table_settings,
     unknown_name,
 )
-from olb.grid.plan import Cell, CellKey, Plan, Problems, cell_id, plain
+from olb.grid.plan import Cell, CellKey, Plan, Problems, plain, seed_cell_ids
 from olb.registry import get_algorithm
 from olb.text import did_you_mean
 
@@ -252,11 +252,11 @@ def _expand_configs(ctx: _Context, e: _Entry, spec, axes: dict) -> list[Cell]:
             )
             continue
         varying = tuple((hp, loops if hp == "loops" else params[hp]) for hp in varying_keys)
-        for seed in ctx.seeds:
-            key = CellKey(e.cls.name, spec.name, seed, params, e.protocol, loops, e.metrics, ctx.curve_every)
+        key = CellKey(e.cls.name, spec.name, 0, params, e.protocol, loops, e.metrics, ctx.curve_every)
+        for seed, cid in zip(ctx.seeds, seed_cell_ids(key, ctx.seeds)):
             cells.append(
                 Cell(
-                    cell_id(key),
+                    cid,
                     e.key,
                     e.label,
                     e.cls.name,

@@ -7,6 +7,7 @@ The config becomes a plan in :mod:`olb.grid.expand`; the checks it runs are in :
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -143,6 +144,17 @@ def cell_id(key: CellKey) -> str:
     ``data_dir`` (where the files are) and the entry's label are not part of it, nor is the data read: a
     cell's identity is (cell id, data fingerprint), see :mod:`olb.grid.datacheck`.
     """
+    return _digest(_payload_text(key))
+
+
+def seed_cell_ids(key: CellKey, seeds: list[int]) -> list[str]:
+    """``cell_id`` of ``key`` with each of ``seeds``, its configuration written once (planning writes one per
+    cell otherwise): ``seed`` and ``v`` are the payload's last keys, so only its end differs between seeds."""
+    head, tail = _payload_text(dataclasses.replace(key, seed=0)).rsplit(',"seed":0,', 1)
+    return [_digest(f'{head},"seed":{int(seed)},{tail}') for seed in seeds]
+
+
+def _payload_text(key: CellKey) -> str:
     payload = {
         "v": CELL_ID_VERSION,
         "algorithm": key.algorithm,
@@ -154,7 +166,10 @@ def cell_id(key: CellKey) -> str:
         "metrics": list(key.metrics),
         "curve_every": int(key.curve_every),
     }
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _digest(text: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
