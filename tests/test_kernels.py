@@ -256,3 +256,12 @@ def test_a_build_refuses_sources_that_give_another_key(tmp_path):
     assert done.returncode == 2
     assert f"--key {'0' * 24}: this olb ({ROOT / 'olb'}) gives {kernels.build_key()}" in done.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_olb_imports_where_fcntl_does_not_exist():
+    """Windows has no fcntl: importing olb's learners (and their kernels) must not need it."""
+    script = "import sys; sys.modules['fcntl'] = None; import olb.registry, olb.kernels; print('imported')"
+    done = subprocess.run(
+        [sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True
+    )
+    assert done.stdout.strip() == "imported", done.stderr[-2000:]
