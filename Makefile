@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast test-any-cpu lint bench clean docs docs-check
+.PHONY: setup demo test test-fast test-any-cpu test-jit lint bench clean docs docs-check
 
 setup: $(STAMP)
 
@@ -31,6 +31,15 @@ BIT_EXACT_TESTS := tests/regression tests/test_vfdt.py tests/test_rounds.py test
 
 test-any-cpu: setup
 	eval "$$($(PY) tests/any_cpu.py)" && $(PY) -m pytest -m "not e2e" $(BIT_EXACT_TESTS)
+
+# the kernels' other path, numba's JIT (OLB_KERNELS=jit: the fallback where the extension cannot be built, and what
+# stays when numba.pycc goes, docs/speed.md): the fast tests of every learner that calls a kernel, about 6 minutes
+JIT_TESTS := $(BIT_EXACT_TESTS) tests/test_mlr_boosting.py tests/test_multiclass_boosting.py \
+	tests/test_topk_boosting.py tests/test_potentials.py tests/test_thresholds.py tests/test_learner_contract.py \
+	tests/test_kernels.py tests/test_protocol.py
+
+test-jit: setup
+	OLB_KERNELS=jit $(PY) -m pytest -m "not e2e" $(JIT_TESTS)
 
 # ruff's lint and format checks and mypy's type check (configured in pyproject.toml); CI runs them before the tests
 lint: setup

@@ -43,6 +43,16 @@ def _env(cache: Path) -> dict[str, str]:
     return env
 
 
+def _olb_run(cache: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "olb.run", "algorithm=onlinebmr", "dataset=emotions", "num_learners=2"],
+        env=_env(cache),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def _snapshot(folder: Path) -> dict[str, tuple[int, int, int]]:
     """Every entry below ``folder`` (links not followed): its mode, size and modification time."""
     out = {}
@@ -118,13 +128,7 @@ def _altered_emotions(cache: Path) -> Path:
 def test_another_users_cache_is_refused_before_any_work(planted, tmp_path):
     cache, proof, victim = planted
     before = _snapshot(cache)
-    done = subprocess.run(
-        [sys.executable, "-m", "olb.run", "algorithm=onlinebmr", "dataset=emotions", "num_learners=2"],
-        env=_env(cache),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _olb_run(cache)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert f"OLB_CACHE_DIR {cache} is owned by uid {OTHER}, not by you (uid 0)" in done.stderr
@@ -185,13 +189,7 @@ def test_a_folder_of_ones_own_open_to_others_is_refused(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir()
     cache.chmod(0o777)
-    done = subprocess.run(
-        [sys.executable, "-m", "olb.run", "algorithm=onlinebmr", "dataset=emotions", "num_learners=2"],
-        env=_env(cache),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _olb_run(cache)
     assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
     assert f"{cache} is writable by other users (mode drwxrwxrwx)" in done.stderr
     assert f"run `chmod go-w {cache}`" in done.stderr

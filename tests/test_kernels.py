@@ -77,7 +77,7 @@ def test_ahead_of_time_kernels_give_the_jits_results_without_numba(require_data)
 
 def test_arguments_are_checked_before_the_extension_sees_them():
     _require_the_extension()
-    vfdt_core = kernels.kernels("olb.weak.vfdt_core")
+    vfdt_core = kernels._extension()["olb.weak.vfdt_core"]  # also under OLB_KERNELS=jit
     leaves, class_mass, seen = np.zeros(2, np.int64), np.ones((3, 2)), np.zeros((3, 2), bool)
     assert vfdt_core["leaf_masses"](leaves, class_mass, seen, True).shape == (2, 2)
     with pytest.raises(TypeError, match=r"leaf_masses: argument 1 must be float64\[:, ::1\], got a 2-d float32"):
@@ -256,3 +256,12 @@ def test_a_build_refuses_sources_that_give_another_key(tmp_path):
     assert done.returncode == 2
     assert f"--key {'0' * 24}: this olb ({ROOT / 'olb'}) gives {kernels.build_key()}" in done.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_olb_imports_where_fcntl_does_not_exist():
+    """Windows has no fcntl: importing olb's learners (and their kernels) must not need it."""
+    script = "import sys; sys.modules['fcntl'] = None; import olb.registry, olb.kernels; print('imported')"
+    done = subprocess.run(
+        [sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True
+    )
+    assert done.stdout.strip() == "imported", done.stderr[-2000:]
