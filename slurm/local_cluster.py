@@ -262,7 +262,7 @@ SwitchType=switch/none
 ReturnToService=2
 KillWait=30
 SchedulerParameters=sched_interval=2
-# Job ids (and so the batch script's default Ray ports and temp dirs) differ between local clusters.
+# Job ids (and so the batch script's default Ray ports) differ between local clusters.
 FirstJobId={random.randint(1000, 900000)}
 NodeName=localhost NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory={mem_mb} State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP

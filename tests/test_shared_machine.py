@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from support import local_cluster
 from olb.grid.auth import private_dir, token_env, write_token
 from olb.grid.backends.ray_local import fresh_temp_dir
 from olb.grid.backends.ray_lost import keep_logs
+from olb.grid.lost import answers
 
 ROOT = Path(__file__).resolve().parents[1]
 RAY_NODE = ROOT / "slurm" / "ray_node.sh"
@@ -160,18 +160,6 @@ def test_a_local_grids_temp_dir_is_fresh_and_private_whatever_others_made(tmp_pa
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _answers(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
-def _session_pids(sid: int) -> set[int]:
-    return set(local_cluster.session_pids(sid))
-
-
 @pytest.mark.slow
 @pytest.mark.e2e
 def test_a_ray_node_is_private_exports_no_metrics_and_keeps_its_logs_without_links(tmp_path, token):
@@ -199,7 +187,7 @@ def test_a_ray_node_is_private_exports_no_metrics_and_keeps_its_logs_without_lin
     log.close()
     try:
         deadline = time.monotonic() + 120
-        while not (_answers("127.0.0.2", base) and _answers("127.0.0.2", base + 6)):  # the GCS, the last agent
+        while not (answers(f"127.0.0.2:{base}") and answers(f"127.0.0.2:{base + 6}")):  # the GCS, the last agent
             assert node.poll() is None and time.monotonic() < deadline, (tmp_path / "node.log").read_text()
             time.sleep(0.5)
         (ray_dir,) = parent.iterdir()
@@ -208,11 +196,11 @@ def test_a_ray_node_is_private_exports_no_metrics_and_keeps_its_logs_without_lin
         sessions = list(ray_dir.glob("ray/session_2*"))
         assert sessions, list(ray_dir.rglob("*"))
         sid = int((tmp_path / "pid").read_text())
-        sockets = listeners(_session_pids(sid))
+        sockets = listeners(set(local_cluster.session_pids(sid)))
         ports = {int(address.rsplit(":", 1)[1]) for address, _ in sockets}
         assert any(name.startswith("ray::Dashboard") for _, name in sockets), sockets  # the agent is up
         assert ports and all(base <= port < base + 400 for port in ports), sockets
-        assert not any(_answers(host, base + 7) for host in ("127.0.0.1", "127.0.0.2")), sockets  # metrics off
+        assert not any(answers(f"{host}:{base + 7}") for host in ("127.0.0.1", "127.0.0.2")), sockets  # metrics off
         logs = sessions[0] / "logs"
         (logs / "worker-9.err").symlink_to(secret)  # what another user could plant if the folder were reachable
         (logs / "elsewhere").symlink_to(tmp_path)

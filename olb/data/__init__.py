@@ -2,8 +2,9 @@
 
 ``load_dataset(name)`` finds the files (``olb.data.files``), verifies them against the registered sha256
 (``olb.data.provenance``), and reads the parsed arrays from the cache (``olb.data.parsed``) or reads the files
-into memory, hashes those bytes (verified again) and parses them with the loader of the entry's ``format``, checks the result against the entry's ``shape`` and applies a declared
-split (``olb.data.splits``). Loaders (pandas, liac-arff, scipy) are imported only when used. See ``docs/data.md``.
+into memory, hashes (and verifies) those bytes and parses them with the loader of the entry's ``format``, checks
+the result against the entry's ``shape`` and applies a declared split (``olb.data.splits``). Loaders (pandas,
+liac-arff, scipy) are imported only when used. See ``docs/data.md``.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from olb.data.provenance import Provenance
 # The modules whose code decides the parsed arrays: a change to any of them makes earlier caches unused.
 _PARSER_MODULES = (
     "arff.py",
+    "files.py",  # DataFile: how the bytes are decompressed and decoded
     "uci.py",
     "libsvm.py",
     "splits.py",
