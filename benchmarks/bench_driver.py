@@ -28,6 +28,7 @@ import dataclasses
 import io
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -202,57 +203,60 @@ def main(argv=None) -> int:
     from olb.grid.stages import prepare
 
     work = Path(tempfile.mkdtemp(prefix="olb-bench-driver-"))
-    uri = args.tracking_uri or f"sqlite:///{work}/mlflow.db"
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; tracking: {uri}")
-    run = f"{os.getpid()}-{time.time_ns()}"  # a fresh experiment per invocation (a server may hold earlier ones)
+    try:
+        uri = args.tracking_uri or f"sqlite:///{work}/mlflow.db"
+        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; tracking: {uri}")
+        run = f"{os.getpid()}-{time.time_ns()}"  # a fresh experiment per invocation (a server may hold earlier ones)
 
-    cfg = grid_config(args.cells, f"bench-driver-{run}", uri)
-    plan, data = prepare(cfg)
-    message = one_result(cfg, plan)
-    d = drive(cfg, plan, data, message, work)
-    n = args.cells
-    print(
-        f"driver: {n} cells recorded in {d['total_s']:.2f} s: {n / d['total_s']:.0f} cells/s "
-        f"({d['batches']} batches, {d['untracked']} untracked); the driver's loop handed them over in "
-        f"{d['fed_s']:.2f} s ({n / d['fed_s']:.0f} cells/s)"
-    )
-    print(
-        f"  per cell: recording in the driver's loop {1e3 * d['record_s'] / n:.3f} ms, progress "
-        f"{1e3 * d['progress_s'] / n:.3f} ms, the writer (its thread) {1e3 * d['write_s'] / n:.3f} ms "
-        f"({1e3 * d['write_cpu_s'] / n:.3f} ms of its CPU)"
-    )
-    lookup_s, found = resume_lookup(cfg, plan, data, d["tracker"])
-    print(
-        f"  resume look-up of these {n} cells: {lookup_s:.2f} s ({1e3 * lookup_s / n:.3f} ms per cell), {found} found"
-    )
-
-    sizes = [int(s) for s in args.resume_sizes.split(",") if s]
-    previous = None
-    for size in sizes:
-        cfg_n = grid_config(size, f"bench-resume-{size}-{run}", uri)
-        plan_n, data_n = prepare(cfg_n)
-        stored = drive(cfg_n, plan_n, data_n, message, work)
-        lookup_s, found = resume_lookup(cfg_n, plan_n, data_n, stored["tracker"])
-        growth = f", x{lookup_s / previous[1]:.1f} for x{size / previous[0]:.0f} cells" if previous else ""
+        cfg = grid_config(args.cells, f"bench-driver-{run}", uri)
+        plan, data = prepare(cfg)
+        message = one_result(cfg, plan)
+        d = drive(cfg, plan, data, message, work)
+        n = args.cells
         print(
-            f"resume look-up, {size} finished cells in the store: {lookup_s:.2f} s "
-            f"({1e6 * lookup_s / size:.0f} us per cell, {found} found{growth}); writing them took "
-            f"{stored['total_s']:.1f} s"
+            f"driver: {n} cells recorded in {d['total_s']:.2f} s: {n / d['total_s']:.0f} cells/s "
+            f"({d['batches']} batches, {d['untracked']} untracked); the driver's loop handed them over in "
+            f"{d['fed_s']:.2f} s ({n / d['fed_s']:.0f} cells/s)"
         )
-        previous = (size, lookup_s)
-
-    if args.transfer_cells:
-        per = transfer(message, args.transfer_cells)
-        print(f"result transfer from Ray: {1e3 * per:.3f} ms per cell ({args.transfer_cells} results)")
-    if args.worker_cells:
-        wall, cpu = worker_overhead(cfg, plan, args.worker_cells)
         print(
-            f"worker-side overhead outside the learner's stream: median {1e3 * statistics.median(wall):.1f} ms "
-            f"wall, {1e3 * statistics.median(cpu):.1f} ms CPU; first cell {1e3 * wall[0]:.0f} ms (imports); "
-            f"{len(wall)} cells"
+            f"  per cell: recording in the driver's loop {1e3 * d['record_s'] / n:.3f} ms, progress "
+            f"{1e3 * d['progress_s'] / n:.3f} ms, the writer (its thread) {1e3 * d['write_s'] / n:.3f} ms "
+            f"({1e3 * d['write_cpu_s'] / n:.3f} ms of its CPU)"
         )
-    if args.wide_node:
-        wide_node(args.wide_cells, args.wide_cpus, work)
+        lookup_s, found = resume_lookup(cfg, plan, data, d["tracker"])
+        print(
+            f"  resume look-up of these {n} cells: {lookup_s:.2f} s ({1e3 * lookup_s / n:.3f} ms per cell), {found} found"
+        )
+
+        sizes = [int(s) for s in args.resume_sizes.split(",") if s]
+        previous = None
+        for size in sizes:
+            cfg_n = grid_config(size, f"bench-resume-{size}-{run}", uri)
+            plan_n, data_n = prepare(cfg_n)
+            stored = drive(cfg_n, plan_n, data_n, message, work)
+            lookup_s, found = resume_lookup(cfg_n, plan_n, data_n, stored["tracker"])
+            growth = f", x{lookup_s / previous[1]:.1f} for x{size / previous[0]:.0f} cells" if previous else ""
+            print(
+                f"resume look-up, {size} finished cells in the store: {lookup_s:.2f} s "
+                f"({1e6 * lookup_s / size:.0f} us per cell, {found} found{growth}); writing them took "
+                f"{stored['total_s']:.1f} s"
+            )
+            previous = (size, lookup_s)
+
+        if args.transfer_cells:
+            per = transfer(message, args.transfer_cells)
+            print(f"result transfer from Ray: {1e3 * per:.3f} ms per cell ({args.transfer_cells} results)")
+        if args.worker_cells:
+            wall, cpu = worker_overhead(cfg, plan, args.worker_cells)
+            print(
+                f"worker-side overhead outside the learner's stream: median {1e3 * statistics.median(wall):.1f} ms "
+                f"wall, {1e3 * statistics.median(cpu):.1f} ms CPU; first cell {1e3 * wall[0]:.0f} ms (imports); "
+                f"{len(wall)} cells"
+            )
+        if args.wide_node:
+            wide_node(args.wide_cells, args.wide_cpus, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the stores it wrote
     return 0
 
 

@@ -95,7 +95,7 @@ class TrackingConfig:
     retries: int = 8  # attempts of a write that fails with "database is locked" or a connection error
     batch_cells: int = 500  # cells written at most in one batch (a SQL store: one transaction)
     queue_cells: int = 10000  # results waiting for the writer thread at most (beyond, the driver waits)
-    write_threads: int = 8  # tracking server: cells written at once (each is three requests)
+    write_threads: int = 4  # tracking server: cells written at once (each is three requests)
     timeout_s: float = 30.0  # a tracking server that does not answer this long ends the grid
     credentials: Optional[str] = None  # a tracking server's MLflow credentials file (olb.grid.tracking_server)
 

@@ -59,6 +59,9 @@ class MlflowTracker(Tracker):
 
         for name in ("alembic", "mlflow", "sqlalchemy", "urllib3", "pooch"):  # after the import: mlflow sets
             logging.getLogger(name).setLevel(logging.WARNING)  # its own logger up when imported
+        # on a server MLflow would read every run back when it ends, to print a link to it: a request and two lines
+        # of output per cell
+        os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         super().__init__(cfg, experiment_name, code_version)
         self.retries = max(1, int(cfg.retries))
         self.cell_artifacts = cfg.cell_artifacts
