@@ -45,8 +45,8 @@ a fixed thread count also keeps the last bits of every result the same on every 
 Besides the final metrics, a run records a learning curve (the running value of the primary metric
 within each phase, every ``curve_every`` examples), wall and CPU time per phase and the peak
 resident memory of the process. Time spent making the compiled kernels ready (loading olb's kernel extension,
-or building it where it is missing, :mod:`olb.kernels`; under ``OLB_KERNELS=jit``, numba compiling a kernel at
-its first call in a process) is recorded apart, as ``compile_s``, and left out of ``wall_s`` and ``cpu_s``
+or building it where it is missing, :mod:`olb.kernels`; where numba's JIT runs them, under ``OLB_KERNELS=jit`` or
+where the extension cannot be built, numba compiling a kernel at its first call in a process) is recorded apart, as ``compile_s``, and left out of ``wall_s`` and ``cpu_s``
 (:class:`Stopwatch`): the first cell of a process would otherwise take seconds where the others take
 fractions of one.
 """
