@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,8 +137,15 @@ def dataset_spec(name: str) -> DatasetSpec:
 
 
 def _parse(path: Path) -> DatasetSpec:
+    """The entry of ``path``, parsed once per version of the file (a grid's worker reads it for every cell)."""
+    status = path.stat()
+    return _parse_version(path, status.st_mtime_ns, status.st_size, status.st_ino)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_version(path: Path, mtime_ns: int, size: int, inode: int) -> DatasetSpec:
     with path.open(encoding="utf-8") as fh:
-        raw = yaml.safe_load(fh)
+        raw = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     if not isinstance(raw, dict) or any(key not in raw for key in _REQUIRED_KEYS):
         raise DataFormatError(f"{path}: a registry entry needs the keys {', '.join(_REQUIRED_KEYS)}")
     if raw["name"] != path.stem:
