@@ -644,6 +644,7 @@ def build(folder: Path) -> Path:
     building = Path(tempfile.mkdtemp(prefix=f".{folder.name}.build-", dir=private_dir(folder.parent)))
     scratch = building / "scratch"
     scratch.mkdir()
+    previous = os.environ.get("TMPDIR")
     tempfile.tempdir = os.environ["TMPDIR"] = str(scratch)  # numba's and setuptools' temporary folders, gcc's files
     try:
         if not external_compiler_works():
@@ -674,6 +675,10 @@ def build(folder: Path) -> Path:
         installed = _install(building, folder)
     finally:
         tempfile.tempdir = None
+        if previous is None:
+            os.environ.pop("TMPDIR")
+        else:
+            os.environ["TMPDIR"] = previous
         shutil.rmtree(building, ignore_errors=True)  # gone already once installed
     return folder / installed["file"]
 
