@@ -10,16 +10,24 @@ import shlex
 
 
 def older_cpu_env() -> dict[str, str]:
-    """glibc's libm without its FMA/AVX2 variants (``log2``, ``log``, ``exp``, ...), numpy without the targets it
-    dispatches to beyond its baseline (its ufuncs and its x86-simd-sort ``argsort``), OpenBLAS with its SSE
-    kernels, numba's code for a generic x86-64 (SSE2; cached beside the host's, compiled once)."""
-    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    """:func:`baseline_library_env` and numba's code for a generic x86-64 (SSE2; cached beside the host's, compiled
+    once)."""
+    return {**baseline_library_env(), "NUMBA_CPU_NAME": "generic"}
+
+
+def baseline_library_env() -> dict[str, str]:
+    """glibc's libm without its FMA/AVX2 variants (``log2``, ``log``, ``exp``, ...; FMA4 is AMD's of 2011-2014),
+    numpy without any of the targets it dispatches to beyond its baseline (its ufuncs and its x86-simd-sort
+    ``argsort``; all of them, not only this CPU's, so that the value is the same on every machine and in a process
+    that already disabled some), OpenBLAS with its SSE kernels on one thread (a threaded product may split a sum
+    by the number of cores)."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__
 
     return {
-        "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA,-AVX512F",
-        "NPY_DISABLE_CPU_FEATURES": " ".join(t for t in __cpu_dispatch__ if __cpu_features__.get(t)),
+        "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA,-FMA4,-AVX512F",
+        "NPY_DISABLE_CPU_FEATURES": " ".join(__cpu_dispatch__),
         "OPENBLAS_CORETYPE": "Nehalem",
-        "NUMBA_CPU_NAME": "generic",
+        "OPENBLAS_NUM_THREADS": "1",
     }
 
 

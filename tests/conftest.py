@@ -19,6 +19,16 @@ def _data_dir() -> Path:
     return Path(os.environ.get("OLB_DATA_DIR") or DEFAULT_DATA_DIR)
 
 
+_USERS_DATA_DIR = os.environ.get("OLB_DATA_DIR")  # before the fixture below sets the default folder
+
+
+def _no_data(what: str) -> str:
+    """Why a test that needs ``what`` skips: OLB_DATA_DIR, named as the user set it (or not)."""
+    where = _USERS_DATA_DIR
+    found = f"OLB_DATA_DIR={where} holds no {what}" if where else f"OLB_DATA_DIR is not set (needs {what})"
+    return f"{found}; tests never download: see the README, 'Data', to get the benchmark data"
+
+
 _SESSION_KERNELS: list[str] = []
 
 
@@ -49,7 +59,7 @@ def data_dir() -> Path:
     """The shared benchmark data dir; the test is skipped when there is none."""
     path = _data_dir()
     if not path.is_dir():
-        pytest.skip(f"no benchmark data at {path}: set OLB_DATA_DIR to the data dir described in docs/data.md")
+        pytest.skip(_no_data("benchmark data"))
     return path
 
 
@@ -68,10 +78,7 @@ def require_data():
             if not local:
                 missing.append(name)
         if missing:
-            pytest.skip(
-                f"data set(s) {', '.join(missing)} not in {_data_dir()} (tests never download): "
-                "set OLB_DATA_DIR to the data dir described in docs/data.md"
-            )
+            pytest.skip(_no_data(f"data set(s) {', '.join(missing)}"))
 
     return require
 

@@ -7,14 +7,20 @@ Record (only when a change is *meant* to alter results, and say why in the commi
 
     python tests/regression/cases.py --record          # every case
     python tests/regression/cases.py --record-new      # only the cases not in reference.json yet
-    python tests/regression/cases.py --record-machine  # the MACHINE_PINNED models, for this machine only
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.append(str(TESTS))  # any_cpu, also when this file runs as a script
+
+from any_cpu import baseline_library_env  # noqa: E402
 
 REFERENCE = Path(__file__).with_name("reference.json")
 
@@ -90,8 +96,6 @@ def compute(case: dict, data_dir=None) -> dict:
     result = {"metrics": dict(stream.metrics), "curve": [float(v) for v in stream.curve["value"]]}
     if case["algorithm"] in MODEL_PINNED:
         result["model"] = model_fingerprint(learner)
-    if case["algorithm"] in MACHINE_PINNED:
-        result["machine_model"] = model_fingerprint(learner)
     return result
 
 
@@ -118,33 +122,48 @@ def run_keeping_learner(case: dict, data_dir=None, curve_every: int = 20):
 # Learners whose final model is pinned bit for bit (metrics and curves barely see a model's last bits).
 MODEL_PINNED = ("falt", "salt", "pa1_br", "pa2_br", "olansgd_star")
 # Learners whose model is numpy's CPU-dispatched exp, BLAS or LAPACK at work (the RBF kernel, the ELMs' hidden
-# layer and least squares, OML's projection and metric): their last bits are the CPU's (with numpy's AVX-512 paths
-# disabled, NPY_DISABLE_CPU_FEATURES, the kernel learners' fingerprints differ while metrics and curves do not).
-# Their fingerprints are recorded per machine (:func:`machine_key`) and checked where the key matches; their metrics
-# and curves are pinned everywhere.
-MACHINE_PINNED = ("falt_kernel", "pa1_br_kernel", "pa2_br_kernel", "osml_elm", "elm_omll_star", "knn", "oml")
+# layer and least squares, OML's projection and metric): their last bits follow the code these libraries load for
+# the CPU (numpy's AVX-512 exp, OpenBLAS's kernel, glibc's FMA variants), while their metrics and curves do not.
+# Their metrics and curves are pinned in this process; their models in a child process that loads the code every
+# x86-64 CPU has (:func:`baseline_models`), so that one recorded fingerprint holds on any CPU.
+BASELINE_PINNED = ("falt_kernel", "pa1_br_kernel", "pa2_br_kernel", "osml_elm", "elm_omll_star", "knn", "oml")
+BASELINE_CASES = [(name, case) for name, case in CASES if case["algorithm"] in BASELINE_PINNED]
 
 
-def machine_key() -> str:
-    """What decides the last bits of numpy's vectorized functions and BLAS calls here: numpy's version and the
-    SIMD targets it dispatches to on this CPU, OpenBLAS's version and the kernel it chose."""
+def baseline_models(data_dir=None) -> dict:
+    """The BASELINE_PINNED cases' model fingerprints, computed in a child process whose numpy, OpenBLAS and glibc
+    run the code an x86-64 CPU without AVX2, FMA or AVX-512 gets (``tests/any_cpu.py``), whatever this process
+    runs (numba's code, CPU-independent for these learners, stays this process's): ``{"libraries": what ran them, "models": {case name: fingerprint}}``."""
+    pythonpath = os.pathsep.join([str(TESTS.parent), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, **baseline_library_env(), "PYTHONPATH": pythonpath}
+    command = [sys.executable, __file__, "--baseline-models", *([str(data_dir)] if data_dir else [])]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout)
+
+
+def _baseline_models_here(data_dir=None) -> dict:
+    """:func:`baseline_models` in this process, refused unless its numpy and OpenBLAS run their baseline code."""
+    import platform
+
     import numpy as np
-    import scipy.linalg  # noqa: F401 - loads scipy's OpenBLAS too, as a cell does, so the key lists both
+    import scipy.linalg  # noqa: F401 - loads scipy's OpenBLAS too, as a cell does
     from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
     from threadpoolctl import threadpool_info
 
-    targets = ",".join(t for t in __cpu_dispatch__ if __cpu_features__.get(t))
-    # the BLAS libraries only: an OpenMP runtime some other module loaded would make the key depend on the process
-    blas = "; ".join(
-        sorted(
-            {
-                f"openblas {i['version']} {i.get('architecture')}"
-                for i in threadpool_info()
-                if i["internal_api"] == "openblas"
-            }
-        )
+    dispatched = [t for t in __cpu_dispatch__ if __cpu_features__.get(t)]
+    blas = sorted(
+        f"openblas {i['version']} {i['architecture']}" for i in threadpool_info() if i["internal_api"] == "openblas"
     )
-    return f"numpy {np.__version__} [{targets}]; {blas}"
+    core = baseline_library_env()["OPENBLAS_CORETYPE"]
+    if dispatched or not blas or any(not b.endswith(f" {core}") for b in blas):
+        raise SystemExit(
+            f"not the baseline library code: numpy dispatches to {dispatched}, BLAS: {blas or 'not OpenBLAS'}"
+        )
+    models = {name: model_fingerprint(run_keeping_learner(case, data_dir)[1]) for name, case in BASELINE_CASES}
+    libraries = f"numpy {np.__version__} (baseline code); {'; '.join(blas)}; {' '.join(platform.libc_ver())}"
+    return {"libraries": libraries, "models": models}
 
 
 def model_fingerprint(learner, kinds: str = "f") -> str:
@@ -184,19 +203,17 @@ def cell_ids(experiment: str) -> list[str]:
 
 
 if __name__ == "__main__":
+    if "--baseline-models" in sys.argv:
+        print(json.dumps(_baseline_models_here(*sys.argv[2:3])))
+        raise SystemExit(0)
     if "--record" in sys.argv:
         results = {name: compute(case) for name, case in CASES}
     elif "--record-new" in sys.argv:
         results = json.loads(REFERENCE.read_text())
         results.update({name: compute(case) for name, case in CASES if name not in results})
-    elif "--record-machine" in sys.argv:
-        results = json.loads(REFERENCE.read_text())
-        machine = {name: compute(case)["machine_model"] for name, case in CASES if case["algorithm"] in MACHINE_PINNED}
-        results.setdefault("machine_models", {})[machine_key()] = machine
     else:
         raise SystemExit(__doc__)
-    for name, _ in CASES:  # the machine-dependent fingerprints are kept under "machine_models" only
-        results[name].pop("machine_model", None)
+    results["baseline_models"] = baseline_models()
     results["cell_ids"] = {name: cell_ids(name) for name in EXPERIMENTS}
     REFERENCE.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     print(json.dumps(results, indent=1))

@@ -4,32 +4,44 @@ families, before the compiled core and before the compiled passes (``cases.py``)
 import functools
 import json
 
+import numpy as np
 import pytest
 
-from cases import CASES, EXPERIMENTS, MACHINE_PINNED, REFERENCE, cell_ids, compute, machine_key
+from cases import BASELINE_CASES, CASES, EXPERIMENTS, REFERENCE, baseline_models, cell_ids, compute, model_fingerprint
 
 RECORDED = json.loads(REFERENCE.read_text())
-compute_once = functools.cache(lambda name, data_dir: compute(dict(CASES)[name], data_dir))
+compute_once = functools.cache(lambda name: compute(dict(CASES)[name]))
+baseline_models_once = functools.cache(baseline_models)
 
 
 @pytest.mark.parametrize("name, case", CASES, ids=[name for name, _ in CASES])
-def test_same_results_as_recorded(name, case, data_dir):
-    result = dict(compute_once(name, str(data_dir)))
-    result.pop("machine_model", None)
-    assert result == RECORDED[name]
+def test_same_results_as_recorded(name, case, require_data):
+    require_data(case["dataset"])
+    assert compute_once(name) == RECORDED[name]
 
 
-MACHINE_CASES = [(name, case) for name, case in CASES if case["algorithm"] in MACHINE_PINNED]
+@pytest.mark.parametrize("name, case", BASELINE_CASES, ids=[name for name, _ in BASELINE_CASES])
+def test_same_model_as_recorded_with_the_code_every_cpu_has(name, case, require_data):
+    """The models whose last bits follow the code numpy, OpenBLAS and glibc load for the CPU, computed in a child
+    process with the code they load on any x86-64 CPU (``cases.baseline_models``), against the one recorded."""
+    require_data(case["dataset"])
+    computed, recorded = baseline_models_once(), RECORDED["baseline_models"]
+    assert computed["models"][name] == recorded["models"][name], (
+        f"recorded with {recorded['libraries']}; computed with {computed['libraries']}"
+    )
 
 
-@pytest.mark.parametrize("name, case", MACHINE_CASES, ids=[name for name, _ in MACHINE_CASES])
-def test_same_model_as_recorded_on_this_machine(name, case, data_dir):
-    """The models whose last bits are the CPU's (numpy's dispatched exp, BLAS) against the fingerprints recorded on
-    a machine like this one (same numpy, SIMD targets and OpenBLAS kernel)."""
-    recorded = RECORDED.get("machine_models", {}).get(machine_key())
-    if recorded is None:
-        pytest.skip(f"no model fingerprints recorded for this machine ({machine_key()}); see cases.py --record-machine")
-    assert compute_once(name, str(data_dir))["machine_model"] == recorded[name]
+def test_a_last_bit_changes_a_model_fingerprint():
+    """The pins above see one unit in the last place of one model entry."""
+
+    class Model:
+        def __init__(self, weights):
+            self.weights = weights
+
+    weights = np.linspace(0.1, 1.0, 50)
+    nudged = weights.copy()
+    nudged[17] = np.nextafter(nudged[17], 0.0)
+    assert model_fingerprint(Model(weights)) != model_fingerprint(Model(nudged))
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
