@@ -78,6 +78,7 @@ def service():
             "credentials": str(served.credentials),
             "pgpass": str(served.pgpass),
             "postgres": f"127.0.0.1:{served.state().pg_port}",
+            "database": served.database_uri(served.state().pg_port),
         }
         yield served
     finally:
@@ -188,6 +189,32 @@ def test_grid_recorded_in_postgres_and_resumed_after_a_restart(service, tmp_path
     assert second.exit_code == 0
     assert (second.n_run, second.n_resumed) == (0, 4) and set(second.cells["run_id"]) == set(first.cells["run_id"])
     assert cell_runs_in_postgres(service) == dict.fromkeys(first.cells["run_id"], "FINISHED")
+
+
+def test_a_driver_writing_to_the_database_directly_is_seen_by_the_server(service, tmp_path, monkeypatch):
+    """The fast path: the driver writes its cells into PostgreSQL itself (a batch per transaction), its password
+    from PGPASSFILE; the server serves the same runs. Without the password file, or with a password in the URI,
+    the grid is refused before any work."""
+    uri = service.database_uri(service.state().pg_port)
+    grid = [*GRID, "name=pg_direct", f"tracking.uri={uri}", f"hydra.run.dir={tmp_path / 'cli'}"]
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    monkeypatch.setenv("PGPASSFILE", str(tmp_path / "absent"))
+    with pytest.raises(GridConfigError, match="refuses the connection: .*password"):
+        run_grid(compose(grid), tmp_path / "no-password")
+    with pytest.raises(GridConfigError, match="the URI carries a password"):
+        run_grid(compose([*grid, f"tracking.uri={uri.replace('mlflow@', 'mlflow:secret@')}"]), tmp_path / "in-uri")
+
+    monkeypatch.setenv("PGPASSFILE", str(service.pgpass))
+    first = run_grid(compose(grid), tmp_path / "first")
+    assert first.exit_code == 0 and len(first.cells) == 4
+    exp = api(service, "GET", "experiments/get-by-name", params={"experiment_name": "olb/pg_direct"})["experiment"]
+    runs = api(service, "POST", "runs/search", json={"experiment_ids": [exp["experiment_id"]], "max_results": 100})
+    served = {r["info"]["run_id"]: r["info"]["status"] for r in runs["runs"]}
+    assert {run_id: served.get(run_id) for run_id in first.cells["run_id"]} == dict.fromkeys(
+        first.cells["run_id"], "FINISHED"
+    )
+    second = run_grid(compose(grid), tmp_path / "second")
+    assert (second.exit_code, second.n_run, second.n_resumed) == (0, 0, 4)
 
 
 def test_a_missing_or_wrong_credential_is_refused_before_any_work(service, tmp_path, monkeypatch):

@@ -56,13 +56,16 @@ def tracker_class(tracking: TrackingConfig) -> type[Tracker]:
     if not tracking.enabled:
         return NoopTracker
     from olb.grid.tracking import MlflowTracker, resolve_uri
+    from olb.grid.tracking_database import MlflowDatabaseTracker
     from olb.grid.tracking_server import MlflowServerTracker
     from olb.grid.tracking_sqlite import MlflowSqliteTracker
 
     uri = resolve_uri(tracking.uri)
     if uri.startswith(("http://", "https://")):
         return MlflowServerTracker
-    return MlflowSqliteTracker if uri.startswith("sqlite:") else MlflowTracker  # else: another MLflow store
+    if uri.startswith("sqlite:"):
+        return MlflowSqliteTracker
+    return MlflowDatabaseTracker if uri.startswith("postgresql") else MlflowTracker  # else: another MLflow store
 
 
 def open_tracker(cfg: DictConfig, version: str) -> Tracker:

@@ -242,6 +242,10 @@ class TrackingService:
         self._wait(pid, lambda: _pg_ready(self.admin_dsn(pg_port)), timeout_s, "PostgreSQL", log, PG_STOP)
         return pid
 
+    def database_uri(self, pg_port: int) -> str:
+        """MLflow's database as a tracking URI, for a driver that writes to it directly (``PGPASSFILE=pgpass``)."""
+        return f"postgresql://{DATABASE}@127.0.0.1:{pg_port}/{DATABASE}"
+
     def admin_dsn(self, pg_port: int) -> str:
         """libpq's connection string for PostgreSQL's superuser (administration, backups)."""
         return f"host=127.0.0.1 port={pg_port} dbname=postgres user=postgres passfile={self.pgpass} connect_timeout=5"
@@ -405,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     # shell assignments: eval "$(python -m olb.grid.serve start FOLDER)"
     shown = {"uri": state.uri, "credentials": service.credentials, "pgpass": service.pgpass}
     shown["postgres"] = f"127.0.0.1:{state.pg_port}"
+    shown["database"] = service.database_uri(state.pg_port)
     print("\n".join(f"{key}={shlex.quote(str(value))}" for key, value in shown.items()))
     return 0
 
