@@ -176,6 +176,15 @@ def check_before_loading(spec: CellSpec, cls, protocol: str) -> None:
         raise ValueError(no_split)
 
 
+def missing_data_dirs(data_dir) -> str | None:
+    """What is wrong with a ``data_dir`` given explicitly (not ``$OLB_DATA_DIR``) that names folders that do not
+    exist (all of them), else None: refused even where an embedded copy would do, since the user meant a folder."""
+    from olb.data.files import data_dirs
+
+    missing = [str(folder) for folder in data_dirs(data_dir) if not folder.is_dir()] if data_dir else []
+    return f"data_dir: no such folder: {', '.join(missing)}" if missing else None
+
+
 class UsageError(ValueError):
     """A command-line argument that is not ``key=value`` or lacks a required key."""
 
@@ -214,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
         spec = parse_cli(argv)
     except (UsageError, TypeError) as err:  # TypeError: a key given twice, a value of the wrong kind
         return _refuse(err)
+    problem = missing_data_dirs(spec.data_dir)
+    if problem:
+        return _refuse(UsageError(problem))
     try:
         result = run_cell(spec)
     except (ValueError, DataError) as err:  # unknown names, bad values, unusable data

@@ -17,6 +17,7 @@ from olb.grid.expand import collect_plan
 from olb.grid.fanout import fan_out
 from olb.grid.plan import GridConfigError, Plan, Problems
 from olb.grid.recording import code_version, open_tracker
+from olb.run import missing_data_dirs
 
 log = logging.getLogger("olb.grid")
 
@@ -34,6 +35,10 @@ def prepare(cfg: DictConfig) -> tuple[Plan, DataCheck]:
     """Plan the grid and check its data; every problem of both, or GridConfigError (nothing started yet)."""
     problems = Problems()
     plan = collect_plan(cfg, problems)
+    missing = missing_data_dirs(plain_value(cfg.data_dir))
+    if missing:  # before the data check, whose every load would warn about the folder
+        problems.add(missing)
+        problems.raise_if_any()
     datasets = (
         plan.datasets if plan is not None else [d for d in (plain_value(cfg.datasets) or []) if d in dataset_names()]
     )
