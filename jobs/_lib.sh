@@ -8,7 +8,8 @@
 #   RECIPE slurm [SBATCH OPTIONS ...] [--] [GRID OVERRIDES ...]   `sbatch slurm/olb_grid.sbatch` (docs/cluster.md)
 #
 # OLB_PYTHON picks the python (default: .venv/bin/python of this checkout). Grid overrides are key=value
-# (e.g. seeds=2 datasets=[emotions] tracking.uri=...); see docs/grid.md.
+# (e.g. seeds=2 datasets=[emotions] tracking.uri=...); see docs/grid.md. A recipe may set the array
+# recipe_overrides before calling olb_recipe: they come after +experiment=NAME, before the user's own.
 
 OLB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -25,7 +26,8 @@ olb_recipe() {
       return 0 ;;
   esac
   local py="${OLB_PYTHON:-$OLB_ROOT/.venv/bin/python}"
-  local grid=(-m olb.grid "+experiment=$experiment")
+  local own=(${recipe_overrides[@]+"${recipe_overrides[@]}"})
+  local grid=(-m olb.grid "+experiment=$experiment" ${own[@]+"${own[@]}"})
   case "$mode" in
     local)
       [ -x "$py" ] || { echo "$(basename "$recipe"): no python at $py (make setup, or set OLB_PYTHON)" >&2; return 2; }
@@ -58,7 +60,7 @@ olb_recipe() {
         [ "$1" = "--" ] && { shift; break; }
         sbatch_opts+=("$1"); shift
       done
-      echo "+ sbatch ${sbatch_opts[*]} $OLB_ROOT/slurm/olb_grid.sbatch +experiment=$experiment $*" >&2
-      sbatch "${sbatch_opts[@]}" "$OLB_ROOT/slurm/olb_grid.sbatch" "+experiment=$experiment" "$@" ;;
+      echo "+ sbatch ${sbatch_opts[*]} $OLB_ROOT/slurm/olb_grid.sbatch ${grid[*]:2} $*" >&2
+      sbatch "${sbatch_opts[@]}" "$OLB_ROOT/slurm/olb_grid.sbatch" "${grid[@]:2}" "$@" ;;
   esac
 }

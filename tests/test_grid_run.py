@@ -158,18 +158,16 @@ def test_failure_isolation(first_run, tmp_path):
 
 def test_allow_unavailable_marks_cells(tmp_path, monkeypatch):
     monkeypatch.setenv("OLB_CACHE_DIR", str(tmp_path / "cache"))
-    cfg = compose(
-        [
-            "backend=serial",
-            "seeds=1",
-            "num_learners=2",
-            "algorithms=[adaolmr]",
-            "tracking=off",
-            "datasets=[emotions,mediamill]",
-            "allow_unavailable=true",
-        ]
-    )
-    o = run_grid(cfg, tmp_path / "out")
+    overrides = [
+        "backend=serial",
+        "seeds=1",
+        "num_learners=2",
+        "algorithms=[adaolmr]",
+        "tracking=off",
+        "datasets=[emotions,mediamill]",
+        "allow_unavailable=true",
+    ]
+    o = run_grid(compose(overrides), tmp_path / "out", overrides)
     assert o.exit_code == 0 and o.n_unavailable == 1 and o.n_run == 1
     assert dict(zip(o.cells["dataset"], o.cells["status"])) == {"emotions": "FINISHED", "mediamill": "UNAVAILABLE"}
     row = o.table[(o.table["dataset"] == "mediamill") & (o.table["metric"] == "rank_loss")].iloc[0]

@@ -170,12 +170,32 @@ def unknown_override_keys(args: list[str]) -> list[str]:
     return problems
 
 
+def unknown_experiment(args: list[str]) -> str | None:
+    """The message for an ``experiment=NAME`` override naming no experiment file of the config dirs (olb's and
+    ``$OLB_CONF_DIR``'s), with "did you mean" and the known names (Hydra's message adds its search path)."""
+    from olb.text import did_you_mean
+
+    chosen = [a.split("=", 1)[1] for a in args if a.lstrip("+~").split("=", 1)[0] == "experiment" and "=" in a]
+    known = sorted(
+        {
+            str(f.relative_to(d / "experiment").with_suffix(""))
+            for d in olb.conf_dirs()
+            for f in d.glob("experiment/**/*.yaml")
+        }
+    )
+    name = chosen[-1] if chosen else None
+    if name is None or name in known:
+        return None
+    where = " and ".join(str(d / "experiment") for d in olb.conf_dirs())
+    return f"experiment: unknown experiment {name!r}{did_you_mean(name, known)} in {where}; known: {', '.join(known)}"
+
+
 def main() -> None:
     import hydra
 
     overrides = with_search_path(with_default_experiment(sys.argv[1:]))
     import_plugins(overrides)
-    problems = unknown_override_keys(sys.argv[1:])
+    problems = [p for p in [unknown_experiment(sys.argv[1:])] if p] + unknown_override_keys(sys.argv[1:])
     if problems:
         for problem in problems:
             print(f"olb.grid: error: {problem}", file=sys.stderr)

@@ -16,6 +16,7 @@ from olb.grid.messages import (
     EXIT_LOST,
     EXIT_NOTHING_COMPUTED,
     EXIT_OK,
+    EXIT_UNAVAILABLE,
     GridOutcome,
     Status,
 )
@@ -27,14 +28,24 @@ from olb.grid.report import print_report
 log = logging.getLogger("olb.grid")
 
 
-def _exit_code(fan: FanoutStats, n_failed: int, n_finished: int, untracked: list) -> int:
+def _exit_code(fan: FanoutStats, n_failed: int, n_finished: int, untracked: list, missing_data: bool) -> int:
     if fan.lost is not None:
         return EXIT_LOST
     if fan.interrupted:
         return EXIT_INTERRUPTED
     if n_failed or untracked:
         return EXIT_FAILED_CELLS
-    return EXIT_NOTHING_COMPUTED if n_finished == 0 else EXIT_OK
+    if n_finished == 0:
+        return EXIT_NOTHING_COMPUTED
+    return EXIT_UNAVAILABLE if missing_data else EXIT_OK
+
+
+def allowed_unavailable(overrides: list[str]) -> bool:
+    """Whether the command line (``overrides``) set ``allow_unavailable=true``."""
+    values = [
+        o.split("=", 1)[1] for o in overrides if "=" in o and o.lstrip("+~").split("=", 1)[0] == "allow_unavailable"
+    ]
+    return bool(values) and values[-1].strip().lower() == "true"
 
 
 def _finish_parent(run: GridRun, st: Stages, outcome: GridOutcome, n_finished: int) -> bool:
@@ -92,7 +103,13 @@ def finish(run: GridRun, st: Stages) -> GridOutcome:
     busy = float(ran["runtime_s"].sum() + ran["compile_s"].fillna(0).sum()) if len(ran) else 0.0  # CPUs kept busy
     efficiency = busy / (fan.cpus * fan.seconds) if (fan.n_done and fan.seconds > 0) else math.nan
     outcome = GridOutcome(
-        exit_code=_exit_code(fan, n_failed, n_finished, st.recorder.untracked),
+        exit_code=_exit_code(
+            fan,
+            n_failed,
+            n_finished,
+            st.recorder.untracked,
+            st.n_unavailable > 0 and not allowed_unavailable(run.overrides),
+        ),
         output_dir=run.out,
         cells=cells,
         table=table,

@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 
 from olb.grid.markdown import md_table
 from olb.grid.plan import Plan
-from olb.grid.messages import EXIT_INTERRUPTED, EXIT_LOST, GridOutcome, Status
+from olb.grid.messages import EXIT_INTERRUPTED, EXIT_LOST, EXIT_UNAVAILABLE, GridOutcome, Status
 
 if TYPE_CHECKING:
     from olb.grid.dryrun import DryRun, PairPlan
@@ -105,6 +105,12 @@ def print_report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: flo
         )
     if o.exit_code == EXIT_INTERRUPTED:
         print("olb.grid: interrupted; rerun the same command to complete the grid", file=stream)
+    if o.exit_code == EXIT_UNAVAILABLE:
+        print(
+            f"olb.grid: exit {EXIT_UNAVAILABLE}: {o.n_unavailable} cell(s) unavailable (no data); put their files in "
+            "the data dir and rerun, or say allow_unavailable=true on the command line to accept the grid without them",
+            file=stream,
+        )
     if o.exit_code == EXIT_LOST:
         print("olb.grid: ended early (see the error above); rerun the same command to complete the grid", file=stream)
     stream.flush()

@@ -18,6 +18,7 @@ from olb.grid.expand import collect_plan
 from olb.grid.fanout import fan_out
 from olb.grid.plan import GridConfigError, Plan, Problems
 from olb.grid.recording import code_version, open_tracker
+from olb.run import missing_data_dirs
 
 log = logging.getLogger("olb.grid")
 
@@ -37,6 +38,10 @@ def prepare(cfg: DictConfig, download: bool = True) -> tuple[Plan, DataCheck]:
     check_cache_folders(GridConfigError)  # nothing is read from a refused cache, not even to check the data
     problems = Problems()
     plan = collect_plan(cfg, problems)
+    missing = missing_data_dirs(plain_value(cfg.data_dir))
+    if missing:  # before the data check, whose every load would warn about the folder
+        problems.add(missing)
+        problems.raise_if_any()
     datasets = (
         plan.datasets if plan is not None else [d for d in (plain_value(cfg.datasets) or []) if d in dataset_names()]
     )

@@ -90,6 +90,9 @@ CLASSIFIERS = {
 }
 """Classifier code -> (its river factory, its hyperparameters)."""
 
+RIVER_MODULES = {"pa": ("river.linear_model",), "lr": ("river.linear_model", "river.optim"), "ht": ("river.tree",)}
+"""Classifier code -> the river modules its factory imports (with ``river.multioutput``: a learner's warm-up)."""
+
 STRATEGIES = {
     "br": {},
     "cc": {},
@@ -181,6 +184,7 @@ def _learner(strategy: str, classifier: str) -> type[RiverMultiLabel]:
             "classifier": classifier,
             "params": params,
             "test_params": test_params,
+            "optional_imports": ("river.multioutput", *RIVER_MODULES[classifier]),
         },
     )
 

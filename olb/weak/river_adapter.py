@@ -62,6 +62,10 @@ class RiverWeakLearners(WeakLearners):
             self.models[i].learn_one(self._features(x, i), int(label), w=float(weights[i, label]))
 
 
+WEAK_LEARNER_IMPORTS: dict[str, tuple[str, ...]] = {"river_hoeffding_tree": ("river.tree",)}
+"""Weak learner family -> the optional modules its pool imports (a booster's warm-up, see :func:`olb.run.warm_up`)."""
+
+
 def river_hoeffding_tree(i: int, rng: np.random.Generator):
     """river's ``HoeffdingTreeClassifier`` (``leaf_prediction='mc'``) with random parameters drawn from the
     VFDT forest's ranges (grace period truncated to an integer, at least 1); a ``factory`` for the pool."""
