@@ -23,10 +23,14 @@ _LOCAL_COLUMNS = ("host", "node_ip", "run_id", "source")
 _LOCAL_OVERRIDES = ("export", "hydra.run.dir", "hydra.sweep.dir", "tracking.uri", "data_dir")
 
 
+def _shaping(overrides: list[str]) -> list[str]:
+    """The overrides that shape the results (those naming paths of this machine left out)."""
+    return [o for o in overrides if o.lstrip("+~").split("=", 1)[0] not in _LOCAL_OVERRIDES]
+
+
 def reproducing_command(overrides: list[str]) -> str:
-    """``python -m olb.grid`` with the overrides that shape the results (paths of this machine left out)."""
-    kept = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] not in _LOCAL_OVERRIDES]
-    return " ".join(["python -m olb.grid", *kept])
+    """``python -m olb.grid`` with the overrides that shape the results."""
+    return " ".join(["python -m olb.grid", *_shaping(overrides)])
 
 
 def machine() -> dict[str, object]:
@@ -64,7 +68,10 @@ def export_results(
     dest.mkdir(parents=True, exist_ok=True)
     table.to_csv(dest / "table.csv", index=False)
     cells.drop(columns=[c for c in _LOCAL_COLUMNS if c in cells.columns]).to_csv(dest / "cells.csv", index=False)
-    (dest / "table.md").write_text(markdown)
+    shown = f"Command-line overrides: `{' '.join(overrides)}`"  # as olb.grid.markdown.grid_title writes them
+    (dest / "table.md").write_text(
+        markdown.replace(shown, f"Command-line overrides: `{' '.join(_shaping(overrides))}`")
+    )
     finished = cells.drop_duplicates("cell_id")
     meta = {
         "command": reproducing_command(overrides),
