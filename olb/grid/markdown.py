@@ -167,14 +167,18 @@ def settings_run(plan: Plan) -> str:
         if not cells:
             continue
         defaults = get_algorithm(info["algorithm"]).params
-        values: dict[str, list] = {}
+        ran: dict[str, list] = {}
         for c in cells:
             for name, v in [*c.params.items(), ("loops", c.loops)]:
-                default = defaults[name].default if name in defaults else 1
-                if v != default or name in c.best_of:
-                    values.setdefault(name, [])
-                    if v not in values[name]:
-                        values[name].append(v)
+                if v not in ran.setdefault(name, []):
+                    ran[name].append(v)
+        best_of = {name for c in cells for name in c.best_of}
+        # a setting that varied is shown with every value it took, the default among them
+        values = {
+            name: v
+            for name, v in ran.items()
+            if len(v) > 1 or name in best_of or v[0] != (defaults[name].default if name in defaults else 1)
+        }
         settings = ", ".join(
             f"{k}={v[0] if len(v) == 1 else '{' + ', '.join(map(str, v)) + '}'}" for k, v in values.items()
         )
