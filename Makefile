@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast test-any-cpu test-jit lint bench clean docs docs-check
+.PHONY: setup demo grid ui test test-fast test-any-cpu test-jit lint bench clean docs docs-check
 
 setup: $(STAMP)
 
@@ -17,6 +17,15 @@ $(STAMP): pyproject.toml
 # The main job: a small grid on the embedded emotions data set, tracked in ./mlflow.db
 demo: setup
 	$(PY) -m olb.grid
+
+# any grid: make grid ARGS="+experiment=table3 datasets=[emotions] seeds=2" (a local Ray listens on 127.0.0.1 only)
+grid: setup
+	$(PY) -m olb.grid $(ARGS)
+
+# the MLflow UI on the grids' ./mlflow.db, on this machine only: make ui [PORT=5000]
+PORT ?= 5000
+ui: setup
+	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port $(PORT)
 
 test: setup
 	$(PY) -m pytest

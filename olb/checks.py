@@ -9,6 +9,7 @@ parametrize a test), as river's ``utils.estimator_checks`` and scikit-learn's ``
 >>> from olb.checks import check_learner
 >>> from olb.learners import FALT
 >>> check_learner(FALT)
+check_learner: FALT (falt) passed all 8 contract checks
 """
 
 from __future__ import annotations
@@ -289,9 +290,13 @@ def yield_checks(cls: type[OnlineLearner]) -> Iterator[Callable[[], None]]:
         yield functools.partial(check, cls)
 
 
-def check_learner(cls: type[OnlineLearner]) -> None:
-    """Run every contract check on ``cls`` with its ``test_params``; an AssertionError names the first failure."""
+def check_learner(cls: type[OnlineLearner], verbose: bool = True) -> None:
+    """Run every contract check on ``cls`` with its ``test_params``; an AssertionError names the first failure.
+    When every check passes, one line says so (``verbose=False``: nothing)."""
     if not (isinstance(cls, type) and issubclass(cls, OnlineLearner)):
         raise TypeError(f"check_learner takes an OnlineLearner subclass, got {cls!r}")
-    for check in yield_checks(cls):
+    checks = list(yield_checks(cls))
+    for check in checks:
         check()
+    if verbose:
+        print(f"check_learner: {cls.__name__} ({cls.name}) passed all {len(checks)} contract checks")

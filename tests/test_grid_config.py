@@ -334,3 +334,11 @@ def test_metrics_alone_replaces_the_table_metrics_it_does_not_measure():
     p = plan("+experiment=table3", "datasets=[emotions]", "metrics=[ranking_loss]")
     assert p.table_metrics == ["ranking_loss", "runtime_s"] and p.select_by == "ranking_loss"
     assert any("table.metrics: rank_loss not measured" in w for w in p.warnings)
+
+
+def test_the_run_line_names_every_value_a_setting_took_the_default_among_them():
+    from olb.grid.markdown import settings_run
+
+    run = settings_run(plan("algorithms=[pa1_br]", "datasets=[emotions]", "C=[0.25,1.0]", "seeds=1"))
+    assert "pa1_br (pa1_br, train_frozen, C={0.25, 1.0})" in run
+    assert "C=" not in settings_run(plan("algorithms=[pa1_br]", "datasets=[emotions]", "C=1.0", "seeds=1"))

@@ -131,7 +131,7 @@ def test_a_user_checks_a_learner_without_data_and_without_the_grid_stack(tmp_pat
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]"
+    assert proc.stdout.splitlines() == ["check_learner: FALT (falt) passed all 8 contract checks", "[]"]
 
 
 def _cell_task(cls, data_dir):

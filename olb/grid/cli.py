@@ -100,6 +100,8 @@ def _hydra_task(cfg: DictConfig) -> None:
     global _TASK_STARTED
     _TASK_STARTED = True
     hc = HydraConfig.get()
+    # Hydra logs INFO to the console: not matplotlib's "generated new fontManager" on its first use in an account
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.WARNING)
     try:
         signal.signal(signal.SIGTERM, _sigterm)
     except ValueError:  # not the main thread

@@ -171,13 +171,20 @@ def settings_run(plan: Plan) -> str:
         if not cells:
             continue
         defaults = get_algorithm(info["algorithm"]).params
-        values: dict[str, dict] = {}  # name -> the values set, each once (in order)
+        ran: dict[str, dict] = {}  # name -> the values set, each once (in order)
         for c in cells:
             for name, v in [*c.params.items(), ("loops", c.loops)]:
-                default = defaults[name].default if name in defaults else 1
-                if v != default or name in c.best_of:
-                    values.setdefault(name, {}).setdefault(_once(v), v)
-        settings = ", ".join(f"{k}={_values_text(list(v.values()))}" for k, v in values.items())
+                ran.setdefault(name, {}).setdefault(_once(v), v)
+        best_of = {name for c in cells for name in c.best_of}
+        # a setting that varied is shown with every value it took, the default among them
+        values = {
+            name: list(taken.values())
+            for name, taken in ran.items()
+            if len(taken) > 1
+            or name in best_of
+            or next(iter(taken.values())) != (defaults[name].default if name in defaults else 1)
+        }
+        settings = ", ".join(f"{k}={_values_text(v)}" for k, v in values.items())
         protocols = sorted({c.protocol for c in cells})
         parts.append(
             f"{info['label']} ({info['algorithm']}, {'/'.join(protocols)}{', ' + settings if settings else ''})"
