@@ -166,8 +166,12 @@ def warm_up(cls, params: dict) -> float:
 
     from olb.weak.river_adapter import WEAK_LEARNER_IMPORTS
 
+    wanted = (*cls.optional_imports, *WEAK_LEARNER_IMPORTS.get(str(params.get("weak_learner")), ()))
+    modules = [module for module in wanted if module not in sys.modules]
+    if not modules:
+        return 0.0
     started = time.perf_counter()
-    for module in (*cls.optional_imports, *WEAK_LEARNER_IMPORTS.get(str(params.get("weak_learner")), ())):
+    for module in modules:
         importlib.import_module(module)
     return time.perf_counter() - started
 

@@ -178,13 +178,16 @@ session_pids() {  # live PIDs whose session id is $1 (/proc/PID/stat after the c
 start_time() { local rest; read -r rest 2>/dev/null <"/proc/$1/stat" || return 1; rest="${rest##*) }"; set -- $rest; echo "${20}"; }
 # The janitor outlives this script: when Slurm cancels a job it may SIGKILL this script while Ray is still
 # stopping, and a Ray worker the raylet spawned at that moment would be left behind (reparented to init, out
-# of Slurm's reach with proctrack/linuxproc). Detached, it waits for `ray start` to end, gives the session 10 s
-# to empty, SIGKILLs what remains of it, removes the temp dir and exits.
+# of Slurm's reach with proctrack/linuxproc). Detached, it waits for `ray start` and for this script to end
+# (the script stops the session, keeps the logs and removes the temp dir itself: the janitor must not remove
+# them under it), gives the session 10 s to empty, SIGKILLs what remains of it, removes the temp dir and exits.
 janitor() {
-  local sid="$1" t0 left i
+  local sid="$1" script="$2" pid t0 left i
   trap '' TERM INT HUP USR1 PIPE
-  t0="$(start_time "$sid")" || t0=""
-  while [ -n "$t0" ] && [ "$(start_time "$sid" 2>/dev/null)" = "$t0" ]; do sleep 1; done
+  for pid in "$sid" "$script"; do
+    t0="$(start_time "$pid")" || t0=""
+    while [ -n "$t0" ] && [ "$(start_time "$pid" 2>/dev/null)" = "$t0" ]; do sleep 1; done
+  done
   for ((i = 0; i < 40; i++)); do
     left="$(session_pids "$sid" | tr '\n' ' ')"
     [ -n "${left// /}" ] || break
@@ -247,7 +250,7 @@ trap stop_ray EXIT
 setsid "${ray_cmd[@]}" "${args[@]}" </dev/null &
 ray_pid=$!
 [ -n "$pid_file" ] && echo "$ray_pid" >"$pid_file"
-( janitor "$ray_pid" </dev/null >/dev/null 2>&1 & )
+( janitor "$ray_pid" "$$" </dev/null >/dev/null 2>&1 & )
 wait "$ray_pid"
 rc=$?
 [ "$stopping" = 1 ] || echo "$PROG: $(date '+%F %T') ray start exited with status $rc on $host" >&2

@@ -2,6 +2,7 @@
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
@@ -113,7 +114,15 @@ def test_each_driver_starts_its_local_ray_in_its_own_folder(monkeypatch):
     from olb.grid.backends import LocalRayBackend
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    assert LocalRayBackend(_cfg()).init_kwargs()["_temp_dir"] == f"/tmp/olb-ray-{os.getpid()}"
+    folders = [Path(LocalRayBackend(_cfg()).init_kwargs()["_temp_dir"]) for _ in range(2)]
+    try:
+        assert folders[0] != folders[1]
+        for folder in folders:
+            assert folder.name.startswith(f"olb-ray-{os.getpid()}-") and folder.parent == Path("/tmp")
+            assert folder.stat().st_uid == os.getuid() and folder.stat().st_mode & 0o777 == 0o700
+    finally:
+        for folder in folders:
+            folder.rmdir()
 
 
 @pytest.mark.e2e

@@ -72,6 +72,7 @@ class MlflowTracker(Tracker):
             self.client = MlflowClient(tracking_uri=self.uri)
             found = self._retry(self.client.get_experiment_by_name, experiment_name)
             self.experiment_id = found.experiment_id if found and found.lifecycle_stage == "active" else None
+            self.sql = sql_store(self.client)
             return
         mlflow.set_tracking_uri(self.uri)
         # Creates the store (schema migration) and the experiment once, here, before any cell runs.
@@ -166,6 +167,8 @@ class MlflowTracker(Tracker):
 
     def _finished_runs(self, kind: str, key_tag: str, experiment_ids: list[str]) -> list[FinishedRun]:
         """Every finished run of this ``kind``, newest first."""
+        if None in experiment_ids:  # read only, and the experiment does not exist: nothing has finished
+            return []
         if self.sql is not None:
             return self._retry(finished_runs, self.sql, experiment_ids, kind, key_tag)
         runs = self._search(
