@@ -39,7 +39,12 @@ def store_state(db: Path) -> tuple[str, int, list]:
 
 def test_dry_run_prints_per_data_set_and_algorithm_and_creates_no_store(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    result, text = dry(*STUB, "seeds=3", "algorithms=[_grid_stub,adaolmr]", "num_learners=2", "backend=serial")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    # the default store, named: another test of this process may have moved MLflow's own default elsewhere
+    default_store = "tracking.uri=sqlite:///mlflow.db"
+    result, text = dry(
+        *STUB, "seeds=3", "algorithms=[_grid_stub,adaolmr]", "num_learners=2", "backend=serial", default_store
+    )
     assert result.exit_code == 0
     assert "| emotions | _grid_stub | 2 | 3 | 6 | 0 | 6 |" in text
     assert "| emotions | Ada.OLMR | 1 | 3 | 3 | 0 | 3 |" in text
