@@ -3,6 +3,7 @@ what a forest really stores, the refusal of cells too big for any Ray node (all 
 per-cell Ray request, and the memory-kill report. The Ray runs are in tests/test_grid_memory.py (e2e)."""
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -124,8 +125,11 @@ def test_a_task_asks_for_its_prediction_times_the_factor_at_most_a_node():
 
 
 def test_a_local_ray_hands_out_the_configured_memory():
-    assert LocalRayBackend(_backend_cfg(memory_mb=300)).init_kwargs()["_memory"] == 300 * 2**20
-    assert "_memory" not in LocalRayBackend(_backend_cfg()).init_kwargs()
+    configured, default = (LocalRayBackend(_backend_cfg(**memory)).init_kwargs() for memory in ({"memory_mb": 300}, {}))
+    for kwargs in (configured, default):
+        os.rmdir(kwargs["_temp_dir"])  # the fresh private folder each local Ray gets
+    assert configured["_memory"] == 300 * 2**20
+    assert "_memory" not in default
 
 
 def test_bad_memory_settings_are_refused_before_any_work():
