@@ -27,6 +27,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from olb.grid.config import TrackingConfig
+from olb.grid.lost import TrackingLost
 from olb.grid.messages import CellFailure, CellResult, Status
 from olb.grid.plan import Cell
 from olb.grid.tracker import CV_TASK_TAG, FinishedRun, Tracker
@@ -98,8 +99,17 @@ class MlflowTracker(Tracker):
         return None
 
     def _transient(self, err: Exception) -> bool:
-        """Whether a failed write is worth retrying (or raise what ends the grid)."""
-        return any(t in str(err).lower() for t in TRANSIENT)
+        """Whether a failed write is worth retrying; TrackingLost when the store says it is gone (``unreachable``)."""
+        message = str(err).lower()
+        if any(t in message for t in self.unreachable):
+            raise TrackingLost(f"{self.store_name()} does not answer ({first_line(err)})") from err
+        return any(t in message for t in TRANSIENT)
+
+    unreachable: tuple[str, ...] = ()  # what the store's client says of a store that is gone (lower case)
+
+    def store_name(self) -> str:
+        """The store, as messages name it (never a password)."""
+        return f"the tracking store at {self.uri}"
 
     # -- robustness ---------------------------------------------------------------------------------------
     def _retry(self, fn, *args, **kwargs):
@@ -333,6 +343,13 @@ class MlflowTracker(Tracker):
         plist = [Param(str(k), clip(str(v), MAX_PARAM)) for k, v in (params or {}).items()]
         tlist = [RunTag(str(k), clip(str(v), MAX_TAG)) for k, v in (tags or {}).items()]
         self._retry(self.client.log_batch, run_id, metrics=list(metrics), params=plist, tags=tlist)
+
+
+def first_line(err: BaseException) -> str:
+    """An error's type and first line (a database driver's own error, without SQLAlchemy's wrapping)."""
+    cause = getattr(err, "orig", None) or err
+    text = str(cause).strip()
+    return f"{type(cause).__name__}: {text.splitlines()[0] if text else ''}"[:300]
 
 
 def pid_alive(pid: int) -> bool:

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from olb.grid.lost import TrackingLost
-from olb.grid.tracking import MlflowTracker
+from olb.grid.tracking import MlflowTracker, first_line
 
 # What psycopg/SQLAlchemy say of a database that is gone (or refuses the login)
 UNREACHABLE = (
@@ -30,15 +29,13 @@ UNREACHABLE = (
 class MlflowDatabaseTracker(MlflowTracker):
     """MLflow's tables in a database server, written by the driver directly."""
 
+    unreachable = UNREACHABLE
+
     def _connect(self, timeout_s: float) -> None:
         check_database(self.uri, timeout_s)
 
-    def _transient(self, err: Exception) -> bool:
-        if any(t in str(err).lower() for t in UNREACHABLE):
-            raise TrackingLost(
-                f"the tracking database at {where(self.uri)} does not answer ({first_line(err)})"
-            ) from err
-        return super()._transient(err)
+    def store_name(self) -> str:
+        return f"the tracking database at {where(self.uri)}"
 
 
 def where(uri: str) -> str:
@@ -73,10 +70,3 @@ def check_database(uri: str, timeout_s: float) -> None:
         raise ConnectionError(f"the database at {where(uri)} refuses the connection: {first_line(err)}{hint}") from None
     finally:
         engine.dispose()
-
-
-def first_line(err: BaseException) -> str:
-    """The driver's first line of an error (psycopg's message, without SQLAlchemy's wrapping)."""
-    cause = getattr(err, "orig", None) or err
-    text = str(cause).strip()
-    return (text.splitlines()[0] if text else type(cause).__name__)[:300]

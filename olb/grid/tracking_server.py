@@ -14,9 +14,8 @@ import time
 from pathlib import Path
 
 from olb.grid.config import TrackingConfig
-from olb.grid.lost import TrackingLost
 from olb.grid.serve import read_private
-from olb.grid.tracking import MlflowTracker
+from olb.grid.tracking import MlflowTracker, first_line
 
 # A server that is gone, after MLflow's own retries (requests/urllib3 messages).
 UNREACHABLE = (
@@ -46,10 +45,10 @@ class MlflowServerTracker(MlflowTracker):
         _check_server(self.uri)
         _check_credentials(self.uri)
 
-    def _transient(self, err: Exception) -> bool:
-        if any(t in str(err).lower() for t in UNREACHABLE):
-            raise TrackingLost(f"the tracking server at {self.uri} does not answer ({_first_line(err)})") from err
-        return super()._transient(err)
+    unreachable = UNREACHABLE
+
+    def store_name(self) -> str:
+        return f"the tracking server at {self.uri}"
 
 
 def bound_http_retries(timeout_s: float) -> None:
@@ -83,7 +82,7 @@ def use_credentials_file(path: Path) -> None:
     try:
         creds.read_string(read_private(path))
     except configparser.Error as err:
-        raise ValueError(f"tracking.credentials={path}: not an MLflow credentials file ({_first_line(err)})") from None
+        raise ValueError(f"tracking.credentials={path}: not an MLflow credentials file ({first_line(err)})") from None
     section = creds["mlflow"] if creds.has_section("mlflow") else {}
     keys = ("mlflow_tracking_username", "mlflow_tracking_password")
     if not all(section.get(key) for key in keys):
@@ -114,8 +113,3 @@ def _check_credentials(uri: str) -> None:
         f"the MLflow server at {uri} refuses the credentials of {who} "
         f"(HTTP {answer.status_code}: {answer.text.strip()[:200]})"
     )
-
-
-def _first_line(err: Exception) -> str:
-    text = str(err).strip()
-    return f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"[:300]
