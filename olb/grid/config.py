@@ -75,6 +75,8 @@ class BackendConfig:
     refuse_oversized: bool = True
     queue_per_cpu: int = 1  # cells queued per CPU besides the running ones (keeps workers busy)
     fresh_worker_per_cell: bool = False  # one new worker process per cell (~1 s per cell; isolates cells fully)
+    # a worker process per CPU started and warmed (learners and kernels loaded) before the first cell, in start-up
+    prestart_workers: bool = True
     # a Ray worker still holding more than this after a cell (its freed heap returned to the system) ends, and Ray
     # starts a fresh one for its next cell; None: the process floor each cell's predicted memory assumes
     # (olb/grid/cost.py, PROCESS_FLOOR_MB); 0: workers keep what they hold

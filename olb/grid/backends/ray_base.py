@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Iterator
 
 from olb.grid.backend import HEARTBEAT, Backend
-from olb.grid.backends.ray_nodes import ready_nodes
+from olb.grid.backends.ray_nodes import prestart_workers, ready_nodes
 from olb.grid.backends.ray_lost import keep_logs, lost_failure, predicted_mb
 from olb.grid.config import BackendConfig
 from olb.grid.backends.ray_worker import UNREACHED_CALLS, execute_cell_in_worker
@@ -110,6 +110,8 @@ class RayBackend(Backend):
         options = {"num_cpus": 1, "max_retries": self.cfg.max_retries, "retry_exceptions": False, "max_calls": calls}
         self._remote = ray.remote(**options)(execute_cell_in_worker)
         ready_nodes(ray)  # every node's compiled kernels built or loaded before the first cell (start-up time)
+        if self.cfg.prestart_workers and not self.cfg.fresh_worker_per_cell:
+            prestart_workers(ray, self.cpus)
         self.startup_s = time.perf_counter() - t0
 
     def stop(self) -> None:

@@ -1,5 +1,6 @@
-"""Every Ray node's compiled kernels ready before the first cell: one warm-up task per node that runs cells
-(pinned to it by node id), run and awaited when the Ray backend starts.
+"""Every Ray node ready before the first cell: its compiled kernels built or loaded by one warm-up task per node
+(pinned to it by node id), then a worker process per CPU started and warmed (:func:`prestart_workers`), both run
+and awaited when the Ray backend starts.
 
 On a node whose processor has no build yet the task builds olb's kernels (:mod:`olb.kernels`), once for all the
 nodes of that processor type that share the cache folder (a home folder over NFS, say: the build's lock and its
@@ -10,6 +11,7 @@ named in a warning, and its cells make the kernels ready themselves (their ``com
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -75,3 +77,75 @@ def describe(reports: list[dict[str, Any]]) -> str:
         else:
             parts.append(f"loaded on {report['node_ip']}")
     return ", ".join(parts) or "no node reported"
+
+
+def prestart_workers(ray, slots: int, timeout_s: float = WARM_UP_TIMEOUT_S) -> int:
+    """Start one worker process per CPU slot and load in each what a cell runs (olb's learners and kernels), all
+    at once, before the first cell; how many were ready within ``timeout_s``.
+
+    Ray starts a worker when a task needs one, so without this the first wave of cells waits for its workers, a
+    node starting them a few at a time, and a one-second cell waits several seconds. Each warm-up task holds its
+    CPU until all have arrived at a gate (a CPU-less actor), so that every slot gets a process of its own; the
+    processes then wait idle in Ray's pool for the cells. The gate's wait is bounded: a warm-up that is late is
+    cancelled and its slot starts its process with its first cell."""
+    if slots <= 1:
+        return 0
+    started = time.perf_counter()
+    gate = ray.remote(num_cpus=0, max_concurrency=slots + 1)(WarmGate).remote(slots)
+    task = ray.remote(num_cpus=1, max_retries=0)(warm_worker)
+    refs = [task.remote(gate, timeout_s) for _ in range(slots)]
+    done, pending = ray.wait(refs, num_returns=len(refs), timeout=timeout_s + 5.0)
+    for ref in pending:
+        ray.cancel(ref, force=True)
+    ready = sum(1 for ref in done if _succeeded(ray, ref))
+    ray.kill(gate)
+    log.info(
+        "olb.grid: %d of %d worker process(es) started and warmed in %.1f s",
+        ready,
+        slots,
+        time.perf_counter() - started,
+    )
+    return ready
+
+
+class WarmGate:
+    """Where the warm-up tasks wait for each other: :meth:`arrive` returns once ``parties`` tasks have arrived (or
+    after ``timeout_s``)."""
+
+    def __init__(self, parties: int):
+        self.parties = parties
+        self.arrived = 0
+        self.all_arrived = asyncio.Event()
+
+    async def arrive(self, timeout_s: float) -> int:
+        self.arrived += 1
+        if self.arrived >= self.parties:
+            self.all_arrived.set()
+        try:
+            await asyncio.wait_for(self.all_arrived.wait(), timeout_s)
+        except asyncio.TimeoutError:
+            pass
+        return self.arrived
+
+
+def warm_worker(gate, timeout_s: float) -> int:
+    """In a worker: import what a cell runs, make the kernels ready, then wait at ``gate``; this process's id."""
+    import os
+
+    import ray
+
+    import olb.grid.worker  # noqa: F401 - loaded once here rather than in the first cell
+    import olb.run  # noqa: F401
+    from olb import kernels
+
+    kernels.ready()
+    ray.get(gate.arrive.remote(timeout_s), timeout=timeout_s + 1.0)
+    return os.getpid()
+
+
+def _succeeded(ray, ref) -> bool:
+    try:
+        ray.get(ref)
+    except Exception:  # noqa: BLE001 - a slot whose warm-up failed starts its process with its first cell
+        return False
+    return True
