@@ -92,3 +92,15 @@ def test_failures_are_isolated_and_a_crashed_worker_is_retried(ray_cluster, tmp_
     ok = cells[cells["fail_at"] == -1].set_index("cell_id")
     ref = serial.cells.set_index("cell_id").loc[ok.index]
     assert ok["rank_loss"].tolist() == ref["rank_loss"].tolist()
+
+
+def test_every_cpu_has_a_warmed_worker_before_the_first_cell(ray_cluster):
+    """The backend's start-up leaves one warmed worker process per CPU, and tasks then run in those processes."""
+    import os
+
+    from olb.grid.backends.ray_nodes import prestart_workers
+
+    warmed = prestart_workers(ray_cluster, 2)
+    assert len(set(warmed)) == 2  # a process per slot, not one process warmed twice
+    pid = ray_cluster.remote(num_cpus=1)(lambda: os.getpid())
+    assert set(ray_cluster.get([pid.remote() for _ in range(4)])) <= set(warmed)

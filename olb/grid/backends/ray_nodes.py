@@ -79,9 +79,9 @@ def describe(reports: list[dict[str, Any]]) -> str:
     return ", ".join(parts) or "no node reported"
 
 
-def prestart_workers(ray, slots: int, timeout_s: float = WARM_UP_TIMEOUT_S) -> int:
+def prestart_workers(ray, slots: int, timeout_s: float = WARM_UP_TIMEOUT_S) -> list[int]:
     """Start one worker process per CPU slot and load in each what a cell runs (olb's learners and kernels), all
-    at once, before the first cell; how many were ready within ``timeout_s``.
+    at once, before the first cell; the process ids of those ready within ``timeout_s``.
 
     Ray starts a worker when a task needs one, so without this the first wave of cells waits for its workers, a
     node starting them a few at a time, and a one-second cell waits several seconds. Each warm-up task holds its
@@ -89,7 +89,7 @@ def prestart_workers(ray, slots: int, timeout_s: float = WARM_UP_TIMEOUT_S) -> i
     processes then wait idle in Ray's pool for the cells. The gate's wait is bounded: a warm-up that is late is
     cancelled and its slot starts its process with its first cell."""
     if slots <= 1:
-        return 0
+        return []
     started = time.perf_counter()
     gate = ray.remote(num_cpus=0, max_concurrency=slots + 1)(WarmGate).remote(slots)
     task = ray.remote(num_cpus=1, max_retries=0)(warm_worker)
@@ -97,15 +97,15 @@ def prestart_workers(ray, slots: int, timeout_s: float = WARM_UP_TIMEOUT_S) -> i
     done, pending = ray.wait(refs, num_returns=len(refs), timeout=timeout_s + 5.0)
     for ref in pending:
         ray.cancel(ref, force=True)
-    ready = sum(1 for ref in done if _succeeded(ray, ref))
+    pids = [pid for pid in (_pid(ray, ref) for ref in done) if pid is not None]
     ray.kill(gate)
     log.info(
         "olb.grid: %d of %d worker process(es) started and warmed in %.1f s",
-        ready,
+        len(set(pids)),
         slots,
         time.perf_counter() - started,
     )
-    return ready
+    return pids
 
 
 class WarmGate:
@@ -143,9 +143,8 @@ def warm_worker(gate, timeout_s: float) -> int:
     return os.getpid()
 
 
-def _succeeded(ray, ref) -> bool:
+def _pid(ray, ref) -> int | None:
     try:
-        ray.get(ref)
+        return ray.get(ref)
     except Exception:  # noqa: BLE001 - a slot whose warm-up failed starts its process with its first cell
-        return False
-    return True
+        return None
