@@ -103,7 +103,10 @@ class CellSpec:
 
 
 @dataclass
-class CellResult:
+class CellRun:
+    """What :func:`run_cell` returns: the spec, its resolved hyperparameters, the stream's result, the timings and
+    the data read (the grid's worker turns it into a :class:`olb.grid.messages.CellResult`)."""
+
     spec: CellSpec
     params: dict
     stream: "StreamResult"
@@ -128,7 +131,7 @@ class CellResult:
         return self.setup_s + self.stream.wall_s
 
 
-def run_cell(spec: CellSpec) -> CellResult:
+def run_cell(spec: CellSpec) -> CellRun:
     """Load the data, build the learner from the seed, and run the protocol."""
     import numpy as np
 
@@ -154,7 +157,7 @@ def run_cell(spec: CellSpec) -> CellResult:
         learner = cls(dataset.n_features, dataset.n_labels, seed=np.random.default_rng(learner_seed), **params)
     phases = make_phases(dataset, protocol, spec.loops, np.random.default_rng(order_seed))
     stream = run_stream(learner, dataset, phases, spec.metrics, spec.curve_every)
-    return CellResult(spec, params, stream, setup.wall_s, source, warm_up_s + setup.compile_s)
+    return CellRun(spec, params, stream, setup.wall_s, source, warm_up_s + setup.compile_s)
 
 
 def warm_up(cls, params: dict) -> float:

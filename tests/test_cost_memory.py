@@ -144,7 +144,7 @@ def test_a_cell_killed_for_memory_is_reported_with_its_predicted_and_allowed_mem
 
     message = (  # the figures of Ray's message (its raylet's format)
         "Task was killed due to the node running low on memory. (job ID=01, lease ID=02, "
-        "task name=execute_cell_in_worker, "
+        "task name=execute_in_worker, "
         "required resources={CPU: 1}, pid=1, actual memory used=1.50GB, worker ID=03) Memory usage 3221225472B "
         "exceeded threshold of 3006477107B (70.0% of 4294967296B limit)"
     )

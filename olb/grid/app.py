@@ -23,7 +23,7 @@ from olb.grid.cost import check_memory, planned_memory_mb
 from olb.grid.dryrun import DryRun, dry_run
 from olb.grid.fanout import fan_out
 from olb.grid.finish import finish
-from olb.grid.messages import CellTask, GridOutcome, Status
+from olb.grid.messages import CellOutcome, CellTask, GridOutcome, Status
 from olb.grid.plan import describe
 from olb.grid.recording import Recorder, resumed_outcomes
 from olb.grid.stages import choose, cross_validate, grid_data_dir, plain_value, prepare, start_tracker_and_backend
@@ -102,11 +102,12 @@ def _run_stages(run: GridRun) -> GridOutcome:
         len(run.plan.datasets),
         describe(run.plan),
     )
-    run.plan, choices, cv_stats, unselected = cross_validate(cfg, run.plan, run.data, run.tracker, run.backend)
+    selection = cross_validate(cfg, run.plan, run.data, run.tracker, run.backend)
+    run.plan = selection.plan
     outcomes = resumed_outcomes(run.tracker, cfg, run.plan, run.data)
     n_resumed = len(outcomes)
-    _mark_not_runnable(run, outcomes, unselected)
-    n_unavailable = sum(1 for o in outcomes.values() if o["status"] == Status.UNAVAILABLE)
+    _mark_not_runnable(run, outcomes, selection.unselected)
+    n_unavailable = sum(1 for o in outcomes.values() if o.status == Status.UNAVAILABLE)
     todo = [c for c in run.plan.unique_cells if c.cell_id not in outcomes]
     data_dir = grid_data_dir(cfg)
     tasks = [_cell_task(c, cfg, data_dir, run.tracker.cell_artifacts) for c in todo]
@@ -121,10 +122,11 @@ def _run_stages(run: GridRun) -> GridOutcome:
     parent_id = _start_parent(run, len(todo), n_resumed)
     recorder = Recorder(run.plan, run.data, run.tracker, outcomes, out)
     fan = fan_out(run.backend, tasks, recorder, cfg.name, skipped=n_resumed)
-    return finish(run, Stages(outcomes, recorder, fan, n_resumed, n_unavailable, parent_id, choices, cv_stats))
+    stages = Stages(outcomes, recorder, fan, n_resumed, n_unavailable, parent_id, selection.choices, selection.stats)
+    return finish(run, stages)
 
 
-def _mark_not_runnable(run: GridRun, outcomes: dict, unselected: dict) -> None:
+def _mark_not_runnable(run: GridRun, outcomes: dict[str, CellOutcome], unselected: dict[tuple[str, str], str]) -> None:
     """Outcomes for the cells that will not run: their data set is unavailable, or cross-validation chose no
     setting for their entry."""
     for c in run.plan.unique_cells:
@@ -134,7 +136,7 @@ def _mark_not_runnable(run: GridRun, outcomes: dict, unselected: dict) -> None:
             error, status = unselected[(c.entry, c.dataset)], Status.FAILED
         else:
             continue
-        outcomes[c.cell_id] = {"status": status, "error": error, "metrics": {}, "source": ""}
+        outcomes[c.cell_id] = CellOutcome(status=status, error=error)
 
 
 def _start_parent(run: GridRun, n_todo: int, n_resumed: int) -> str | None:

@@ -8,14 +8,16 @@ Ray cluster when an address is given). A new backend is one subclass in one file
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+
+from olb.grid.messages import Answer, Task
 
 HEARTBEAT = None  # yielded when nothing finished within a second, so that the progress bar can refresh
 
 
 class Backend(ABC):
-    """Runs tasks (:class:`~olb.grid.messages.CellTask`, or cross-validation dicts) through
-    :func:`olb.grid.worker.execute_cell` and yields its answers (``CellResult``, ``CellFailure``) as they finish."""
+    """Runs tasks (:class:`~olb.grid.messages.CellTask`, :class:`~olb.grid.messages.CVTask`) through
+    :func:`olb.grid.worker.execute` and yields their answers (:data:`~olb.grid.messages.Answer`) as they finish."""
 
     name: str  # as in backend.name
     cpus: int = 1  # tasks it runs at once (the progress bar's slots, the fan-out's efficiency)
@@ -39,6 +41,6 @@ class Backend(ABC):
         """Drop the tasks still queued or running (Ctrl-C, a lost head or tracker)."""
 
     @abstractmethod
-    def run(self, tasks: list) -> Iterator:
+    def run(self, tasks: Sequence[Task]) -> Iterator[Answer | None]:
         """Each task's answer as it finishes, in any order; :data:`HEARTBEAT` when nothing finished for a while.
-        A task whose worker died answers with a ``CellFailure`` saying why (the backend builds it)."""
+        A task whose worker died answers with a ``CellFailure`` (``CVFailure``) saying why (the backend builds it)."""

@@ -12,6 +12,7 @@ from omegaconf import DictConfig
 from olb.grid.backend import Backend
 from olb.grid.datacheck import DataCheck
 from olb.grid.fanout import FanoutStats
+from olb.grid.messages import CellOutcome, Choice, SelectionStats
 from olb.grid.plan import Plan
 from olb.grid.recording import Recorder
 from olb.grid.tracker import Tracker
@@ -39,11 +40,11 @@ class Stages:
     """What the stages before the report produced: every cell's outcome, the fan-out's record and statistics,
     how many cells were resumed or unavailable, the parent run, and the cross-validated choices."""
 
-    outcomes: dict
+    outcomes: dict[str, CellOutcome]
     recorder: Recorder
     fan: FanoutStats
     n_resumed: int
     n_unavailable: int
     parent_id: str | None
-    choices: list
-    cv_stats: dict
+    choices: list[Choice]
+    cv_stats: SelectionStats | None  # None: no entry is cross-validated

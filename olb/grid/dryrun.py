@@ -20,9 +20,11 @@ from omegaconf import DictConfig
 from olb.grid.backends import choose_backend
 from olb.grid.backends.ray_cluster import cluster_address
 from olb.grid.cost import planned_memory_by_cell, planned_work_by_pair, refuse_oversized
+from olb.grid.crossval import _candidates, cv_task, selected_entries
 from olb.grid.datacheck import DataCheck
 from olb.grid.plan import Cell, Plan
 from olb.grid.recording import code_version, resumed_outcomes, tracker_class
+from olb.grid.selection import SelectionSettings
 from olb.grid.stages import prepare
 from olb.grid.tracker import Tracker
 from olb.grid.tracking_noop import NoopTracker
@@ -83,7 +85,7 @@ def dry_run(cfg: DictConfig) -> DryRun:
     backend, reason = choose_backend(cfg.backend, work_s, sum(t for _, t in seconds_tasks.values()))
     memory_note = _check_memory(cfg, plan, data, backend)
     tracker, store = read_only_tracker(cfg)
-    selected = {key: info["select"] for key, info in plan.entries.items() if info.get("select")}
+    selected = selected_entries(plan)
     chosen_later = {c.cell_id for c in plan.cells if c.entry in selected}  # resume decided after the choice
     resumed = {cid: out for cid, out in resumed_outcomes(tracker, cfg, plan, data).items() if cid not in chosen_later}
     cv_tasks, cv_resume = _cross_validation(plan, data, selected, tracker, cfg.resume)
@@ -146,12 +148,13 @@ def _check_memory(cfg: DictConfig, plan: Plan, data: DataCheck, backend: str) ->
     return "cells bigger than the largest Ray node are refused once Ray has started (its nodes' memory)"
 
 
-def _cross_validation(plan: Plan, data: DataCheck, selected: dict, tracker: Tracker, resume: bool) -> tuple[int, int]:
+def _cross_validation(
+    plan: Plan, data: DataCheck, selected: dict[str, SelectionSettings], tracker: Tracker, resume: bool
+) -> tuple[int, int]:
     """Cross-validation tasks the run would plan (one per candidate setting and available data set), and how many
     finished earlier on the same data."""
     if not selected:
         return 0, 0
-    from olb.grid.crossval import _candidates, cv_identity, task_id
     from olb.grid.cvstore import finished_tasks
 
     candidates = {key: cells for key, cells in _candidates(plan, selected).items() if key[1] not in data.unavailable}
@@ -159,8 +162,8 @@ def _cross_validation(plan: Plan, data: DataCheck, selected: dict, tracker: Trac
     for (entry, dataset), cells in candidates.items():
         if dataset in data.sources:
             for cell in cells:
-                identity = cv_identity(cell, dataset, data.sources[dataset].fingerprint, selected[entry])
-                tasks[task_id(identity)] = identity
+                task = cv_task(cell, dataset, data.sources[dataset].fingerprint, selected[entry])
+                tasks[task.task_id] = task
     n_resume = len(finished_tasks(tracker, tasks, data)) if resume and tasks else 0
     return sum(len(cells) for cells in candidates.values()), n_resume
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from olb.grid.backend import HEARTBEAT, Backend
 from olb.grid.lost import InfrastructureLost
-from olb.grid.messages import CellResult, Status
+from olb.grid.messages import Answer, CellResult, Status, Task
 from olb.grid.progress import Progress
 
 log = logging.getLogger("olb.grid")
@@ -34,15 +35,15 @@ class FanoutStats:
 
 def fan_out(
     backend: Backend,
-    tasks: list,
-    on_result: Callable,
+    tasks: Sequence[Task],
+    on_result: Callable[[Any], None],
     desc: str,
     skipped: int = 0,
     unit: str = "cell",
 ) -> FanoutStats:
-    """Run ``tasks`` (:class:`~olb.grid.messages.CellTask`, or cross-validation dicts) on ``backend``;
-    ``on_result(message)`` runs in the driver for each result (a ``CellResult`` or ``CellFailure``, or a
-    cross-validation dict); its ``flush()``, if it has one, after the last. ``skipped`` (tasks done earlier) only shapes the progress bar, which counts in
+    """Run ``tasks`` (:class:`~olb.grid.messages.CellTask` or :class:`~olb.grid.messages.CVTask`, one kind) on
+    ``backend``; ``on_result(answer)`` runs in the driver for each answer (``CellResult`` or ``CellFailure``;
+    ``CVResult`` or ``CVFailure``); its ``flush()``, if it has one, after the last. ``skipped`` (tasks done earlier) only shapes the progress bar, which counts in
     ``unit``s."""
     stats = FanoutStats()
     if not tasks:
@@ -81,7 +82,7 @@ def fan_out(
     return stats
 
 
-def _flush(on_result: Callable, stats: FanoutStats) -> None:
+def _flush(on_result: Callable[[Any], None], stats: FanoutStats) -> None:
     """Let ``on_result`` finish what it was handed (its ``flush()``, if it has one: the grid's recorder writes the
     results it still holds), also after an interruption or a lost Ray head."""
     flush = getattr(on_result, "flush", None)
@@ -97,9 +98,6 @@ def _flush(on_result: Callable, stats: FanoutStats) -> None:
         stats.interrupted = True
 
 
-def _status_and_compile_s(message) -> tuple[Status, float]:
-    """A result's status and compile time for the progress bar (a cross-validation result is a dict with a
-    status and no compile time, olb/grid/crossval.py)."""
-    if isinstance(message, dict):
-        return message["status"], 0.0
-    return message.status, message.compile_s if isinstance(message, CellResult) else 0.0
+def _status_and_compile_s(answer: Answer) -> tuple[Status, float]:
+    """An answer's status and compile time for the progress bar."""
+    return answer.status, answer.compile_s if isinstance(answer, CellResult) else 0.0

@@ -66,7 +66,7 @@ def _finish_parent(run: GridRun, st: Stages, outcome: GridOutcome, n_finished: i
         "n_unavailable": st.n_unavailable,
         "wall_s": outcome.wall_s,
         "startup_s": fan.startup_s,
-        **{k: float(v) for k, v in st.cv_stats.items() if k != "interrupted"},
+        **(st.cv_stats.metrics() if st.cv_stats is not None else {}),
     }
     if not math.isnan(outcome.efficiency):
         metrics["fanout_efficiency"] = outcome.efficiency

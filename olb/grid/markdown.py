@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from olb.grid.messages import Choice
 from olb.grid.plan import RUNTIME_COLUMNS, Plan
 
 
@@ -199,3 +200,14 @@ def _once(value):
 
 def _values_text(values: list) -> str:
     return str(values[0]) if len(values) == 1 else "{" + ", ".join(map(str, values)) + "}"
+
+
+def selection_markdown(choices: list[Choice]) -> str:
+    """The settings chosen by cross-validation, for table.md."""
+    if not choices:
+        return ""
+    lines = ["## Settings chosen by cross-validation", "", "| entry | data set | setting | why |", "|---|---|---|---|"]
+    for c in choices:
+        setting = ", ".join(f"{k}={v}" for k, v in c.params.items())
+        lines.append(f"| {c.entry} | {c.dataset} | {setting} | {c.reason} |")
+    return "\n".join(lines) + "\n"

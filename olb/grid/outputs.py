@@ -8,7 +8,7 @@ import pandas as pd
 from olb.grid.comparable import differences
 from olb.grid.context import GridRun, Stages
 from olb.grid.coverage import cover, with_summary
-from olb.grid.markdown import TableLayout, grid_title, table_markdown
+from olb.grid.markdown import TableLayout, grid_title, selection_markdown, table_markdown
 from olb.grid.references import reference_source
 from olb.grid.report import write_leaderboard, write_plots
 from olb.grid.results import cells_frame
@@ -35,8 +35,6 @@ def write_outputs(run: GridRun, st: Stages) -> tuple[pd.DataFrame, pd.DataFrame,
     )
     markdown = with_summary(markdown, table, cfg.reference)
     if st.choices:
-        from olb.grid.crossval import selection_markdown
-
         markdown += "\n" + selection_markdown(st.choices)
     if cfg.leaderboard:
         board_md, board_files = write_leaderboard(plan, table, cells, out / "leaderboard")

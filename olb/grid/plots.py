@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from olb.grid.messages import Status
+from olb.grid.messages import CellOutcome, Status
 from olb.grid.plan import Plan
 
 
@@ -37,7 +37,9 @@ def _save(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
     return path
 
 
-def learning_curves(plan: Plan, outcomes: dict[str, dict], table: pd.DataFrame, curve_of, out_dir: Path) -> list[Path]:
+def learning_curves(
+    plan: Plan, outcomes: dict[str, CellOutcome], table: pd.DataFrame, curve_of, out_dir: Path
+) -> list[Path]:
     """One figure per data set: the mean (over seeds) running loss of each table row's configuration.
 
     ``curve_of(cell, outcome)`` returns {"step": [...], "value": [...]} (from the cell's result or the tracking store).
@@ -60,7 +62,7 @@ def learning_curves(plan: Plan, outcomes: dict[str, dict], table: pd.DataFrame, 
             frames = []
             for c in cells:
                 out = outcomes.get(c.cell_id)
-                if not out or out["status"] != Status.FINISHED:
+                if out is None or out.status != Status.FINISHED:
                     continue
                 curve = curve_of(c, out)
                 if curve and curve.get("step"):

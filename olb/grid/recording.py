@@ -3,6 +3,7 @@ of each cell result (outcome, tracker run through a writer thread, a periodic ce
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import subprocess
@@ -15,14 +16,14 @@ import olb
 from olb.grid.config import TrackingConfig
 from olb.grid.lost import TrackingLost
 from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, matches_data, provenance_tags
-from olb.grid.messages import CellFailure, CellResult
+from olb.grid.messages import CellFailure, CellOutcome, CellResult
 from olb.grid.plan import GridConfigError, Plan
 from olb.grid.results import (
     cells_frame,
     outcome_from_message,
     outcome_from_run,
 )
-from olb.grid.tracker import Tracker
+from olb.grid.tracker import FinishedRun, Tracker
 from olb.grid.tracking_noop import NoopTracker
 from olb.grid.writer import CellWriter
 
@@ -80,13 +81,13 @@ def open_tracker(cfg: DictConfig, version: str) -> Tracker:
         ) from None
 
 
-def resumed_outcomes(tracker, cfg: DictConfig, plan: Plan, data: DataCheck) -> dict[str, dict]:
+def resumed_outcomes(tracker: Tracker, cfg: DictConfig, plan: Plan, data: DataCheck) -> dict[str, CellOutcome]:
     """Finished runs of earlier invocations computed from the current data (see ``matches_data``)."""
     if not cfg.resume:
         return {}
     by_id = {c.cell_id: c for c in plan.unique_cells}
 
-    def same_cell_same_data(run) -> bool:
+    def same_cell_same_data(run: FinishedRun) -> bool:
         cell = by_id.get(run.cell_id)
         return cell is not None and matches_data(run.tags, data.sources.get(cell.dataset))
 
@@ -100,7 +101,7 @@ class Recorder:
 
     csv_every_s = 10.0  # cells.csv at most this often, and never more than 5% of the driver's time
 
-    def __init__(self, plan: Plan, data: DataCheck, tracker: Tracker, outcomes: dict, out: Path):
+    def __init__(self, plan: Plan, data: DataCheck, tracker: Tracker, outcomes: dict[str, CellOutcome], out: Path):
         self.plan, self.data, self.tracker, self.outcomes, self.out = plan, data, tracker, outcomes, out
         self.by_id = {c.cell_id: c for c in plan.unique_cells}
         self.failures: list[tuple[str, str]] = []
@@ -142,7 +143,7 @@ class Recorder:
         self.writer.close()
 
     def _written(self, cell_id: str, run_id: str | None) -> None:
-        self.outcomes[cell_id]["run_id"] = run_id
+        self.outcomes[cell_id] = dataclasses.replace(self.outcomes[cell_id], run_id=run_id)
 
     def _untracked(self, cell_id: str, err: Exception) -> None:
         self.untracked.append(cell_id)

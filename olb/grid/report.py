@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from omegaconf import DictConfig
 
 from olb.grid.markdown import md_table
-from olb.grid.plan import Plan
-from olb.grid.messages import EXIT_INTERRUPTED, EXIT_LOST, EXIT_UNAVAILABLE, GridOutcome, Status
+from olb.grid.plan import Cell, Plan
+from olb.grid.messages import EXIT_INTERRUPTED, EXIT_LOST, EXIT_UNAVAILABLE, CellOutcome, GridOutcome, Status
 
 if TYPE_CHECKING:
     from olb.grid.dryrun import DryRun, PairPlan
@@ -38,12 +38,12 @@ def write_plots(plan, outcomes, table, cells, tracker, plot_dir: Path) -> list[P
 
     plot_dir.mkdir(parents=True, exist_ok=True)
 
-    def curve_of(cell, out):
-        if out.get("curve"):
-            return out["curve"]
-        if out.get("run_id"):
+    def curve_of(cell: Cell, out: CellOutcome) -> dict[str, list[float]] | None:
+        if out.curve:
+            return out.curve
+        if out.run_id:
             try:
-                return tracker.curve(out["run_id"], out.get("primary_metric") or cell.metrics[0])
+                return tracker.curve(out.run_id, out.primary_metric or cell.metrics[0])
             except Exception:  # noqa: BLE001 - a missing curve only thins a plot
                 return None
         return None

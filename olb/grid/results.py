@@ -9,49 +9,58 @@ import math
 
 import pandas as pd
 
-from olb.grid.messages import CellFailure, CellResult, Status
+from olb.grid.datacheck import DataCheck
+from olb.grid.messages import CellFailure, CellOutcome, CellResult, Status
 from olb.grid.plan import RUNTIME_COLUMNS, Cell, Plan
+from olb.grid.tracker import FinishedRun
+
+NOT_RUN = CellOutcome(status=Status.NOT_RUN)
 
 
-def outcome_from_message(message: CellResult | CellFailure, run_id: str | None) -> dict:
+def outcome_from_message(message: CellResult | CellFailure, run_id: str | None) -> CellOutcome:
     """A cell run in this invocation, from what its worker (or backend) answered."""
-    finished = isinstance(message, CellResult)
-    out = {
-        "status": message.status,
-        "run_id": run_id,
-        "source": "run",
-        "error": "" if finished else message.error,
-        "metrics": dict(message.metrics) if finished else {},
-        "curve": message.curve if finished else None,
-        "primary_metric": message.primary_metric if finished else None,
-        "host": message.host,
-        "node_ip": message.node_ip,
-    }
+    runtimes = {}
     for key in (*RUNTIME_COLUMNS, "wall_s"):
         value = getattr(message, key, None)  # a failure has no runtime, and memory figures only when killed for it
-        out[key] = math.nan if value is None else value
-    return out
+        runtimes[key] = math.nan if value is None else value
+    if isinstance(message, CellResult):
+        return CellOutcome(
+            status=message.status,
+            source="run",
+            metrics=dict(message.metrics),
+            runtimes=runtimes,
+            run_id=run_id,
+            curve=message.curve,
+            primary_metric=message.primary_metric,
+            host=message.host,
+            node_ip=message.node_ip,
+        )
+    return CellOutcome(
+        status=message.status,
+        source="run",
+        error=message.error,
+        runtimes=runtimes,
+        run_id=run_id,
+        host=message.host,
+        node_ip=message.node_ip,
+    )
 
 
-def outcome_from_run(run, cell: Cell) -> dict:
+def outcome_from_run(run: FinishedRun, cell: Cell) -> CellOutcome:
     """A cell finished by an earlier invocation, from its MLflow run."""
-    out = {
-        "status": Status.FINISHED,
-        "run_id": run.run_id,
-        "source": "resumed",
-        "error": "",
-        "metrics": {m: run.metrics.get(m, math.nan) for m in cell.measured},
-        "curve": None,
-        "primary_metric": cell.metrics[0],
-        "host": run.tags.get("olb.host", ""),
-        "node_ip": run.tags.get("olb.node_ip", ""),
-    }
-    for key in (*RUNTIME_COLUMNS, "wall_s"):
-        out[key] = run.metrics.get(key, math.nan)
-    return out
+    return CellOutcome(
+        status=Status.FINISHED,
+        source="resumed",
+        metrics={m: run.metrics.get(m, math.nan) for m in cell.measured},
+        runtimes={key: run.metrics.get(key, math.nan) for key in (*RUNTIME_COLUMNS, "wall_s")},
+        run_id=run.run_id,
+        primary_metric=cell.metrics[0],
+        host=run.tags.get("olb.host", ""),
+        node_ip=run.tags.get("olb.node_ip", ""),
+    )
 
 
-def cells_frame(plan: Plan, outcomes: dict[str, dict], data=None) -> pd.DataFrame:
+def cells_frame(plan: Plan, outcomes: dict[str, CellOutcome], data: DataCheck | None = None) -> pd.DataFrame:
     """One row per cell: id, algorithm, data set, every hyperparameter, seed, status, runtime, metrics, the data
     fingerprint (``data``: the grid's DataCheck), where it ran."""
     sources = data.sources if data is not None else {}
@@ -59,17 +68,17 @@ def cells_frame(plan: Plan, outcomes: dict[str, dict], data=None) -> pd.DataFram
     rows = []
     for cell in plan.cells:
         row = cell.record()
-        out = outcomes.get(cell.cell_id, {"status": Status.NOT_RUN, "error": "", "metrics": {}})
-        row["status"] = out["status"]
+        out = outcomes.get(cell.cell_id, NOT_RUN)
+        row["status"] = out.status
         for key in RUNTIME_COLUMNS:
-            row[key] = out.get(key, math.nan)
+            row[key] = out.runtimes.get(key, math.nan)
         for m in metric_names:
-            row[m] = out.get("metrics", {}).get(m, math.nan)
-        row["host"], row["node_ip"] = out.get("host", ""), out.get("node_ip", "")
+            row[m] = out.metrics.get(m, math.nan)
+        row["host"], row["node_ip"] = out.host, out.node_ip
         row["data_fingerprint"] = sources[cell.dataset].fingerprint if cell.dataset in sources else ""
-        row["run_id"] = out.get("run_id") or ""
-        row["source"] = out.get("source", "")
-        row["error"] = (out.get("error") or "").splitlines()[0][:300] if out.get("error") else ""
+        row["run_id"] = out.run_id or ""
+        row["source"] = out.source
+        row["error"] = out.error.splitlines()[0][:300] if out.error else ""
         rows.append(row)
     df = pd.DataFrame(rows)
     fixed = ["cell_id", "label", "algorithm", "dataset"]

@@ -11,13 +11,16 @@ from omegaconf import DictConfig, OmegaConf
 
 from olb.cache import check_cache_folders
 from olb.data import dataset_names
+from olb.grid.backend import Backend
 from olb.grid.backends import choose_backend, make_backend
 from olb.grid.cost import planned_work
+from olb.grid.crossval import SelectionContext, SelectionOutcome, run_selection, selected_entries
 from olb.grid.datacheck import DataCheck, check_data
 from olb.grid.expand import collect_plan
 from olb.grid.fanout import fan_out
 from olb.grid.plan import GridConfigError, Plan, Problems
 from olb.grid.recording import code_version, open_tracker
+from olb.grid.tracker import Tracker
 from olb.run import missing_data_dirs
 
 log = logging.getLogger("olb.grid")
@@ -77,29 +80,31 @@ def start_tracker_and_backend(cfg: DictConfig, backend):
     return tracker
 
 
-def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backend):
+def cross_validate(
+    cfg: DictConfig, plan: Plan, data: DataCheck, tracker: Tracker, backend: Backend
+) -> SelectionOutcome:
     """The selection stage (olb/grid/crossval.py) for the entries with ``select``: the plan restricted to the
     chosen settings, the choices, the stage's statistics and the rows it could not choose for (nothing to do:
     the plan unchanged)."""
-    selected = {key: info["select"] for key, info in plan.entries.items() if info.get("select")}
+    selected = selected_entries(plan)
     if not selected:
-        return plan, [], {}, {}
-    from olb.grid.crossval import SelectionContext, run_selection
-
+        return SelectionOutcome(plan, [], None, {})
     context = SelectionContext(
         data, backend, tracker, fan_out, grid_data_dir(cfg), list(cfg.imports), cfg.verify_checksums, cfg.resume
     )
     context.legacy_store = Path(cfg.selection_store)
-    plan, choices, stats, unselected = run_selection(plan, selected, context)
+    selection = run_selection(plan, selected, context)
+    stats = selection.stats
+    assert stats is not None  # some entries were cross-validated
     log.info(
         "olb.grid: cross-validation: %d task(s), %d run, %d resumed, %d failed, %.1f s wall",
-        stats["cv_tasks"],
-        stats["cv_run"],
-        stats["cv_resumed"],
-        stats["cv_failed"],
-        stats["cv_wall_s"],
+        stats.tasks,
+        stats.run,
+        stats.resumed,
+        stats.failed,
+        stats.wall_s,
     )
-    for choice in choices:
+    for choice in selection.choices:
         log.info(
             "olb.grid: %s on %s: %s (%s)",
             choice.entry,
@@ -107,7 +112,7 @@ def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backen
             ", ".join(f"{k}={v}" for k, v in choice.params.items()),
             choice.reason,
         )
-    return plan, choices, stats, unselected
+    return selection
 
 
 def choose(cfg: DictConfig, plan: Plan, unavailable=()):

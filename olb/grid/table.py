@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from olb.grid.markdown import number_text
-from olb.grid.messages import Status
+from olb.grid.messages import CellOutcome, Status
 from olb.grid.plan import RUNTIME_COLUMNS, Cell, Plan
 from olb.grid.references import load_reference, paper_value
 
@@ -47,7 +47,7 @@ class _TableInputs:
     """What every row of the table is computed from."""
 
     plan: Plan
-    outcomes: dict[str, dict]
+    outcomes: dict[str, CellOutcome]
     ref_cfg: object
     ref: pd.DataFrame | None
     summary: str  # the paper's settings (olb.grid.comparable.paper_summary)
@@ -57,12 +57,13 @@ class _TableInputs:
 
     def value(self, cell: Cell, metric: str) -> float:
         out = self.outcomes.get(cell.cell_id)
-        if not out or out["status"] != Status.FINISHED:
+        if out is None or out.status != Status.FINISHED:
             return math.nan
-        return out.get(metric, math.nan) if metric in RUNTIME_COLUMNS else out["metrics"].get(metric, math.nan)
+        return (out.runtimes if metric in RUNTIME_COLUMNS else out.metrics).get(metric, math.nan)
 
     def status(self, cell: Cell) -> str:
-        return self.outcomes.get(cell.cell_id, {}).get("status", Status.NOT_RUN)
+        out = self.outcomes.get(cell.cell_id)
+        return Status.NOT_RUN if out is None else out.status
 
     def paper(self, paper_name: str | None, ds: str, metric: str, differ: list[str]) -> tuple[float, str]:
         """The paper's value and note; where ``differ`` names settings that differ from the paper's, no value and
@@ -80,7 +81,7 @@ class _TableInputs:
 
 def build_table(
     plan: Plan,
-    outcomes: dict[str, dict],
+    outcomes: dict[str, CellOutcome],
     ref_cfg,
     unavailable: dict[str, str],
     differences: dict[tuple[str, str], list[str]] | None = None,

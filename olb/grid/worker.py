@@ -1,7 +1,8 @@
-"""What runs inside a Ray task (or in the driver with ``backend=serial``): one cell, start to end.
+"""What runs inside a Ray task (or in the driver with ``backend=serial``): one cell, or one candidate setting's
+cross-validation, start to end.
 
-:func:`execute_cell` never raises: an exception inside the cell becomes a :class:`~olb.grid.messages.CellFailure`
-carrying the traceback, so that Ray only retries cells whose worker process died (``max_retries``). A
+:func:`execute` never raises: an exception inside the cell becomes a :class:`~olb.grid.messages.CellFailure`
+(a :class:`~olb.grid.messages.CVFailure`) carrying the traceback, so that Ray only retries cells whose worker process died (``max_retries``). A
 :class:`~olb.grid.messages.CellResult` holds plain Python (lists, dicts, bytes) and is small; the driver logs it
 to MLflow as soon as it arrives.
 """
@@ -12,22 +13,27 @@ import dataclasses
 import functools
 import importlib
 import io
+import json
 import os
 import socket
 import sys
 import time
 import traceback
+from typing import TYPE_CHECKING
 
-from olb.grid.messages import CellFailure, CellResult, CellTask
+from olb.grid.messages import Answer, CellFailure, CellResult, CellTask, CVFailure, CVResult, CVTask, Task
+
+if TYPE_CHECKING:
+    from olb.data.dataset import Dataset
 
 
-def execute_cell(task: CellTask | dict) -> CellResult | CellFailure | dict:
-    """Run one cell and return what the driver records. A cross-validation task (a dict, ``kind == "cv"``) runs
-    :func:`olb.grid.crossval.execute_cv` instead and answers in its own shape."""
-    if isinstance(task, dict):
-        from olb.grid.crossval import execute_cv
+def execute(task: Task) -> Answer:
+    """Run one task, a cell or a cross-validation, and return what the driver records."""
+    return execute_cv(task) if isinstance(task, CVTask) else execute_cell(task)
 
-        return execute_cv(task)
+
+def execute_cell(task: CellTask) -> CellResult | CellFailure:
+    """Run one cell; its result, or its failure with the traceback."""
     started = time.time()
     wall0, cpu0 = time.perf_counter(), time.process_time()
     where = dict(cell_id=task.cell_id, start_time=started, host=_host(), node_ip=_node_ip(), pid=os.getpid())
@@ -74,6 +80,31 @@ def execute_cell(task: CellTask | dict) -> CellResult | CellFailure | dict:
             png = None
         finished = dataclasses.replace(finished, curve_png=png)
     return finished
+
+
+def execute_cv(task: CVTask) -> CVResult | CVFailure:
+    """Every fold of one candidate setting (:func:`olb.grid.selection.cv_scores`); its folds' metrics, or its
+    failure with the traceback."""
+    from olb.grid.selection import cv_scores
+
+    t0 = time.perf_counter()
+    try:
+        for module in task.imports:
+            importlib.import_module(module)
+        dataset = _dataset(task.dataset, json.dumps(task.data_dir), task.verify_checksums)
+        scores = cv_scores(task.algorithm, task.params, dataset, task.metrics, task.folds, task.seed)
+    except Exception as err:  # noqa: BLE001 - recorded, never raised in a worker
+        return CVFailure(task_id=task.task_id, error=f"{type(err).__name__}: {err}", traceback=traceback.format_exc())
+    return CVResult(task_id=task.task_id, folds=scores.folds, cpu_s=scores.cpu_s, wall_s=time.perf_counter() - t0)
+
+
+@functools.lru_cache(maxsize=4)
+def _dataset(name: str, data_dir: str, verify_checksums: bool) -> Dataset:
+    """A data set a worker's recent tasks read (``data_dir`` as JSON, to be hashable): every setting of an entry
+    cross-validates on the same data."""
+    from olb.data import load_dataset
+
+    return load_dataset(name, json.loads(data_dir), verify_checksums)
 
 
 def in_ray_worker() -> bool:

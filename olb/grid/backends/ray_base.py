@@ -20,15 +20,21 @@ import threading
 import time
 from abc import abstractmethod
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from olb.grid.backend import HEARTBEAT, Backend
 from olb.grid.backends.ray_nodes import prestart_workers, ready_nodes
-from olb.grid.backends.ray_lost import keep_logs, lost_failure, predicted_mb
+from olb.grid.backends.ray_lost import keep_logs, lost_failure
 from olb.grid.config import BackendConfig
-from olb.grid.backends.ray_worker import UNREACHED_CALLS, execute_cell_in_worker
+from olb.grid.backends.ray_worker import UNREACHED_CALLS, execute_in_worker
 from olb.grid.cost import memory_request_mb, worker_memory_bound_mb
 from olb.grid.lost import RayLost, answers
+from olb.grid.messages import Answer, Task
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
 
 # Token authentication (also to join a cluster), no usage statistics (nor their prompt), and no C++ failure
 # signal handler: with it a SIGTERM to the driver aborts the process with a stack dump instead of ending the
@@ -108,7 +114,7 @@ class RayBackend(Backend):
         self.worker_memory_mb = 0.0 if self.cfg.fresh_worker_per_cell else worker_memory_bound_mb(self.cfg)
         calls = 1 if self.cfg.fresh_worker_per_cell else UNREACHED_CALLS if self.worker_memory_mb else 0
         options = {"num_cpus": 1, "max_retries": self.cfg.max_retries, "retry_exceptions": False, "max_calls": calls}
-        self._remote = ray.remote(**options)(execute_cell_in_worker)
+        self._remote = ray.remote(**options)(execute_in_worker)
         ready_nodes(ray)  # every node's compiled kernels built or loaded before the first cell (start-up time)
         if self.cfg.prestart_workers and not self.cfg.fresh_worker_per_cell:
             prestart_workers(ray, self.cpus)
@@ -156,16 +162,16 @@ class RayBackend(Backend):
 
         return max((n["Resources"].get("memory", 0) for n in ray.nodes() if n["Alive"]), default=0) / 2**20
 
-    def _asked_mb(self, task) -> float:
-        return memory_request_mb(predicted_mb(task) or 0.0, self.cfg, self.node_memory_mb)
+    def _asked_mb(self, task: Task) -> float:
+        return memory_request_mb(task.predicted_memory_mb, self.cfg, self.node_memory_mb)
 
-    def _submit(self, task):
+    def _submit(self, task: Task) -> ObjectRef:
         """Start one task on Ray (its per-task options are set here); its object ref. The task reserves its
         predicted peak memory, so Ray runs on a node only the cells whose requests fit."""
         memory = int(self._asked_mb(task) * 2**20)
         return (self._remote.options(memory=memory) if memory else self._remote).remote(task, self.worker_memory_mb)
 
-    def run(self, tasks: list) -> Iterator:
+    def run(self, tasks: Sequence[Task]) -> Iterator[Answer | None]:
         import ray
 
         pending = deque(tasks)
@@ -192,7 +198,7 @@ class RayBackend(Backend):
             refill()  # keep the workers busy while the driver records what finished
             yield from self._results(ray, done, tasks_done)
 
-    def _results(self, ray, refs: list, tasks: list) -> list:
+    def _results(self, ray: ModuleType, refs: list[ObjectRef], tasks: list[Task]) -> list[Answer]:
         """The results of finished ``refs`` in one transfer; a task whose worker died more than ``max_retries``
         times (or that was lost) answers with its failure."""
         from ray.exceptions import RayError

@@ -3,7 +3,6 @@ saying why (out of memory, with the cell's use and the node's limit; a crash), a
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import re
@@ -11,23 +10,21 @@ import shutil
 import stat
 import time
 
-from olb.grid.backends.ray_worker import execute_cell_in_worker
-from olb.grid.messages import CellFailure, CellTask
+from olb.grid.backends.ray_worker import execute_in_worker
+from olb.grid.messages import CellFailure, CVFailure, CVTask, Task
 
 
 def lost_failure(
-    task: CellTask | dict, err: Exception, max_retries: int, asked_mb: float | None = None
-) -> CellFailure | dict:
+    task: Task, err: Exception, max_retries: int, asked_mb: float | None = None
+) -> CellFailure | CVFailure:
     """The failure of ``task``, whose worker died in each of its ``max_retries + 1`` attempts (``err``: Ray's
-    last word; ``asked_mb``: the memory its Ray request reserved). A cross-validation task (a dict,
-    :mod:`olb.grid.crossval`) gets it in its own shape."""
+    last word; ``asked_mb``: the memory its Ray request reserved)."""
     from ray.exceptions import OutOfMemoryError, WorkerCrashedError
 
     attempts = max_retries + 1
-    error, memory = f"{type(err).__name__}: {err}".strip(), {}
+    error, used, limit = f"{type(err).__name__}: {err}".strip(), None, None
     if isinstance(err, OutOfMemoryError):
         used, limit = _oom_figures(str(err))
-        memory = {"peak_rss_mb": used, "memory_limit_mb": limit}
         error = (
             f"out of memory: killed by Ray's memory monitor in each of {attempts} attempt(s); the cell used "
             f"{_mb(used)} when killed, the node's limit is {_mb(limit)} (Ray kills above it: RAY_memory_usage_threshold)"
@@ -38,37 +35,34 @@ def lost_failure(
             f"the worker process died in each of {attempts} attempt(s) (killed by a signal, e.g. the kernel's "
             f"out-of-memory killer, or crashed); see ray-logs/ in the output folder; {_memory_asked(task, asked_mb)}"
         )
+    said = f"{type(err).__name__}: {err}"
+    if isinstance(task, CVTask):
+        return CVFailure(task_id=task.task_id, error=error, traceback=said, attempts=attempts)
     now = time.time()
-    cell_id = task.cell_id if isinstance(task, CellTask) else task["cell_id"]
-    failure = CellFailure(
-        cell_id=cell_id,
+    return CellFailure(
+        cell_id=task.cell_id,
         start_time=now,
         end_time=now,
         error=error,
-        traceback=f"{type(err).__name__}: {err}",
+        traceback=said,
         attempts=attempts,
-        **memory,
+        peak_rss_mb=used,
+        memory_limit_mb=limit,
     )
-    return failure if isinstance(task, CellTask) else {**dataclasses.asdict(failure), "status": failure.status}
 
 
 def _oom_figures(message: str) -> tuple[float | None, float | None]:
     """The killed cell's memory use and the node's limit (the threshold Ray kills at), in MB, from the
     message of Ray's ``OutOfMemoryError``; None where the message does not say."""
-    used = re.search(rf"task name={execute_cell_in_worker.__name__},[^)]*?memory used=([\d.]+)GB", message)
+    used = re.search(rf"task name={execute_in_worker.__name__},[^)]*?memory used=([\d.]+)GB", message)
     limit = re.search(r"exceeded threshold of (\d+)B", message)
     return (float(used.group(1)) * 1024 if used else None, int(limit.group(1)) / 2**20 if limit else None)
 
 
-def predicted_mb(task: CellTask | dict) -> float | None:
-    """The cost model's peak memory of a cell task, or of a cross-validation task (a dict); None if not given."""
-    return task.predicted_memory_mb if isinstance(task, CellTask) else task.get("predicted_memory_mb")
-
-
-def _memory_asked(task: CellTask | dict, asked_mb: float | None) -> str:
+def _memory_asked(task: Task, asked_mb: float | None) -> str:
     """The killed cell's predicted memory and what it was allowed (its Ray request), and how to retry with more."""
     return (
-        f"predicted {_mb(predicted_mb(task))}, allowed {_mb(asked_mb)} (its Ray request); "
+        f"predicted {_mb(task.predicted_memory_mb)}, allowed {_mb(asked_mb)} (its Ray request); "
         "a rerun with a larger backend.memory_factor asks for more"
     )
 
@@ -77,7 +71,7 @@ def _mb(value: float | None) -> str:
     return "? MB" if value is None else f"{value:.0f} MB"
 
 
-def keep_logs(session_dir: str, log_dir) -> None:
+def keep_logs(session_dir: str, log_dir: str | os.PathLike[str] | None) -> None:
     """Copy a local Ray's worker and node logs into ``log_dir``/ray-logs (they explain lost cells): regular files
     and folders only, no link followed nor copied (Ray makes its session folders writable by everyone)."""
     if log_dir is None:

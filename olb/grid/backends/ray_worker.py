@@ -1,4 +1,4 @@
-"""What a Ray worker does around each cell: it runs the cell (:func:`olb.grid.worker.execute_cell`), hands the
+"""What a Ray worker does around each cell: it runs the cell (:func:`olb.grid.worker.execute`), hands the
 heap its cell freed back to the operating system (glibc's ``malloc_trim``), and if it still holds more than
 ``backend.worker_memory_mb`` it ends once the cell's result is stored, so that Ray starts a fresh process for its
 next cell. Ray reserves each cell's *predicted* peak memory (:func:`olb.grid.cost.planned_memory_mb`), which
@@ -20,7 +20,8 @@ import functools
 import logging
 import os
 
-from olb.grid.worker import execute_cell
+from olb.grid.messages import Answer, Task
+from olb.grid.worker import execute
 
 log = logging.getLogger("olb.grid")
 
@@ -30,10 +31,10 @@ UNREACHED_CALLS = 2**31 - 1
 _PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20 if hasattr(os, "sysconf") else 0.0
 
 
-def execute_cell_in_worker(task, worker_memory_mb: float = 0.0):
-    """:func:`~olb.grid.worker.execute_cell`, then this worker ends after returning the result if, with its
+def execute_in_worker(task: Task, worker_memory_mb: float = 0.0) -> Answer:
+    """:func:`~olb.grid.worker.execute`, then this worker ends after returning the result if, with its
     freed heap returned, it holds more than ``worker_memory_mb`` (0: never ends; the heap is not trimmed)."""
-    message = execute_cell(task)
+    message = execute(task)
     if worker_memory_mb > 0:
         release_freed_heap()
         held = resident_mb()

@@ -3,11 +3,12 @@ same numbers, for debugging."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from olb.grid.backend import Backend
 from olb.grid.config import BackendConfig
-from olb.grid.worker import execute_cell
+from olb.grid.messages import Answer, Task
+from olb.grid.worker import execute
 
 
 class SerialBackend(Backend):
@@ -31,9 +32,9 @@ class SerialBackend(Backend):
     def cancel(self) -> None:
         pass
 
-    def run(self, tasks: list) -> Iterator:
+    def run(self, tasks: Sequence[Task]) -> Iterator[Answer | None]:
         for task in tasks:
             self._running = 1
-            message = execute_cell(task)
+            message = execute(task)
             self._running = 0
             yield message
