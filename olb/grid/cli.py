@@ -155,7 +155,8 @@ def unknown_override_keys(args: list[str]) -> list[str]:
         if arg.startswith("-") or "=" not in arg:
             continue
         key = arg.lstrip("+~").split("=", 1)[0].split("@", 1)[0]
-        level, where = schema, ""
+        level: object = schema
+        where = ""
         for part in key.split("."):
             if not dataclasses.is_dataclass(level):
                 break  # a mapping or a free value (algorithm entries, hyperparameter shorthands)

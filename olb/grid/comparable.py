@@ -47,7 +47,8 @@ def paper_summary(ref_cfg) -> str:
 
 
 def _differences(cells: list[Cell], info: dict, paper: dict | None, dataset: str, verify: bool) -> list[str]:
-    algo = (paper or {}).get("algorithms", {}).get(info["paper_name"])
+    paper = paper or {}
+    algo = paper.get("algorithms", {}).get(info["paper_name"])
     if algo is None:
         return [f"no settings declared for {info['paper_name']!r} (reference.settings)"]
     per_dataset = (algo.get("per_dataset") or {}).get(dataset, {})

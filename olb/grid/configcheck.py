@@ -29,12 +29,12 @@ def check_keys(cfg: DictConfig, problems: Problems) -> None:
 
     def walk(node: DictConfig, schema: type, where: str) -> None:
         fields = {f.name: f for f in dataclasses.fields(schema)}
-        for key in node:
+        for key in map(str, node):
             if key not in fields:
                 problems.add(f"{where}{key}: unknown key{did_you_mean(key, fields)}; allowed: {', '.join(fields)}")
                 continue
             sub = fields[key].type
-            if dataclasses.is_dataclass(sub) and isinstance(node[key], DictConfig):
+            if isinstance(sub, type) and dataclasses.is_dataclass(sub) and isinstance(node[key], DictConfig):
                 walk(node[key], sub, f"{where}{key}.")
 
     schema = make_schema()
@@ -130,7 +130,7 @@ def entry_configs(cfg: DictConfig, problems: Problems) -> dict:
         try:
             entries[key] = OmegaConf.merge(OmegaConf.structured(AlgorithmEntry), raw)
         except Exception as err:  # noqa: BLE001 - OmegaConf's ValidationError / ConfigKeyError
-            bad = [k for k in raw if k not in AlgorithmEntry.__dataclass_fields__]
+            bad = [str(k) for k in raw if k not in AlgorithmEntry.__dataclass_fields__]
             hint = did_you_mean(bad[0], AlgorithmEntry.__dataclass_fields__) if bad else ""
             problems.add(f"algorithm.{key}: {str(err).splitlines()[0]}{hint}; allowed keys: {allowed}")
     return entries

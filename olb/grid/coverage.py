@@ -31,7 +31,7 @@ def _source(dataset: str) -> str:
     from olb.data import dataset_spec
 
     try:
-        return dataset_spec(dataset).source
+        return dataset_spec(dataset).source or ""
     except Exception:  # noqa: BLE001 - an unregistered name has no source to cite
         return ""
 

@@ -131,7 +131,7 @@ def store_exists(uri: str) -> bool:
         path = uri[len("sqlite:///") :].split("?")[0]
         return path not in ("", ":memory:") and Path(path).is_file() and Path(path).stat().st_size > 0
     if uri.startswith("file:") or "://" not in uri:
-        from mlflow.utils.uri import local_file_uri_to_path
+        from mlflow.utils.uri import local_file_uri_to_path  # type: ignore[attr-defined]
 
         return Path(local_file_uri_to_path(uri)).is_dir()
     return True

@@ -30,6 +30,7 @@ from olb.grid.configcheck import (
     unknown_name,
 )
 from olb.grid.plan import Cell, CellKey, Plan, Problems, plain, seed_cell_ids
+from olb.learners.base import OnlineLearner
 from olb.registry import get_algorithm
 from olb.text import did_you_mean
 
@@ -40,7 +41,7 @@ class _Entry:
 
     key: str
     algorithm: str
-    cls: type
+    cls: type[OnlineLearner]
     label: str
     best_of: tuple
     protocol: str
@@ -86,6 +87,7 @@ def plan_grid(cfg: DictConfig) -> Plan:
     problems = Problems()
     plan = collect_plan(cfg, problems)
     problems.raise_if_any()
+    assert plan is not None  # no problem, so a plan
     return plan
 
 
@@ -111,7 +113,7 @@ def collect_plan(cfg: DictConfig, problems: Problems) -> Plan | None:
     if not cells and not problems.items:
         problems.add("the grid is empty: no (algorithm, data set) pair to run")
     table = table_settings(cfg, cells, problems, warnings) if cells else None
-    if problems.items:
+    if problems.items or table is None:
         return None
     table_metrics, select_by, lower = table
     return Plan(cells, datasets, entries, table_metrics, select_by, lower, warnings)

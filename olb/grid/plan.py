@@ -77,9 +77,14 @@ class Cell:
         extra = "".join(f" {k}={_fmt(v)}" for k, v in self.varying)
         return f"{self.label}{extra} {self.dataset} s{self.seed}"
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, object]:
         """Flat description for cells.csv."""
-        row = {"cell_id": self.cell_id, "label": self.label, "algorithm": self.algorithm, "dataset": self.dataset}
+        row: dict[str, object] = {
+            "cell_id": self.cell_id,
+            "label": self.label,
+            "algorithm": self.algorithm,
+            "dataset": self.dataset,
+        }
         row.update(self.params)
         row.update({"loops": self.loops, "protocol": self.protocol, "seed": self.seed})
         return row

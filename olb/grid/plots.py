@@ -100,7 +100,7 @@ def learning_curves(
 
 def sweeps(plan: Plan, cells: pd.DataFrame, out_dir: Path) -> list[Path]:
     """For every entry and numeric hyperparameter it varies: the select_by metric against it, per data set."""
-    paths = []
+    paths: list[Path] = []
     metric = plan.select_by
     done = cells[cells["status"] == Status.FINISHED]
     if done.empty or metric not in done.columns:

@@ -57,6 +57,7 @@ def prepare(cfg: DictConfig, download: bool = True) -> tuple[Plan, DataCheck]:
             "or drop them with datasets=[...]."
         )
     problems.raise_if_any()
+    assert plan is not None  # no problem, so a plan
     return plan, data
 
 

@@ -126,7 +126,8 @@ def _pick(t: _TableInputs, groups: dict[tuple, list[Cell]]) -> tuple[tuple, dict
     scored = {sel: _stats([t.value(c, plan.select_by) for c in cs])[0] for sel, cs in groups.items()}
     finite = {sel: s for sel, s in scored.items() if not math.isnan(s)}
     if finite:
-        return (min if plan.lower_is_better.get(plan.select_by, True) else max)(finite, key=finite.get), finite
+        best = min if plan.lower_is_better.get(plan.select_by, True) else max
+        return best(finite, key=lambda sel: finite[sel]), finite
     return next(iter(groups)), finite
 
 

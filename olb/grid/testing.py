@@ -44,7 +44,11 @@ class GridStub(OnlineLearner):
         ),
     }
 
-    def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
+    delay_s: float
+    crash_token: int
+    fail_at: int
+
+    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper: object):
         super().__init__(n_features, n_labels, seed, **hyper)
         self.counts = np.zeros(n_labels)
         self.jitter = self.rng.random(n_labels) * 1e-6

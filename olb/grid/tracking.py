@@ -25,6 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from olb.grid.config import TrackingConfig
 from olb.grid.lost import TrackingLost
@@ -33,6 +34,9 @@ from olb.grid.plan import Cell
 from olb.grid.tracker import CV_TASK_TAG, FinishedRun, Tracker
 from olb.grid.tracking_cells import MAX_PARAM, MAX_TAG, CellRecord, cell_record, clip
 from olb.grid.tracking_sql import finished_runs, insert_runs, sql_store
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
 
 log = logging.getLogger("olb.grid")
 # SQLite under concurrent writers. (MLflow's REST client retries HTTP errors and lost connections itself.)
@@ -49,6 +53,8 @@ def resolve_uri(uri: str | None) -> str:
 
 class MlflowTracker(Tracker):
     """The driver's MLflow writer. Writes are retried with backoff while SQLite reports a lock."""
+
+    uri: str  # resolved: always somewhere
 
     def __init__(
         self, cfg: TrackingConfig, experiment_name: str, code_version: str = "unknown", read_only: bool = False
@@ -148,7 +154,8 @@ class MlflowTracker(Tracker):
     def _search(self, filter_string: str, order_by=None, experiment_ids=None) -> list:
         from mlflow.entities import ViewType
 
-        runs, token = [], None
+        runs: list[Run] = []
+        token = None
         if not (experiment_ids or self.experiment_id):  # read-only, and the experiment does not exist
             return runs
         while True:
@@ -202,7 +209,8 @@ class MlflowTracker(Tracker):
         return self._finished("cell", "olb.cell_id", accept)
 
     def finished_cv_tasks(self, accept=None) -> dict[str, FinishedRun]:
-        ids, token = [], None
+        ids: list[str] = []
+        token = None
         while True:  # every active experiment
             page = self._retry(self.client.search_experiments, page_token=token)
             ids, token = ids + [e.experiment_id for e in page], page.token
@@ -294,7 +302,7 @@ class MlflowTracker(Tracker):
             self.orphans.append(run.info.run_id)
         return run.info.run_id
 
-    def log_cells(self, cells: list[tuple[Cell, CellResult | CellFailure, dict | None]]) -> list[str]:
+    def log_cells(self, cells: list[tuple[Cell, CellResult | CellFailure, dict | None]]) -> list[str | None]:
         """Each cell's result or failure as a child run with its parameters, metrics, curve (metric history), tags
         (``data_tags``: which data it read) and artifacts (:mod:`olb.grid.tracking_cells`); their ids. On a SQL
         store, all in one transaction; else each cell's run is made FINISHED (or FAILED) after its data is in."""

@@ -52,7 +52,12 @@ def insert_runs(store, experiment_id: str, artifact_location: str, records: list
     from mlflow.utils.uri import append_to_uri_path
 
     run_ids = [_run_id() for _ in records]
-    runs, tags, params, metrics, latest = [], [], [], [], []
+    Row = dict[str, object]  # one table row, by column
+    runs: list[Row] = []
+    tags: list[Row] = []
+    params: list[Row] = []
+    metrics: list[Row] = []
+    latest: list[Row] = []
     for run_id, record in zip(run_ids, records):
         artifact_uri = append_to_uri_path(artifact_location, run_id, "artifacts")
         if record.files:

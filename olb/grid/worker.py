@@ -19,7 +19,7 @@ import socket
 import sys
 import time
 import traceback
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from olb.grid.messages import Answer, CellFailure, CellResult, CellTask, CVFailure, CVResult, CVTask, Task
 
@@ -36,7 +36,7 @@ def execute_cell(task: CellTask) -> CellResult | CellFailure:
     """Run one cell; its result, or its failure with the traceback."""
     started = time.time()
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    where = dict(cell_id=task.cell_id, start_time=started, host=_host(), node_ip=_node_ip(), pid=os.getpid())
+    where = _Where(cell_id=task.cell_id, start_time=started, host=_host(), node_ip=_node_ip(), pid=os.getpid())
     try:
         for module in task.imports:
             importlib.import_module(module)
@@ -80,6 +80,16 @@ def execute_cell(task: CellTask) -> CellResult | CellFailure:
             png = None
         finished = dataclasses.replace(finished, curve_png=png)
     return finished
+
+
+class _Where(TypedDict):
+    """Which cell, since when, where: what its result and its failure both say (:class:`~olb.grid.messages.CellReport`)."""
+
+    cell_id: str
+    start_time: float
+    host: str
+    node_ip: str
+    pid: int
 
 
 def execute_cv(task: CVTask) -> CVResult | CVFailure:

@@ -35,6 +35,7 @@ from olb.grid.messages import Answer, Task
 
 if TYPE_CHECKING:
     from ray import ObjectRef
+    from ray._private.worker import RemoteFunction1
 
 # Token authentication (also to join a cluster), no usage statistics (nor their prompt), and no C++ failure
 # signal handler: with it a SIGTERM to the driver aborts the process with a stack dump instead of ending the
@@ -58,7 +59,7 @@ class RayBackend(Backend):
         self.cpus = 1
         self.startup_s = 0.0
         self._in_flight: dict = {}  # Ray object ref -> its task
-        self._remote = None
+        self._remote: RemoteFunction1[Answer, Task, float] | None = None
         self.lost = 0  # cells whose worker died
         self._head = ""  # the GCS address, polled while cells run
         self._head_lost = False
@@ -113,8 +114,9 @@ class RayBackend(Backend):
         # a worker ends after one cell, or once it holds more than the bound after a cell (olb.grid.backends.ray_worker)
         self.worker_memory_mb = 0.0 if self.cfg.fresh_worker_per_cell else worker_memory_bound_mb(self.cfg)
         calls = 1 if self.cfg.fresh_worker_per_cell else UNREACHED_CALLS if self.worker_memory_mb else 0
-        options = {"num_cpus": 1, "max_retries": self.cfg.max_retries, "retry_exceptions": False, "max_calls": calls}
-        self._remote = ray.remote(**options)(execute_in_worker)
+        self._remote = ray.remote(
+            num_cpus=1, max_retries=self.cfg.max_retries, retry_exceptions=False, max_calls=calls
+        )(execute_in_worker)
         ready_nodes(ray)  # every node's compiled kernels built or loaded before the first cell (start-up time)
         if self.cfg.prestart_workers and not self.cfg.fresh_worker_per_cell:
             prestart_workers(ray, self.cpus)
@@ -169,6 +171,7 @@ class RayBackend(Backend):
         """Start one task on Ray (its per-task options are set here); its object ref. The task reserves its
         predicted peak memory, so Ray runs on a node only the cells whose requests fit."""
         memory = int(self._asked_mb(task) * 2**20)
+        assert self._remote is not None, "submitted before start()"
         return (self._remote.options(memory=memory) if memory else self._remote).remote(task, self.worker_memory_mb)
 
     def run(self, tasks: Sequence[Task]) -> Iterator[Answer | None]:

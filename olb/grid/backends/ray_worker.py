@@ -31,7 +31,7 @@ UNREACHED_CALLS = 2**31 - 1
 _PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20 if hasattr(os, "sysconf") else 0.0
 
 
-def execute_in_worker(task: Task, worker_memory_mb: float = 0.0) -> Answer:
+def execute_in_worker(task: Task, worker_memory_mb: float) -> Answer:
     """:func:`~olb.grid.worker.execute`, then this worker ends after returning the result if, with its
     freed heap returned, it holds more than ``worker_memory_mb`` (0: never ends; the heap is not trimmed)."""
     message = execute(task)
