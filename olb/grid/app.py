@@ -15,6 +15,7 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -24,14 +25,15 @@ from olb.grid.dryrun import DryRun, dry_run
 from olb.grid.fanout import fan_out
 from olb.grid.finish import finish
 from olb.grid.messages import CellOutcome, CellTask, GridOutcome, Status
-from olb.grid.plan import describe
+from olb.data import DataDirs
+from olb.grid.plan import Cell, describe
 from olb.grid.recording import Recorder, resumed_outcomes
 from olb.grid.stages import choose, cross_validate, grid_data_dir, plain_value, prepare, start_tracker_and_backend
 
 log = logging.getLogger("olb.grid")
 
 
-def _cell_task(cell, cfg: DictConfig, data_dir, plot: bool) -> CellTask:
+def _cell_task(cell: Cell, cfg: DictConfig, data_dir: DataDirs, plot: bool) -> CellTask:
     return CellTask(
         cell_id=cell.cell_id,
         spec=cell.spec_dict(data_dir, cfg.verify_checksums),
@@ -43,7 +45,10 @@ def _cell_task(cell, cfg: DictConfig, data_dir, plot: bool) -> CellTask:
 
 
 def run_grid(
-    cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str] | None = None, stream=None
+    cfg: DictConfig,
+    output_dir: str | os.PathLike[str],
+    overrides: list[str] | None = None,
+    stream: TextIO | None = None,
 ) -> GridOutcome | DryRun:
     """Run every cell of ``cfg`` not finished yet, record them, and write cells.csv, table.csv/.md, plots.
 

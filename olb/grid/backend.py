@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 from olb.grid.messages import Answer, Task
 
@@ -22,6 +23,7 @@ class Backend(ABC):
     name: str  # as in backend.name
     cpus: int = 1  # tasks it runs at once (the progress bar's slots, the fan-out's efficiency)
     startup_s: float = 0.0  # what starting it cost
+    log_dir: Path | None = None  # where a local Ray keeps the logs of lost cells (the grid's output folder)
 
     @property
     @abstractmethod

@@ -15,6 +15,8 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from types import FrameType
+from typing import NoReturn
 
 from omegaconf import DictConfig
 
@@ -87,7 +89,7 @@ def with_default_experiment(overrides: list[str]) -> list[str]:
 
 
 # -- command line ----------------------------------------------------------------------------------------
-def _sigterm(signum, frame):
+def _sigterm(signum: int, frame: FrameType | None) -> NoReturn:
     raise KeyboardInterrupt
 
 

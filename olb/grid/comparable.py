@@ -11,15 +11,17 @@ file, a shorthand, an entry override), and names every setting that differs.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
 
 import yaml
+from omegaconf import DictConfig
 
 from olb.grid.plan import Cell, Plan
 from olb.registry import get_algorithm
 
 
-def load_settings(ref_cfg) -> dict | None:
+def load_settings(ref_cfg: DictConfig) -> dict | None:
     """The paper's settings (``reference.settings`` file, entry ``reference.paper``), or None."""
     path = getattr(ref_cfg, "settings", None)
     if not path or not ref_cfg.paper or not Path(path).is_file():
@@ -27,7 +29,7 @@ def load_settings(ref_cfg) -> dict | None:
     return (yaml.safe_load(Path(path).read_text()) or {}).get(ref_cfg.paper)
 
 
-def differences(plan: Plan, ref_cfg, verify_checksums: bool = True) -> dict[tuple[str, str], list[str]]:
+def differences(plan: Plan, ref_cfg: DictConfig, verify_checksums: bool = True) -> dict[tuple[str, str], list[str]]:
     """(entry, data set) -> the settings in which its cells differ from the paper's (empty: comparable), for
     every entry that names a paper algorithm (``paper_name``)."""
     paper = load_settings(ref_cfg)
@@ -40,7 +42,7 @@ def differences(plan: Plan, ref_cfg, verify_checksums: bool = True) -> dict[tupl
     return out
 
 
-def paper_summary(ref_cfg) -> str:
+def paper_summary(ref_cfg: DictConfig) -> str:
     """How the table names the paper's settings, e.g. ``"100 trees, 10 seeds"``."""
     paper = load_settings(ref_cfg)
     return str(paper.get("summary", "")) if paper else ""
@@ -94,11 +96,13 @@ def _differences(cells: list[Cell], info: dict, paper: dict | None, dataset: str
     return found
 
 
-def _same(a, b) -> bool:
-    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
-    return math.isclose(a, b, rel_tol=1e-9) if numbers else a == b
+def _same(a: object, b: object) -> bool:
+    numbers = not isinstance(a, bool) and not isinstance(b, bool)
+    if numbers and isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-9)
+    return a == b
 
 
-def _text(values) -> str:
+def _text(values: Iterable[object]) -> str:
     values = list(values)
     return str(values[0]) if len(values) == 1 else "{" + ", ".join(map(str, values)) + "}"

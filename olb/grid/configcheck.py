@@ -10,7 +10,9 @@ checksums, parseable) are checked by :mod:`olb.grid.datacheck`.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from collections.abc import Collection, Iterable
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -18,6 +20,8 @@ from olb.grid.config import BACKENDS, AlgorithmEntry
 from olb.grid.plan import RUNTIME_COLUMNS, Cell, GridConfigError, Problems, plain
 from olb.registry import algorithm_names, get_algorithm
 from olb.text import did_you_mean
+
+T = TypeVar("T")
 
 
 def check_keys(cfg: DictConfig, problems: Problems) -> None:
@@ -44,7 +48,7 @@ def check_keys(cfg: DictConfig, problems: Problems) -> None:
     walk(cfg, schema, "")
 
 
-def import_plugins(modules, problems: Problems) -> None:
+def import_plugins(modules: Iterable[str] | None, problems: Problems) -> None:
     for name in modules or ():
         try:
             importlib.import_module(name)
@@ -86,11 +90,11 @@ def metric_info() -> dict:
     return METRICS
 
 
-def unknown_name(what: str, name: str, known) -> str:
+def unknown_name(what: str, name: str, known: Collection[str]) -> str:
     return f"unknown {what} {name!r}{did_you_mean(name, known)}; allowed: {', '.join(sorted(known))}"
 
 
-def collect(problems: Problems, fn, *args):
+def collect(problems: Problems, fn: Callable[..., T], *args: object) -> T | None:
     """``fn(*args)``, or ``None`` with its GridConfigError recorded."""
     try:
         return fn(*args)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+from omegaconf import DictConfig
 
 from olb.grid.references import load_reference
 
@@ -53,7 +54,9 @@ def absent_reason(dataset: str, in_grid: bool, unavailable: dict[str, str], has_
     return "not run"
 
 
-def _classify(row: pd.Series, tolerance: dict[str, float], lower_is_better: dict[str, bool], symmetric=False) -> str:
+def _classify(
+    row: pd.Series, tolerance: dict[str, float], lower_is_better: dict[str, bool], symmetric: bool = False
+) -> str:
     if math.isnan(row["paper"]) or row["metric"] not in tolerance:
         return ""
     if row["n_seeds"] == 0 or math.isnan(row["mean"]):
@@ -73,7 +76,7 @@ def _better(row: pd.Series, lower_is_better: dict[str, bool]) -> bool:
 
 def cover(
     table: pd.DataFrame,
-    ref_cfg,
+    ref_cfg: DictConfig,
     entries: dict[str, dict],
     datasets: list[str],
     unavailable: dict[str, str],
@@ -110,7 +113,12 @@ def cover(
 
 
 def _absent_rows(
-    table: pd.DataFrame, ref: pd.DataFrame, ref_cfg, labels: dict[str, list[str]], datasets: list[str], unavailable
+    table: pd.DataFrame,
+    ref: pd.DataFrame,
+    ref_cfg: DictConfig,
+    labels: dict[str, list[str]],
+    datasets: list[str],
+    unavailable: dict[str, str],
 ) -> list[dict]:
     """The rows of the paper's table that ``table`` lacks, each with the paper's value and why it is absent;
     ``labels``: paper name -> the labels of the entries that reproduce it."""
@@ -177,7 +185,7 @@ def summary_line(table: pd.DataFrame) -> str:
     )
 
 
-def with_summary(markdown: str, table: pd.DataFrame, ref_cfg) -> str:
+def with_summary(markdown: str, table: pd.DataFrame, ref_cfg: DictConfig) -> str:
     """table.md with the summary line and the tolerances above its long table (and so in the printed part)."""
     line = summary_line(table)
     if not line:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from olb.grid.backends.ray_cluster import cluster_address
 from olb.grid.cost import planned_memory_by_cell, planned_work_by_pair, refuse_oversized
 from olb.grid.crossval import _candidates, cv_task, selected_entries
 from olb.grid.datacheck import DataCheck
+from olb.grid.messages import CellOutcome
 from olb.grid.plan import Cell, Plan
 from olb.grid.recording import code_version, resumed_outcomes, tracker_class
 from olb.grid.selection import SelectionSettings
@@ -168,14 +170,23 @@ def _cross_validation(
     return sum(len(cells) for cells in candidates.values()), n_resume
 
 
-def _in_table_order(plan: Plan):
+def _in_table_order(plan: Plan) -> Iterator[tuple[tuple[str, str], list[Cell]]]:
     for ds in plan.datasets:
         for entry in plan.entries:
             if (entry, ds) in plan.cells_by_pair:
                 yield (entry, ds), plan.cells_by_pair[(entry, ds)]
 
 
-def _pair(plan, data, key, cells, resumed, work, peak, selected) -> PairPlan:
+def _pair(
+    plan: Plan,
+    data: DataCheck,
+    key: tuple[str, str],
+    cells: list[Cell],
+    resumed: dict[str, CellOutcome],
+    work: tuple[float, int],
+    peak: dict[tuple[str, str], float],
+    selected: dict[str, SelectionSettings],
+) -> PairPlan:
     entry, dataset = key
     unique = list({c.cell_id: c for c in cells}.values())
     settings = len({(tuple(sorted(c.params.items())), c.loops) for c in unique})

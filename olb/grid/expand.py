@@ -30,6 +30,7 @@ from olb.grid.configcheck import (
     unknown_name,
 )
 from olb.grid.plan import Cell, CellKey, Plan, Problems, plain, seed_cell_ids
+from olb.data.registry import DatasetSpec
 from olb.learners.base import OnlineLearner
 from olb.registry import get_algorithm
 from olb.text import did_you_mean
@@ -119,7 +120,7 @@ def collect_plan(cfg: DictConfig, problems: Problems) -> Plan | None:
     return Plan(cells, datasets, entries, table_metrics, select_by, lower, warnings)
 
 
-def _expand_entry(ctx: _Context, key: str, entry, entries: dict) -> list[Cell]:
+def _expand_entry(ctx: _Context, key: str, entry: DictConfig | None, entries: dict) -> list[Cell]:
     """The cells of one algorithm entry on every data set; its problems go to ``ctx.problems``."""
     from olb.protocol import metrics_fix, missing_outputs
 
@@ -136,7 +137,7 @@ def _expand_entry(ctx: _Context, key: str, entry, entries: dict) -> list[Cell]:
     return cells
 
 
-def _entry_settings(ctx: _Context, key: str, entry) -> _Entry | None:
+def _entry_settings(ctx: _Context, key: str, entry: DictConfig | None) -> _Entry | None:
     """The entry's settings with the command line's defaults filled in, or ``None`` when its protocol is not
     allowed; problems with its ``best_of``, data sets and ``select`` go to ``ctx.problems``."""
     from olb.data import dataset_names
@@ -227,7 +228,7 @@ def _axes(ctx: _Context, e: _Entry, ds: str) -> dict | None:
     return axes
 
 
-def _expand_configs(ctx: _Context, e: _Entry, spec, axes: dict) -> list[Cell]:
+def _expand_configs(ctx: _Context, e: _Entry, spec: DatasetSpec, axes: dict) -> list[Cell]:
     """One cell per (configuration in the Cartesian product of ``axes``, seed), each checked against the
     learner's rules (``validate``, ``check_params`` with the data set's declared shape)."""
     from olb.learners.base import StreamShape

@@ -133,7 +133,7 @@ def runtime_quality_plot(
     return path
 
 
-def board(cells: pd.DataFrame, metric: str, learner: str = "label", aggfunc="mean") -> pd.DataFrame:
+def board(cells: pd.DataFrame, metric: str, learner: str = "label", aggfunc: str = "mean") -> pd.DataFrame:
     """Data set x learner table of ``metric`` over seeds (``aggfunc``), from a grid's cells (FINISHED only)."""
     done = cells[cells["status"] == Status.FINISHED]
     return done.pivot_table(index="dataset", columns=learner, values=metric, aggfunc=aggfunc)

@@ -6,12 +6,13 @@ import math
 from dataclasses import dataclass
 
 import pandas as pd
+from omegaconf import DictConfig
 
 from olb.grid.messages import Choice
 from olb.grid.plan import RUNTIME_COLUMNS, Plan
 
 
-def partial_text(row) -> str:
+def partial_text(row: pd.Series) -> str:
     """``"partial: 2/3 seeds, 2/4 gamma"`` for a figure resting on less than planned, else ``""``."""
     if not row["partial"]:
         return ""
@@ -148,7 +149,7 @@ _RUN_ONLY = (
 )
 
 
-def grid_title(cfg, plan: Plan, overrides: list[str]) -> str:
+def grid_title(cfg: DictConfig, plan: Plan, overrides: list[str]) -> str:
     """The experiment's name and description when it ran as its file says (no override of a setting that shapes
     the cells or the table), else its name; then the overrides and what the cells ran."""
     as_written = all(o.lstrip("+~").split("=", 1)[0].split(".")[0] in _RUN_ONLY for o in overrides)
@@ -193,7 +194,7 @@ def settings_run(plan: Plan) -> str:
     return "; ".join(parts)
 
 
-def _once(value):
+def _once(value: object) -> object:
     """A key under which equal values meet once (a list, unhashable, by its text)."""
     return value if isinstance(value, (int, float, str, bool, type(None))) else repr(value)
 

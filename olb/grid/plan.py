@@ -16,6 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from olb.data import DataDirs
 from olb.registry import get_algorithm
 
 CELL_ID_VERSION = 1
@@ -51,7 +52,7 @@ class Cell:
         (``OnlineLearner.report_metrics``)."""
         return (*self.metrics, *get_algorithm(self.algorithm).report_metrics)
 
-    def spec_dict(self, data_dir=None, verify_checksums: bool = True) -> dict:
+    def spec_dict(self, data_dir: DataDirs = None, verify_checksums: bool = True) -> dict[str, object]:
         """Keyword arguments of :class:`olb.run.CellSpec`."""
         return {
             "algorithm": self.algorithm,

@@ -4,15 +4,23 @@ numeric hyperparameter that the grid varies (loss against gamma)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from olb.grid.messages import CellOutcome, Status
-from olb.grid.plan import Plan
+from olb.grid.plan import Cell, Plan
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+CurveOf = Callable[[Cell, CellOutcome], "dict[str, list[float]] | None"]  # a cell's learning curve, if known
 
 
-def _figure(w=6.4, h=4.0):
+def _figure(w: float = 6.4, h: float = 4.0) -> Figure:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -25,7 +33,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
 
 
-def _save(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
+def _save(fig: Figure, ax: Axes, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
     """Label, legend and grid, then write ``fig`` to ``path``."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -38,7 +46,7 @@ def _save(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
 
 
 def learning_curves(
-    plan: Plan, outcomes: dict[str, CellOutcome], table: pd.DataFrame, curve_of, out_dir: Path
+    plan: Plan, outcomes: dict[str, CellOutcome], table: pd.DataFrame, curve_of: CurveOf, out_dir: Path
 ) -> list[Path]:
     """One figure per data set: the mean (over seeds) running loss of each table row's configuration.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from typing import TextIO
 import time
 
 from tqdm import tqdm
@@ -33,7 +34,7 @@ class Progress:
         total: int,
         skipped: int = 0,
         desc: str = "cells",
-        stream=None,
+        stream: TextIO | None = None,
         slots: int = 1,
         unit: str = "cell",
     ):

@@ -6,7 +6,7 @@ import functools
 import logging
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from omegaconf import DictConfig
 
@@ -15,12 +15,15 @@ from olb.grid.plan import Cell, Plan
 from olb.grid.messages import EXIT_INTERRUPTED, EXIT_LOST, EXIT_UNAVAILABLE, CellOutcome, GridOutcome, Status
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from olb.grid.dryrun import DryRun, PairPlan
+    from olb.grid.tracker import Tracker
 
 log = logging.getLogger("olb.grid")
 
 
-def write_leaderboard(plan: Plan, table, cells, out_dir: Path):
+def write_leaderboard(plan: Plan, table: pd.DataFrame, cells: pd.DataFrame, out_dir: Path) -> tuple[str, list[Path]]:
     """Mean ranks, critical-difference diagrams and runtime plots of ``table`` (olb/grid/leaderboard.py)."""
     from olb.grid.leaderboard import write_report
     from olb.grid.plan import RUNTIME_COLUMNS
@@ -33,7 +36,14 @@ def write_leaderboard(plan: Plan, table, cells, out_dir: Path):
         return f"## Leaderboard\n\nnot written: {type(err).__name__}: {err}\n", []
 
 
-def write_plots(plan, outcomes, table, cells, tracker, plot_dir: Path) -> list[Path]:
+def write_plots(
+    plan: Plan,
+    outcomes: dict[str, CellOutcome],
+    table: pd.DataFrame,
+    cells: pd.DataFrame,
+    tracker: Tracker,
+    plot_dir: Path,
+) -> list[Path]:
     from olb.grid import plots
 
     plot_dir.mkdir(parents=True, exist_ok=True)
@@ -62,7 +72,7 @@ def write_plots(plan, outcomes, table, cells, tracker, plot_dir: Path) -> list[P
     return paths
 
 
-def comparability_notes(table) -> list[str]:
+def comparability_notes(table: pd.DataFrame | None) -> list[str]:
     """table.md's "not comparable: paper ..." notes, one line per (data set, algorithm, metric) that has one."""
     if table is None or "note" not in table.columns:
         return []
@@ -70,7 +80,7 @@ def comparability_notes(table) -> list[str]:
     return [f"{r.dataset} {r.algorithm} {r.metric}: {r.note}" for r in notes.itertuples()]
 
 
-def print_report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: float, stream) -> None:
+def print_report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: float, stream: TextIO) -> None:
     pivot = markdown.split("## All values")[0].strip()
     print("\n" + pivot + "\n", file=stream)
     notes = comparability_notes(o.table)
@@ -116,7 +126,7 @@ def print_report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: flo
     stream.flush()
 
 
-def print_dry_run(d: DryRun, cfg: DictConfig, stream) -> None:
+def print_dry_run(d: DryRun, cfg: DictConfig, stream: TextIO) -> None:
     """The dry run (olb/grid/dryrun.py): the grid, its data, backend, memory and resume, one row per data set and
     algorithm entry, the largest cells by predicted memory, the totals."""
     plan, data = d.plan, d.data

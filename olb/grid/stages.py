@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Collection
 from pathlib import Path
+from typing import cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -26,12 +28,13 @@ from olb.run import missing_data_dirs
 log = logging.getLogger("olb.grid")
 
 
-def grid_data_dir(cfg: DictConfig):
+def grid_data_dir(cfg: DictConfig) -> str | list[str] | None:
     """``data_dir`` of the grid (a string, several joined by os.pathsep, or a list), else ``$OLB_DATA_DIR``."""
-    return plain_value(cfg.data_dir) or os.environ.get("OLB_DATA_DIR") or None
+    given = cast(str | list[str] | None, plain_value(cfg.data_dir))  # the schema: a string or a list
+    return given or os.environ.get("OLB_DATA_DIR") or None
 
 
-def plain_value(value):
+def plain_value(value: object) -> object:
     return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
 
 
@@ -46,7 +49,9 @@ def prepare(cfg: DictConfig, download: bool = True) -> tuple[Plan, DataCheck]:
         problems.add(missing)
         problems.raise_if_any()
     datasets = (
-        plan.datasets if plan is not None else [d for d in (plain_value(cfg.datasets) or []) if d in dataset_names()]
+        plan.datasets
+        if plan is not None
+        else [d for d in (cast(list[str], plain_value(cfg.datasets) or [])) if d in dataset_names()]
     )
     data = check_data(list(dict.fromkeys(datasets)), grid_data_dir(cfg), cfg.verify_checksums, problems, download)
     if data.unavailable and not cfg.allow_unavailable:
@@ -61,7 +66,7 @@ def prepare(cfg: DictConfig, download: bool = True) -> tuple[Plan, DataCheck]:
     return plan, data
 
 
-def start_tracker_and_backend(cfg: DictConfig, backend):
+def start_tracker_and_backend(cfg: DictConfig, backend: Backend) -> Tracker:
     """Open the MLflow store (in a thread) while a local Ray starts (in this, the main thread: the processes Ray
     starts die with the thread that started them); the tracker, or GridConfigError with nothing left running."""
     from concurrent.futures import ThreadPoolExecutor
@@ -116,7 +121,7 @@ def cross_validate(
     return selection
 
 
-def choose(cfg: DictConfig, plan: Plan, unavailable=()):
+def choose(cfg: DictConfig, plan: Plan, unavailable: Collection[str] = ()) -> tuple[Backend, str]:
     """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.backends.choose_backend; the work is the cost model's, olb/grid/cost.py) and why; the
     cells of ``unavailable`` data sets are no work."""
     work_s, n_tasks = planned_work(plan, unavailable)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from omegaconf import DictConfig
 
 from olb.grid.markdown import number_text
 from olb.grid.messages import CellOutcome, Status
@@ -48,7 +49,7 @@ class _TableInputs:
 
     plan: Plan
     outcomes: dict[str, CellOutcome]
-    ref_cfg: object
+    ref_cfg: DictConfig
     ref: pd.DataFrame | None
     summary: str  # the paper's settings (olb.grid.comparable.paper_summary)
     unavailable: dict[str, str]
@@ -82,7 +83,7 @@ class _TableInputs:
 def build_table(
     plan: Plan,
     outcomes: dict[str, CellOutcome],
-    ref_cfg,
+    ref_cfg: DictConfig,
     unavailable: dict[str, str],
     differences: dict[tuple[str, str], list[str]] | None = None,
 ) -> pd.DataFrame:

@@ -57,7 +57,7 @@ class GridStub(OnlineLearner):
     def predict_one(self, x: np.ndarray) -> np.ndarray:
         return self.counts / max(self.t, 1) + self.jitter
 
-    def learn_one(self, x: np.ndarray, y) -> None:
+    def learn_one(self, x: np.ndarray, y: np.ndarray) -> None:
         if self.t == 0:
             if self.delay_s:
                 time.sleep(self.delay_s)

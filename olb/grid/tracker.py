@@ -13,6 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,11 +31,14 @@ class FinishedRun:
 
     run_id: str
     cell_id: str
-    metrics: dict
-    params: dict
-    tags: dict
+    metrics: dict[str, float]
+    params: dict[str, str]
+    tags: dict[str, str]
     start_time: float
     end_time: float
+
+
+Accept = Callable[[FinishedRun], bool]  # which earlier runs resume
 
 
 class Tracker(ABC):
@@ -52,11 +56,11 @@ class Tracker(ABC):
         self.batch_cells, self.queue_cells = int(tracking.batch_cells), int(tracking.queue_cells)
 
     @abstractmethod
-    def finished_cells(self, accept=None) -> dict[str, FinishedRun]:
+    def finished_cells(self, accept: Accept | None = None) -> dict[str, FinishedRun]:
         """Cell id -> the newest finished run of that cell that ``accept(run)`` accepts (resume)."""
 
     @abstractmethod
-    def finished_cv_tasks(self, accept=None) -> dict[str, FinishedRun]:
+    def finished_cv_tasks(self, accept: Accept | None = None) -> dict[str, FinishedRun]:
         """Cross-validation task id -> the newest finished run of that task that ``accept(run)`` accepts, in any
         experiment of the store (a task's id says everything that decides its result; resume)."""
 

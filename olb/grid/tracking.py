@@ -22,21 +22,25 @@ import os
 import socket
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, TypeVar
 
 from olb.grid.config import TrackingConfig
 from olb.grid.lost import TrackingLost
 from olb.grid.messages import CellFailure, CellResult, Status
 from olb.grid.plan import Cell
-from olb.grid.tracker import CV_TASK_TAG, FinishedRun, Tracker
+from olb.grid.tracker import CV_TASK_TAG, Accept, FinishedRun, Tracker
 from olb.grid.tracking_cells import MAX_PARAM, MAX_TAG, CellRecord, cell_record, clip
 from olb.grid.tracking_sql import finished_runs, insert_runs, sql_store
 
 if TYPE_CHECKING:
-    from mlflow.entities import Run
+    from mlflow.entities import Metric, Run
+
+T = TypeVar("T")
 
 log = logging.getLogger("olb.grid")
 # SQLite under concurrent writers. (MLflow's REST client retries HTTP errors and lost connections itself.)
@@ -118,13 +122,14 @@ class MlflowTracker(Tracker):
         return f"the tracking store at {self.uri}"
 
     # -- robustness ---------------------------------------------------------------------------------------
-    def _retry(self, fn, *args, **kwargs):
-        delay = 0.05
-        for attempt in range(self.retries):
+    def _retry(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
+        delay, attempts = 0.05, 0
+        while True:
             try:
                 return fn(*args, **kwargs)
             except Exception as err:  # noqa: BLE001 - classified by _transient
-                if not self._transient(err) or attempt + 1 >= self.retries:
+                attempts += 1
+                if not self._transient(err) or attempts >= self.retries:
                     raise
                 log.debug("MLflow write failed (%s), retrying in %.2fs", err, delay)
                 time.sleep(delay)
@@ -151,7 +156,9 @@ class MlflowTracker(Tracker):
         return exp.experiment_id
 
     # -- queries ------------------------------------------------------------------------------------------
-    def _search(self, filter_string: str, order_by=None, experiment_ids=None) -> list:
+    def _search(
+        self, filter_string: str, order_by: list[str] | None = None, experiment_ids: list[str] | None = None
+    ) -> list[Run]:
         from mlflow.entities import ViewType
 
         runs: list[Run] = []
@@ -173,7 +180,9 @@ class MlflowTracker(Tracker):
             if not token:
                 return runs
 
-    def _finished(self, kind: str, key_tag: str, accept, experiment_ids=None) -> dict[str, FinishedRun]:
+    def _finished(
+        self, kind: str, key_tag: str, accept: Accept | None, experiment_ids: Sequence[str | None] | None = None
+    ) -> dict[str, FinishedRun]:
         """``key_tag``'s value -> the newest successful run of this ``kind`` carrying it that ``accept(run)``
         accepts (every run without ``accept``). One pass over the store's finished runs (the resume index)."""
         found: dict[str, FinishedRun] = {}
@@ -182,15 +191,14 @@ class MlflowTracker(Tracker):
                 found[finished.cell_id] = finished
         return found
 
-    def _finished_runs(self, kind: str, key_tag: str, experiment_ids: list[str]) -> list[FinishedRun]:
+    def _finished_runs(self, kind: str, key_tag: str, experiment_ids: Sequence[str | None]) -> list[FinishedRun]:
         """Every finished run of this ``kind``, newest first."""
-        if None in experiment_ids:  # read only, and the experiment does not exist: nothing has finished
+        ids = [i for i in experiment_ids if i is not None]
+        if len(ids) < len(experiment_ids):  # read only, and the experiment does not exist: nothing has finished
             return []
         if self.sql is not None:
-            return self._retry(finished_runs, self.sql, experiment_ids, kind, key_tag)
-        runs = self._search(
-            f"tags.`olb.kind` = '{kind}' and {FINISHED}", ["attributes.start_time DESC"], experiment_ids
-        )
+            return self._retry(finished_runs, self.sql, ids, kind, key_tag)
+        runs = self._search(f"tags.`olb.kind` = '{kind}' and {FINISHED}", ["attributes.start_time DESC"], ids)
         return [
             FinishedRun(
                 run.info.run_id,
@@ -204,11 +212,11 @@ class MlflowTracker(Tracker):
             for run in runs
         ]
 
-    def finished_cells(self, accept=None) -> dict[str, FinishedRun]:
+    def finished_cells(self, accept: Accept | None = None) -> dict[str, FinishedRun]:
         """cell id -> the newest successful cell run of this experiment (any earlier invocation)."""
         return self._finished("cell", "olb.cell_id", accept)
 
-    def finished_cv_tasks(self, accept=None) -> dict[str, FinishedRun]:
+    def finished_cv_tasks(self, accept: Accept | None = None) -> dict[str, FinishedRun]:
         ids: list[str] = []
         token = None
         while True:  # every active experiment
@@ -309,7 +317,7 @@ class MlflowTracker(Tracker):
         run_tags = self._run_tags()
         records = [cell_record(c, m, tags, run_tags, self.cell_artifacts) for c, m, tags in cells]
         if self.sql is not None:
-            return self._retry(insert_runs, self.sql, self.experiment_id, self.artifact_location, records)
+            return [*self._retry(insert_runs, self.sql, self.experiment_id, self.artifact_location, records)]
         if len(records) == 1 or self.write_threads == 1:
             return [self._log_record(r) for r in records]
         with ThreadPoolExecutor(min(self.write_threads, len(records)), thread_name_prefix="olb-mlflow") as pool:
@@ -342,7 +350,13 @@ class MlflowTracker(Tracker):
         tags = {"olb.experiment": self.experiment_name, "olb.code_version": self.code_version}
         return {**tags, "mlflow.parentRunId": self.parent_run_id} if self.parent_run_id else tags
 
-    def _log_batch(self, run_id: str, metrics=(), params: dict | None = None, tags: dict | None = None) -> None:
+    def _log_batch(
+        self,
+        run_id: str,
+        metrics: Iterable[Metric] | dict[str, float] = (),
+        params: dict | None = None,
+        tags: dict | None = None,
+    ) -> None:
         from mlflow.entities import Metric, Param, RunTag
 
         if isinstance(metrics, dict):

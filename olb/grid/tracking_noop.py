@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from olb.grid.tracker import FinishedRun, Tracker
+from olb.grid.tracker import Accept, FinishedRun, Tracker
 
 if TYPE_CHECKING:
     from olb.grid.messages import CellFailure, CellResult
@@ -16,10 +16,10 @@ class NoopTracker(Tracker):
     """Records nothing, so resumes nothing (neither cells nor cross-validation tasks); the output folder's files
     are the only record."""
 
-    def finished_cells(self, accept=None) -> dict[str, FinishedRun]:
+    def finished_cells(self, accept: Accept | None = None) -> dict[str, FinishedRun]:
         return {}
 
-    def finished_cv_tasks(self, accept=None) -> dict[str, FinishedRun]:
+    def finished_cv_tasks(self, accept: Accept | None = None) -> dict[str, FinishedRun]:
         return {}
 
     def curve(self, run_id: str, metric: str) -> dict | None:

@@ -23,12 +23,17 @@ from typing import TYPE_CHECKING
 from olb.grid.tracker import FinishedRun
 
 if TYPE_CHECKING:
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    from mlflow.tracking import MlflowClient
+    from sqlalchemy import Table
+    from sqlalchemy.orm import Session
+
     from olb.grid.tracking_cells import CellRecord
 
 SQL_FLOAT_MAX = 1.7976931348623157e308  # what MLflow stores for an infinite metric
 
 
-def sql_store(client):
+def sql_store(client: MlflowClient) -> SqlAlchemyStore | None:
     """The SQLAlchemy store behind an MLflow client, or None (a REST or file store)."""
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
@@ -45,7 +50,9 @@ def _metric_value(value: float) -> tuple[float, bool]:
     return value, False
 
 
-def insert_runs(store, experiment_id: str, artifact_location: str, records: list[CellRecord]) -> list[str]:
+def insert_runs(
+    store: SqlAlchemyStore, experiment_id: str, artifact_location: str, records: list[CellRecord]
+) -> list[str]:
     """Write ``records`` as finished child runs of ``experiment_id`` in one transaction; their run ids. Their
     artifacts are written first, under each run's artifact folder, so a run in the store has all its files."""
     from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlMetric, SqlParam, SqlRun, SqlTag
@@ -103,7 +110,7 @@ def insert_runs(store, experiment_id: str, artifact_location: str, records: list
     return run_ids
 
 
-def _insert(session, table, rows: list[dict]) -> None:
+def _insert(session: Session, table: Table, rows: list[dict[str, object]]) -> None:
     """``rows`` into ``table`` within the session's transaction: straight through the database driver's
     ``executemany`` where its parameter style is known (SQLAlchemy's per-row processing costs more than SQLite's
     insert), else through SQLAlchemy."""
@@ -141,7 +148,7 @@ def _write_artifacts(artifact_uri: str, files: dict[str, bytes]) -> None:
         get_artifact_repository(artifact_uri).log_artifacts(tmp)
 
 
-def finished_runs(store, experiment_ids: Iterable[str], kind: str, key_tag: str) -> list[FinishedRun]:
+def finished_runs(store: SqlAlchemyStore, experiment_ids: Iterable[str], kind: str, key_tag: str) -> list[FinishedRun]:
     """Every active run of ``experiment_ids`` tagged ``olb.kind=kind`` and finished (its status and its tag
     ``olb.status``), newest first, with its tags, parameters and latest metrics; ``cell_id`` is its ``key_tag``."""
     from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlParam, SqlRun, SqlTag

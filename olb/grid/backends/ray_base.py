@@ -80,7 +80,7 @@ class RayBackend(Backend):
             "configure_logging": True,
         }
 
-    def connect(self, ray, kwargs: dict) -> None:
+    def connect(self, ray: ModuleType, kwargs: dict[str, object]) -> None:
         """``ray.init(**kwargs)`` (a subclass prepares and undoes around it)."""
         ray.init(**kwargs)
 
@@ -127,7 +127,7 @@ class RayBackend(Backend):
         self.cancel()
         self._remote = None
 
-    def _shutdown(self, ray) -> None:
+    def _shutdown(self, ray: ModuleType) -> None:
         """``ray.shutdown()``, keeping this session's Ray logs in ``log_dir`` if a cell was lost."""
         session = ray._private.worker._global_node.get_session_dir_path() if self.lost else None
         ray.shutdown()

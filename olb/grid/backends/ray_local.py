@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from types import ModuleType
 
 from olb.grid.auth import LOOPBACK, LocalRayAuth
 from olb.grid.backends.ray_base import RayBackend
@@ -38,9 +39,9 @@ class LocalRayBackend(RayBackend):
             **memory,
         }
 
-    def connect(self, ray, kwargs: dict) -> None:
+    def connect(self, ray: ModuleType, kwargs: dict[str, object]) -> None:
         # Ray opens its own folders to everyone (0777): they go below the private one with the token
-        self._auth = LocalRayAuth(kwargs["_temp_dir"]).apply()
+        self._auth = LocalRayAuth(str(kwargs["_temp_dir"])).apply()
         kwargs["_temp_dir"] = str(self._auth.directory / "ray")
         try:
             ray.init(**kwargs)

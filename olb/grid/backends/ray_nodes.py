@@ -14,15 +14,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from olb.kernels import LOCK_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
+    from ray.actor import ActorHandle
 
 log = logging.getLogger("olb.grid")
 WARM_UP_TIMEOUT_S = LOCK_TIMEOUT_S + 60.0  # olb.kernels' wait for another process's build, and its own (bounded)
 
 
-def ready_nodes(ray, timeout_s: float = WARM_UP_TIMEOUT_S) -> list[dict[str, Any]]:
+def ready_nodes(ray: ModuleType, timeout_s: float = WARM_UP_TIMEOUT_S) -> list[dict[str, Any]]:
     """Run :func:`warm_up` once on every alive node with CPUs and wait for them all (at most ``timeout_s``);
     each node's report (``node_ip``, ``mode``, ``built_s``, ...), one log line for all."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -79,7 +84,7 @@ def describe(reports: list[dict[str, Any]]) -> str:
     return ", ".join(parts) or "no node reported"
 
 
-def prestart_workers(ray, slots: int, timeout_s: float = WARM_UP_TIMEOUT_S) -> int:
+def prestart_workers(ray: ModuleType, slots: int, timeout_s: float = WARM_UP_TIMEOUT_S) -> int:
     """Start one worker process per CPU slot and load in each what a cell runs (olb's learners and kernels), all
     at once, before the first cell; how many were ready within ``timeout_s``.
 
@@ -128,7 +133,7 @@ class WarmGate:
         return self.arrived
 
 
-def warm_worker(gate, timeout_s: float) -> int:
+def warm_worker(gate: ActorHandle, timeout_s: float) -> int:
     """In a worker: import what a cell runs, make the kernels ready, then wait at ``gate``; this process's id."""
     import os
 
@@ -143,7 +148,7 @@ def warm_worker(gate, timeout_s: float) -> int:
     return os.getpid()
 
 
-def _succeeded(ray, ref) -> bool:
+def _succeeded(ray: ModuleType, ref: ObjectRef) -> bool:
     try:
         ray.get(ref)
     except Exception:  # noqa: BLE001 - a slot whose warm-up failed starts its process with its first cell
