@@ -76,7 +76,7 @@ def in_process(overrides: list[str], stores: dict[str, Path]) -> dict:
     from olb.grid.coverage import cover
     from olb.grid.dryrun import dry_run, read_only_tracker
     from olb.grid.markdown import TableLayout, grid_title, table_markdown
-    from olb.grid.messages import Status
+    from olb.grid.messages import CellOutcome, Status
     from olb.grid.recording import resumed_outcomes
     from olb.grid.results import cells_frame
     from olb.grid.stages import prepare
@@ -104,14 +104,12 @@ def in_process(overrides: list[str], stores: dict[str, Path]) -> dict:
         figures[f"resume_{name}_s"] = time.perf_counter() - t0
     rng = random.Random(0)
     outcomes = {
-        c.cell_id: {
-            "status": Status.FINISHED,
-            "metrics": {m: rng.random() for m in c.measured},
-            "runtime_s": rng.random(),
-            "cpu_s": rng.random(),
-            "source": "run",
-            "run_id": "",
-        }
+        c.cell_id: CellOutcome(
+            status=Status.FINISHED,
+            metrics={m: rng.random() for m in c.measured},
+            runtimes={"runtime_s": rng.random(), "cpu_s": rng.random()},
+            source="run",
+        )
         for c in plan.unique_cells
     }
     t0 = time.perf_counter()
