@@ -53,7 +53,7 @@ def one_result(cfg, plan):
     from olb.grid.worker import execute_cell
 
     cell = plan.unique_cells[0]
-    task = CellTask(cell.cell_id, cell.spec_dict(grid_data_dir(cfg)), imports=tuple(cfg.imports))
+    task = CellTask(cell.cell_id, cell.spec(grid_data_dir(cfg)), imports=tuple(cfg.imports))
     return execute_cell(task)
 
 
@@ -141,7 +141,7 @@ def worker_overhead(cfg, plan, n: int) -> tuple[list[float], list[float]]:
 
     wall, cpu = [], []
     for cell in plan.unique_cells[:n]:
-        task = CellTask(cell.cell_id, cell.spec_dict(grid_data_dir(cfg)), imports=tuple(cfg.imports))
+        task = CellTask(cell.cell_id, cell.spec(grid_data_dir(cfg)), imports=tuple(cfg.imports))
         t0, cpu0 = time.perf_counter(), time.process_time()
         result = execute_cell(task)
         wall.append(time.perf_counter() - t0 - result.runtime_s)

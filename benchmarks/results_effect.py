@@ -107,7 +107,8 @@ def main() -> None:
     if not cells:
         raise SystemExit(f"results_effect: {args.experiment} has no cells on {', '.join(args.datasets)}")
     metric = cells[0].metrics[0]
-    base = [dict(c.spec_dict(), metrics=[metric]) for c in cells]
+    fields = ("algorithm", "dataset", "seed", "params", "protocol", "loops", "curve_every")  # CellSpec's, in any tree
+    base = [dict({key: getattr(c, key) for key in fields}, metrics=[metric]) for c in cells]
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="olb-effect-") as scratch:
         repo = str(HERE.parents[1])

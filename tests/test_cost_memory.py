@@ -13,6 +13,7 @@ from olb.data import dataset_names, dataset_spec, load_dataset
 from olb.grid import GridConfigError, compose
 from olb.grid.cost import memory_request_mb
 from olb.grid.messages import CellTask
+from olb.run import CellSpec
 from olb.grid.backends.ray_local import LocalRayBackend
 from olb.grid.backends.ray_lost import lost_failure
 from olb.grid.config import BackendConfig
@@ -148,7 +149,7 @@ def test_a_cell_killed_for_memory_is_reported_with_its_predicted_and_allowed_mem
         "required resources={CPU: 1}, pid=1, actual memory used=1.50GB, worker ID=03) Memory usage 3221225472B "
         "exceeded threshold of 3006477107B (70.0% of 4294967296B limit)"
     )
-    task = CellTask(cell_id="c1", spec={}, predicted_memory_mb=700.4)
+    task = CellTask(cell_id="c1", spec=CellSpec("_grid_stub", "emotions"), predicted_memory_mb=700.4)
     failure = lost_failure(task, OutOfMemoryError(message), max_retries=1, asked_mb=1050.6)
     assert failure.status == "FAILED" and failure.peak_rss_mb == pytest.approx(1536)
     assert "out of memory" in failure.error and "2 attempt(s)" in failure.error, failure.error

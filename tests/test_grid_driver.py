@@ -132,9 +132,10 @@ def store(tmp_path_factory, data_dir):
     tracker = open_tracker(cfg, "test")
     tracker.start_parent("driver", {}, {}, "")
     cell = plan.unique_cells[0]
-    spec = cell.spec_dict(str(data_dir))
+    spec = cell.spec(str(data_dir))
     result = execute_cell(CellTask(cell.cell_id, spec, imports=("olb.grid.testing",)))
-    failing = CellTask(cell.cell_id, {**spec, "params": {**spec["params"], "fail_at": 3}}, ("olb.grid.testing",))
+    failing_spec = dataclasses.replace(spec, params={**spec.params, "fail_at": 3})
+    failing = CellTask(cell.cell_id, failing_spec, ("olb.grid.testing",))
     failure = execute_cell(failing)
     assert isinstance(failure, CellFailure)
     return tracker, plan, result, failure

@@ -7,13 +7,12 @@ import pytest
 
 from olb.grid.backends import SerialBackend
 from olb.grid.messages import CellFailure, CellResult, CellTask, Status
+from olb.run import CellSpec
 
 
 def _task(data_dir, fail_at: int, plot: bool = False) -> CellTask:
-    spec = {"algorithm": "_grid_stub", "dataset": "emotions", "seed": 1, "params": {"fail_at": fail_at}}
-    return CellTask(
-        cell_id=f"stub{fail_at}", spec={**spec, "data_dir": str(data_dir)}, imports=("olb.grid.testing",), plot=plot
-    )
+    spec = CellSpec("_grid_stub", "emotions", seed=1, params={"fail_at": fail_at}, data_dir=str(data_dir))
+    return CellTask(cell_id=f"stub{fail_at}", spec=spec, imports=("olb.grid.testing",), plot=plot)
 
 
 def test_a_cell_answers_with_a_typed_result_or_failure_that_pickles(data_dir):

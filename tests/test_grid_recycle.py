@@ -6,7 +6,6 @@ worker under the bound goes on; with the bound off (0) the next cell runs in the
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import os
 
@@ -42,7 +41,7 @@ def one_cpu_ray(monkeypatch):
 
 
 def _task(algorithm: str, seed: int = 0, **params) -> CellTask:
-    spec = dataclasses.asdict(CellSpec(algorithm, "emotions", seed=seed, params=params))
+    spec = CellSpec(algorithm, "emotions", seed=seed, params=params)
     return CellTask(cell_id=f"{algorithm}-{seed}", spec=spec, imports=("memory_hog",), predicted_memory_mb=0)
 
 

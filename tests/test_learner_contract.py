@@ -137,15 +137,11 @@ def test_a_user_checks_a_learner_without_data_and_without_the_grid_stack(tmp_pat
 def _cell_task(cls, data_dir):
     """The grid's task for one cell of ``cls`` (what a Ray worker runs, ``olb.grid.worker.execute_cell``)."""
     from olb.grid.messages import CellTask
+    from olb.run import CellSpec
 
-    spec = {
-        "algorithm": cls.name,
-        "dataset": "emotions" if cls.task == "multilabel" else "balance",
-        "seed": 4,
-        "params": dict(cls.test_params),
-        "data_dir": str(data_dir),
-    }
-    return CellTask(cell_id=cls.name, spec=spec)
+    dataset = "emotions" if cls.task == "multilabel" else "balance"
+    spec = CellSpec(cls.name, dataset, seed=4, params=dict(cls.test_params), data_dir=str(data_dir))
+    return CellTask(cell_id=cls.name, spec=spec.validated())
 
 
 def _result(message):

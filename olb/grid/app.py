@@ -36,7 +36,7 @@ log = logging.getLogger("olb.grid")
 def _cell_task(cell: Cell, cfg: DictConfig, data_dir: DataDirs, plot: bool) -> CellTask:
     return CellTask(
         cell_id=cell.cell_id,
-        spec=cell.spec_dict(data_dir, cfg.verify_checksums),
+        spec=cell.spec(data_dir, cfg.verify_checksums),
         imports=tuple(cfg.imports),
         plot=plot,
         title=f"{cell.run_name} ({cell.cell_id})",

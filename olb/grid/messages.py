@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING, ClassVar, TypeAlias
 if TYPE_CHECKING:
     import pandas as pd
 
+    from olb.data.files import DataDirs
+    from olb.run import CellSpec
+
     from olb.grid.plan import Plan
 
 
@@ -49,7 +52,7 @@ class CellTask:
     """What a worker needs to run one cell (:func:`olb.grid.worker.execute_cell`)."""
 
     cell_id: str
-    spec: dict  # olb.run.CellSpec's keyword arguments
+    spec: CellSpec  # checked when the grid planned it (CellSpec.validated)
     imports: tuple[str, ...] = ()  # plugin modules the worker imports first (they register learners)
     plot: bool = False  # whether the worker draws the curve's PNG
     title: str = ""  # the PNG's title
@@ -116,7 +119,7 @@ class CVTask:
     folds: int
     seed: int  # the fold seed
     metrics: tuple[str, ...]
-    data_dir: str | list[str] | None = None
+    data_dir: DataDirs = None
     imports: tuple[str, ...] = ()
     verify_checksums: bool = True
     predicted_memory_mb: float = 0.0

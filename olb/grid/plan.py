@@ -18,6 +18,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from olb.data import DataDirs
 from olb.registry import get_algorithm
+from olb.run import CellSpec
 
 CELL_ID_VERSION = 1
 RUNTIME_COLUMNS = ("runtime_s", "cpu_s", "compile_s", "train_us_per_example", "peak_rss_mb")
@@ -52,20 +53,22 @@ class Cell:
         (``OnlineLearner.report_metrics``)."""
         return (*self.metrics, *get_algorithm(self.algorithm).report_metrics)
 
-    def spec_dict(self, data_dir: DataDirs = None, verify_checksums: bool = True) -> dict[str, object]:
-        """Keyword arguments of :class:`olb.run.CellSpec`."""
-        return {
-            "algorithm": self.algorithm,
-            "dataset": self.dataset,
-            "seed": self.seed,
-            "params": dict(self.params),
-            "protocol": self.protocol,
-            "loops": self.loops,
-            "metrics": tuple(self.metrics),
-            "curve_every": self.curve_every,
-            "data_dir": data_dir,
-            "verify_checksums": verify_checksums,
-        }
+    def spec(self, data_dir: DataDirs = None, verify_checksums: bool = True) -> CellSpec:
+        """The cell as :func:`olb.run.run_cell` runs it, ``checked``: its hyperparameters, protocol and metrics
+        were checked when it was planned (:mod:`olb.grid.expand`)."""
+        return CellSpec(
+            self.algorithm,
+            self.dataset,
+            self.seed,
+            dict(self.params),
+            self.protocol,
+            self.loops,
+            tuple(self.metrics),
+            self.curve_every,
+            data_dir,
+            verify_checksums,
+            checked=True,
+        )
 
     @property
     def config_label(self) -> str:

@@ -130,24 +130,35 @@ class CVScores:
 
 
 def cv_scores(
-    algorithm: str, params: dict[str, object], dataset: Dataset, metrics: tuple[str, ...], n_folds: int, seed: int = 0
+    algorithm: str,
+    params: dict[str, object],
+    dataset: Dataset,
+    metrics: tuple[str, ...],
+    n_folds: int,
+    seed: int = 0,
+    checked: bool = False,
 ) -> CVScores:
-    """One setting's cross-validation, one entry of ``folds`` per fold.
+    """One setting's cross-validation, one entry of ``folds`` per fold; ``checked``: ``params`` are a planned
+    cell's, validated then (else they are validated here, once for all folds).
 
     Fold f's learner is built from the seed sequence (seed, f) and streams its training folds once in an order
     drawn from the same sequence (protocol ``train_frozen``).
     """
-    from olb.protocol import make_phases, run_stream
+    from olb.learners.base import StreamShape
     from olb.registry import get_algorithm
+    from olb.run import seeded_stream
 
     cls = get_algorithm(algorithm)
+    if not checked:
+        params = cls.validate(dict(params))
+        problems = cls.check_params(params, StreamShape(dataset.n_features, dataset.n_labels))
+        if problems:
+            raise ValueError(f"{cls.name} on {dataset.name}: {'; '.join(problems)}")
     folds = []
     cpu = 0.0
     for f, part in enumerate(fold_datasets(dataset, n_folds, seed)):
-        learner_seed, order_seed = np.random.SeedSequence([seed, f]).spawn(2)
-        learner = cls(part.n_features, part.n_labels, seed=np.random.default_rng(learner_seed), **params)
-        phases = make_phases(part, "train_frozen", 1, np.random.default_rng(order_seed))
-        stream = run_stream(learner, part, phases, metrics, curve_every=max(1, part.n_examples))
+        curve_every = max(1, part.n_examples)
+        stream, _ = seeded_stream(cls, params, part, [seed, f], "train_frozen", 1, metrics, curve_every)
         folds.append(dict(stream.metrics))
         cpu += stream.cpu_s
     return CVScores(folds, cpu)

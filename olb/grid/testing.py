@@ -14,6 +14,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ class GridStub(OnlineLearner):
     crash_token: int
     fail_at: int
 
-    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper: object):
+    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper: Any):
         super().__init__(n_features, n_labels, seed, **hyper)
         self.counts = np.zeros(n_labels)
         self.jitter = self.rng.random(n_labels) * 1e-6

@@ -40,11 +40,9 @@ def execute_cell(task: CellTask) -> CellResult | CellFailure:
     try:
         for module in task.imports:
             importlib.import_module(module)
-        from olb.run import CellSpec, run_cell
+        from olb.run import run_cell
 
-        spec = dict(task.spec)
-        spec["metrics"] = tuple(spec["metrics"]) if spec.get("metrics") is not None else None
-        result = run_cell(CellSpec(**spec))
+        result = run_cell(task.spec)
     except Exception as err:  # noqa: BLE001 - everything a cell raises is recorded, nothing escapes
         return CellFailure(
             **where,
@@ -102,7 +100,7 @@ def execute_cv(task: CVTask) -> CVResult | CVFailure:
         for module in task.imports:
             importlib.import_module(module)
         dataset = _dataset(task.dataset, json.dumps(task.data_dir), task.verify_checksums)
-        scores = cv_scores(task.algorithm, task.params, dataset, task.metrics, task.folds, task.seed)
+        scores = cv_scores(task.algorithm, task.params, dataset, task.metrics, task.folds, task.seed, checked=True)
     except Exception as err:  # noqa: BLE001 - recorded, never raised in a worker
         return CVFailure(task_id=task.task_id, error=f"{type(err).__name__}: {err}", traceback=traceback.format_exc())
     return CVResult(task_id=task.task_id, folds=scores.folds, cpu_s=scores.cpu_s, wall_s=time.perf_counter() - t0)
