@@ -23,8 +23,8 @@ import argparse
 import os
 import time
 
-from olb.grid.backend import HEARTBEAT
-from olb.grid.backends import LocalRayBackend
+from olb.grid.running.backend import HEARTBEAT
+from olb.grid.running.backends import LocalRayBackend
 from olb.grid.config import BackendConfig
 from olb.grid.cost import planned_memory_mb
 from olb.grid.messages import CellResult, CellTask

@@ -35,7 +35,7 @@ def planned_cells(experiment: str, datasets: list[str], seeds: int | None, entri
     """The experiment's cells on ``datasets`` (of its algorithm ``entries`` and its first ``seeds`` seeds if given),
     as the grid plans them."""
     from olb.grid.cli import compose
-    from olb.grid.expand import plan_grid
+    from olb.grid.planning.expand import plan_grid
 
     overrides = [f"+experiment={experiment}", "allow_unavailable=true"]
     cells = [c for c in plan_grid(compose(overrides)).cells if c.dataset in datasets]

@@ -65,7 +65,7 @@ SPEC_KEYS = (
 class CellSpec:
     """Everything that determines a cell's result (``data_dir`` only says where the files are).
 
-    :meth:`validated` checks it once (the grid's planner checks each cell's, :mod:`olb.grid.expand`) and marks it
+    :meth:`validated` checks it once (the grid's planner checks each cell's, :mod:`olb.grid.planning.expand`) and marks it
     ``checked``: :func:`run_cell` and the learner trust a checked spec's hyperparameters, protocol and metrics.
     """
 

@@ -14,11 +14,11 @@ from olb.grid import GridConfigError, compose
 from olb.grid.cost import memory_request_mb
 from olb.grid.messages import CellTask
 from olb.run import CellSpec
-from olb.grid.backends.ray_local import LocalRayBackend
-from olb.grid.backends.ray_lost import lost_failure
+from olb.grid.running.backends.ray_local import LocalRayBackend
+from olb.grid.running.backends.ray_lost import lost_failure
 from olb.grid.config import BackendConfig
 from olb.grid.cost import PROCESS_FLOOR_MB, check_memory, planned_memory_mb
-from olb.grid.expand import plan_grid
+from olb.grid.planning.expand import plan_grid
 from olb.learners.base import StreamShape
 from olb.registry import algorithm_names, get_algorithm
 from olb.weak import VFDTForest

@@ -6,10 +6,10 @@ import math
 import pytest
 
 from olb.grid import compose, plan_grid
-from olb.grid.comparable import differences
-from olb.grid.markdown import TableLayout, table_markdown
+from olb.grid.reporting.comparable import differences
+from olb.grid.reporting.markdown import TableLayout, table_markdown
 from olb.grid.messages import CellOutcome, Status
-from olb.grid.table import build_table
+from olb.grid.reporting.table import build_table
 
 
 def differing(*overrides):

@@ -5,7 +5,7 @@ import pickle
 
 import pytest
 
-from olb.grid.backends import SerialBackend
+from olb.grid.running.backends import SerialBackend
 from olb.grid.messages import CellFailure, CellResult, CellTask, Status
 from olb.run import CellSpec
 

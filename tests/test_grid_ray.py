@@ -10,7 +10,7 @@ import pytest
 
 import olb.grid.testing as stub
 from olb.grid import compose, run_grid
-from olb.grid.backends import LocalRayBackend
+from olb.grid.running.backends import LocalRayBackend
 from olb.grid.config import BackendConfig
 
 pytestmark = pytest.mark.e2e

@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from olb.grid.backend import HEARTBEAT
-from olb.grid.backends import LocalRayBackend
+from olb.grid.running.backend import HEARTBEAT
+from olb.grid.running.backends import LocalRayBackend
 from olb.grid.config import BackendConfig
 from olb.grid.cost import PROCESS_FLOOR_MB
 from olb.grid.messages import CellResult, CellTask

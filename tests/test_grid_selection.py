@@ -13,7 +13,7 @@ from mlflow.tracking import MlflowClient
 
 from olb.data import load_dataset
 from olb.grid import compose, run_grid
-from olb.grid.expand import plan_grid
+from olb.grid.planning.expand import plan_grid
 from olb.grid.messages import CVResult
 from olb.grid.plan import GridConfigError
 from olb.grid.selection import cv_scores, select
@@ -123,7 +123,7 @@ def _legacy_store(cfg, path: Path) -> list[str]:
     and one of another grid; the ids of the grid's tasks."""
     from olb.grid.crossval import _candidates, cv_task, selected_entries
     from olb.grid.stages import prepare
-    from olb.grid.worker import execute_cv
+    from olb.grid.running.worker import execute_cv
 
     plan, data = prepare(cfg)
     selected = selected_entries(plan)

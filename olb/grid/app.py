@@ -4,7 +4,7 @@ parent run, the summary: :mod:`olb.grid.finish`).
 
 ``dry_run=true`` only plans and prints (:mod:`olb.grid.dryrun`). The command line and
 :func:`olb.grid.cli.compose` are in :mod:`olb.grid.cli`; planning's cost model in
-:mod:`olb.grid.cost`; recording in :mod:`olb.grid.recording`; the output files in :mod:`olb.grid.outputs`.
+:mod:`olb.grid.cost`; recording in :mod:`olb.grid.recording.recorder`; the output files in :mod:`olb.grid.finish`.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from olb.grid.context import GridRun, Stages
 from olb.grid.cost import check_memory, planned_memory_mb
-from olb.grid.dryrun import DryRun, dry_run
-from olb.grid.fanout import fan_out
+from olb.grid.dryrun import DryRun, dry_run, print_dry_run
+from olb.grid.running.fanout import fan_out
 from olb.grid.finish import finish
 from olb.grid.messages import CellOutcome, CellTask, GridOutcome, Status
 from olb.data import DataDirs
 from olb.grid.plan import Cell, describe
-from olb.grid.recording import Recorder, resumed_outcomes
+from olb.grid.recording.recorder import Recorder, resumed_outcomes
 from olb.grid.stages import choose, cross_validate, grid_data_dir, plain_value, prepare, start_tracker_and_backend
 
 log = logging.getLogger("olb.grid")
@@ -58,8 +58,6 @@ def run_grid(
     With ``dry_run=true``: the dry run (olb/grid/dryrun.py), printed, nothing run, written or recorded.
     """
     if cfg.dry_run:
-        from olb.grid.report import print_dry_run
-
         planned = dry_run(cfg)
         print_dry_run(planned, cfg, stream or sys.stdout)
         return planned

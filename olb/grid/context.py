@@ -9,13 +9,13 @@ from typing import TextIO
 
 from omegaconf import DictConfig
 
-from olb.grid.backend import Backend
+from olb.grid.running.backend import Backend
 from olb.grid.datacheck import DataCheck
-from olb.grid.fanout import FanoutStats
+from olb.grid.running.fanout import FanoutStats
 from olb.grid.messages import CellOutcome, Choice, SelectionStats
 from olb.grid.plan import Plan
-from olb.grid.recording import Recorder
-from olb.grid.tracker import Tracker
+from olb.grid.recording.recorder import Recorder
+from olb.grid.recording.tracker import Tracker
 
 
 @dataclass

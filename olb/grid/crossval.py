@@ -8,7 +8,7 @@ one setting per (entry, data set); only that setting's cells (one per seed) are 
 values are printed beside the table row like a ``best_of`` choice.
 
 Resume: each finished cross-validation task is recorded in the grid's tracker as it arrives (one run per task,
-not per fold; :mod:`olb.grid.cvstore`), keyed by a hash of everything that determines it (algorithm, setting,
+not per fold; :mod:`olb.grid.recording.cvstore`), keyed by a hash of everything that determines it (algorithm, setting,
 data set, data fingerprint, folds, fold seed, metrics); a rerun, or a killed stage restarted, recomputes only the
 missing tasks. The tracker also gets one run per selection: the rule, the chosen setting, why, and the
 fold-by-setting table as an artifact.
@@ -27,21 +27,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from olb.grid.backend import Backend
+from olb.grid.running.backend import Backend
 from olb.grid.cost import planned_memory_mb
-from olb.grid.cvstore import finished_tasks, migrate, record_choice, record_task
+from olb.grid.recording.cvstore import finished_tasks, migrate, record_choice, record_task
 from olb.grid.datacheck import DataCheck
-from olb.grid.fanout import FanoutStats
+from olb.grid.running.fanout import FanoutStats
 from olb.grid.messages import Choice, CVFailure, CVResult, CVTask, SelectionStats
 from olb.grid.plan import Cell, Plan
 from olb.grid.selection import SelectionSettings
-from olb.grid.tracker import Tracker
+from olb.grid.recording.tracker import Tracker
 
 log = logging.getLogger("olb.grid")
 
 CV_VERSION = 1
 
-FanOut = Callable[..., FanoutStats]  # olb.grid.fanout.fan_out, or a stand-in
+FanOut = Callable[..., FanoutStats]  # olb.grid.running.fanout.fan_out, or a stand-in
 
 
 def cv_task(

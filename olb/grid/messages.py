@@ -49,7 +49,7 @@ EXIT_UNAVAILABLE = 5
 
 @dataclass(frozen=True)
 class CellTask:
-    """What a worker needs to run one cell (:func:`olb.grid.worker.execute_cell`)."""
+    """What a worker needs to run one cell (:func:`olb.grid.running.worker.execute_cell`)."""
 
     cell_id: str
     spec: CellSpec  # checked when the grid planned it (CellSpec.validated)
@@ -108,7 +108,7 @@ class CellFailure(CellReport):
 @dataclass(frozen=True, kw_only=True)
 class CVTask:
     """One candidate setting's k-fold cross-validation on one data set's training split, every fold in one worker
-    call (:func:`olb.grid.worker.execute_cv`); ``task_id`` hashes what decides its result
+    call (:func:`olb.grid.running.worker.execute_cv`); ``task_id`` hashes what decides its result
     (:func:`olb.grid.crossval.cv_task`)."""
 
     task_id: str

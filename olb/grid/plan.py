@@ -2,7 +2,7 @@
 settings), the stable :func:`cell_id` of a cell, and :class:`Problems`, which collects every config problem
 into one :class:`GridConfigError`.
 
-The config becomes a plan in :mod:`olb.grid.expand`; the checks it runs are in :mod:`olb.grid.configcheck`.
+The config becomes a plan in :mod:`olb.grid.planning.expand`; the checks it runs are in :mod:`olb.grid.planning.configcheck`.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class Cell:
 
     def spec(self, data_dir: DataDirs = None, verify_checksums: bool = True) -> CellSpec:
         """The cell as :func:`olb.run.run_cell` runs it, ``checked``: its hyperparameters, protocol and metrics
-        were checked when it was planned (:mod:`olb.grid.expand`)."""
+        were checked when it was planned (:mod:`olb.grid.planning.expand`)."""
         return CellSpec(
             self.algorithm,
             self.dataset,

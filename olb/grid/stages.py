@@ -13,16 +13,16 @@ from omegaconf import DictConfig, OmegaConf
 
 from olb.cache import check_cache_folders
 from olb.data import dataset_names
-from olb.grid.backend import Backend
-from olb.grid.backends import choose_backend, make_backend
+from olb.grid.running.backend import Backend
+from olb.grid.running.backends import choose_backend, make_backend
 from olb.grid.cost import planned_work
 from olb.grid.crossval import SelectionContext, SelectionOutcome, run_selection, selected_entries
 from olb.grid.datacheck import DataCheck, check_data
-from olb.grid.expand import collect_plan
-from olb.grid.fanout import fan_out
+from olb.grid.planning.expand import collect_plan
+from olb.grid.running.fanout import fan_out
 from olb.grid.plan import GridConfigError, Plan, Problems
-from olb.grid.recording import code_version, open_tracker
-from olb.grid.tracker import Tracker
+from olb.grid.recording.recorder import code_version, open_tracker
+from olb.grid.recording.tracker import Tracker
 from olb.run import missing_data_dirs
 
 log = logging.getLogger("olb.grid")
@@ -122,7 +122,7 @@ def cross_validate(
 
 
 def choose(cfg: DictConfig, plan: Plan, unavailable: Collection[str] = ()) -> tuple[Backend, str]:
-    """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.backends.choose_backend; the work is the cost model's, olb/grid/cost.py) and why; the
+    """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.running.backends.choose_backend; the work is the cost model's, olb/grid/cost.py) and why; the
     cells of ``unavailable`` data sets are no work."""
     work_s, n_tasks = planned_work(plan, unavailable)
     name, reason = choose_backend(cfg.backend, work_s, n_tasks)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from olb.grid.worker import in_ray_worker
+from olb.grid.running.worker import in_ray_worker
 from olb.learners.base import OnlineLearner, Param
 from olb.registry import register
 
