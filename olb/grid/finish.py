@@ -36,7 +36,7 @@ from olb.grid.reporting.table import build_table
 log = logging.getLogger("olb.grid")
 
 
-def write_outputs(run: GridRun, st: Stages) -> tuple[pd.DataFrame, pd.DataFrame, str, dict]:
+def write_outputs(run: GridRun, st: Stages) -> tuple[pd.DataFrame, pd.DataFrame, str, dict[str, Path]]:
     """cells.csv, table.csv, table.md (with the chosen settings and the leaderboard) and the plots: the cells, the
     table, table.md's text and the files written by name."""
     cfg, plan, out = run.cfg, run.plan, run.out
@@ -69,7 +69,7 @@ def write_outputs(run: GridRun, st: Stages) -> tuple[pd.DataFrame, pd.DataFrame,
     return cells, table, markdown, files
 
 
-def _exit_code(fan: FanoutStats, n_failed: int, n_finished: int, untracked: list, missing_data: bool) -> int:
+def _exit_code(fan: FanoutStats, n_failed: int, n_finished: int, untracked: list[str], missing_data: bool) -> int:
     if fan.lost is not None:
         return EXIT_LOST
     if fan.interrupted:

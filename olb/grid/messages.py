@@ -217,6 +217,6 @@ class GridOutcome:
     cpus: int = 1
     parent_run_id: str | None = None
     tracking_uri: str | None = None
-    files: dict = field(default_factory=dict)
-    failures: list = field(default_factory=list)
-    untracked: list = field(default_factory=list)  # cells that finished but could not be logged to MLflow
+    files: dict[str, Path] = field(default_factory=dict)  # what was written, by name (cells, table_csv, ...)
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (cell's run name, its traceback)
+    untracked: list[str] = field(default_factory=list)  # cells that finished but could not be logged to MLflow

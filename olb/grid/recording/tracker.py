@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -39,6 +39,10 @@ class FinishedRun:
 
 
 Accept = Callable[[FinishedRun], bool]  # which earlier runs resume
+Params = Mapping[str, object]  # a run's parameters (recorded as text)
+Tags = dict[str, str]
+Metrics = dict[str, float]
+Curve = dict[str, list[float]]  # a cell's learning curve: "step", "value", "phase", one entry per point
 
 
 class Tracker(ABC):
@@ -65,28 +69,28 @@ class Tracker(ABC):
         experiment of the store (a task's id says everything that decides its result; resume)."""
 
     @abstractmethod
-    def curve(self, run_id: str, metric: str) -> dict | None:
+    def curve(self, run_id: str, metric: str) -> Curve | None:
         """The learning curve of a recorded cell run (``{"step": [...], "value": [...], "phase": [...]}``)."""
 
     @abstractmethod
-    def start_parent(self, run_name: str, params: dict, tags: dict, config_yaml: str) -> str | None:
+    def start_parent(self, run_name: str, params: Params, tags: Tags, config_yaml: str) -> str | None:
         """Open this invocation's parent run (the runs logged before it become its children); its id."""
 
     @abstractmethod
-    def finish_parent(self, status: str, metrics: dict, files: list[Path], tags: dict | None = None) -> None:
+    def finish_parent(self, status: str, metrics: Metrics, files: list[Path], tags: Tags | None = None) -> None:
         """Close the parent run with its ``status``, summary ``metrics`` and output ``files``."""
 
     @abstractmethod
     def log_run(
-        self, run_name: str, params: dict, tags: dict, files: list[Path], metrics: dict | None = None
+        self, run_name: str, params: Params, tags: Tags, files: list[Path], metrics: Metrics | None = None
     ) -> str | None:
         """A finished run besides the cells' (a cross-validation task, a selection); its id."""
 
     @abstractmethod
-    def log_cells(self, cells: list[tuple[Cell, CellResult | CellFailure, dict | None]]) -> list[str | None]:
+    def log_cells(self, cells: list[tuple[Cell, CellResult | CellFailure, Tags | None]]) -> list[str | None]:
         """Cells' results or failures, each ``(cell, message, data_tags)``, as child runs; their ids. All or none
         are recorded (a failed write raises); a run is finished only with all its data."""
 
-    def log_cell(self, cell: Cell, message: CellResult | CellFailure, data_tags: dict | None = None) -> str | None:
+    def log_cell(self, cell: Cell, message: CellResult | CellFailure, data_tags: Tags | None = None) -> str | None:
         """One cell's result or failure as a child run; its id."""
         return self.log_cells([(cell, message, data_tags)])[0]

@@ -33,7 +33,7 @@ from olb.grid.config import TrackingConfig
 from olb.grid.lost import TrackingLost
 from olb.grid.messages import CellFailure, CellResult, Status
 from olb.grid.plan import Cell
-from olb.grid.recording.tracker import CV_TASK_TAG, Accept, FinishedRun, Tracker
+from olb.grid.recording.tracker import CV_TASK_TAG, Accept, Curve, FinishedRun, Metrics, Params, Tags, Tracker
 from olb.grid.recording.tracking_cells import MAX_PARAM, MAX_TAG, CellRecord, cell_record, clip
 from olb.grid.recording.tracking_sql import finished_runs, insert_runs, sql_store
 
@@ -225,7 +225,7 @@ class MlflowTracker(Tracker):
             if not token:
                 return self._finished("cv", CV_TASK_TAG, accept, ids)
 
-    def curve(self, run_id: str, metric: str) -> dict:
+    def curve(self, run_id: str, metric: str) -> Curve:
         history = self._retry(self.client.get_metric_history, run_id, f"curve/{metric}")
         history = sorted(history, key=lambda m: m.step)
         return {"step": [m.step for m in history], "value": [m.value for m in history]}
@@ -254,7 +254,7 @@ class MlflowTracker(Tracker):
         return n
 
     # -- writes -------------------------------------------------------------------------------------------
-    def start_parent(self, run_name: str, params: dict, tags: dict, config_yaml: str) -> str:
+    def start_parent(self, run_name: str, params: Params, tags: Tags, config_yaml: str) -> str:
         all_tags = {
             "olb.kind": "grid",
             "olb.experiment": self.experiment_name,
@@ -277,7 +277,7 @@ class MlflowTracker(Tracker):
         self.orphans = []
         return run.info.run_id
 
-    def finish_parent(self, status: str, metrics: dict, files: list[Path], tags: dict | None = None) -> None:
+    def finish_parent(self, status: str, metrics: Metrics, files: list[Path], tags: Tags | None = None) -> None:
         if self.parent_run_id is None:
             return
         run_id = self.parent_run_id
@@ -289,7 +289,9 @@ class MlflowTracker(Tracker):
                 self._retry(self.client.log_artifact, run_id, str(path))
         self._retry(self.client.set_terminated, run_id, status)
 
-    def log_run(self, run_name: str, params: dict, tags: dict, files: list[Path], metrics: dict | None = None) -> str:
+    def log_run(
+        self, run_name: str, params: Params, tags: Tags, files: list[Path], metrics: Metrics | None = None
+    ) -> str:
         """A finished run (under this invocation's parent run: now, or once it opens) with ``params``, ``tags``,
         ``metrics`` and ``files`` as artifacts; its id. The grid's stages other than cells (a cross-validation
         task, a selection) use it."""
@@ -310,7 +312,7 @@ class MlflowTracker(Tracker):
             self.orphans.append(run.info.run_id)
         return run.info.run_id
 
-    def log_cells(self, cells: list[tuple[Cell, CellResult | CellFailure, dict | None]]) -> list[str | None]:
+    def log_cells(self, cells: list[tuple[Cell, CellResult | CellFailure, Tags | None]]) -> list[str | None]:
         """Each cell's result or failure as a child run with its parameters, metrics, curve (metric history), tags
         (``data_tags``: which data it read) and artifacts (:mod:`olb.grid.recording.tracking_cells`); their ids. On a SQL
         store, all in one transaction; else each cell's run is made FINISHED (or FAILED) after its data is in."""
@@ -345,7 +347,7 @@ class MlflowTracker(Tracker):
         self._retry(self.client.set_terminated, run_id, record.status, record.end_ms)
         return run_id
 
-    def _run_tags(self) -> dict:
+    def _run_tags(self) -> Tags:
         """The tags every child run carries: the experiment, olb's version and the parent run (once open)."""
         tags = {"olb.experiment": self.experiment_name, "olb.code_version": self.code_version}
         return {**tags, "mlflow.parentRunId": self.parent_run_id} if self.parent_run_id else tags
@@ -354,8 +356,8 @@ class MlflowTracker(Tracker):
         self,
         run_id: str,
         metrics: Iterable[Metric] | dict[str, float] = (),
-        params: dict | None = None,
-        tags: dict | None = None,
+        params: Params | None = None,
+        tags: Tags | None = None,
     ) -> None:
         from mlflow.entities import Metric, Param, RunTag
 

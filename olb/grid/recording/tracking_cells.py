@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from olb.grid.messages import CellFailure, CellResult, Status
 from olb.grid.plan import Cell
+from olb.grid.recording.tracker import Tags
 
 MAX_PARAM = 6000
 MAX_TAG = 8000
@@ -30,7 +31,7 @@ class CellRecord:
 
 
 def cell_record(
-    cell: Cell, message: CellResult | CellFailure, data_tags: dict | None, run_tags: dict, artifacts: bool
+    cell: Cell, message: CellResult | CellFailure, data_tags: Tags | None, run_tags: Tags, artifacts: bool
 ) -> CellRecord:
     """Everything one cell's run holds; ``artifacts``: its curve as CSV (and the worker's PNG) besides the metric
     history."""
@@ -66,7 +67,7 @@ def curve_csv(result: CellResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cell_tags(cell: Cell, message: CellResult | CellFailure, data_tags: dict | None, run_tags: dict) -> dict:
+def cell_tags(cell: Cell, message: CellResult | CellFailure, data_tags: Tags | None, run_tags: Tags) -> Tags:
     """The cell's tags: ``run_tags`` (experiment, code version, parent run), what it is, where it ran, which data
     it read (``data_tags``) and, for a failure, its error."""
     tags = {
@@ -99,9 +100,9 @@ def cell_files(message: CellResult | CellFailure, artifacts: bool) -> dict[str, 
     return files
 
 
-def cell_params(cell: Cell) -> dict:
+def cell_params(cell: Cell) -> dict[str, object]:
     """A cell's run parameters: what decides its result; a hyperparameter named like one of them gets ``param.``."""
-    params = {
+    params: dict[str, object] = {
         "algorithm": cell.algorithm,
         "dataset": cell.dataset,
         "seed": cell.seed,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from olb.grid.recording.tracker import Accept, FinishedRun, Tracker
+from olb.grid.recording.tracker import Accept, Curve, FinishedRun, Metrics, Params, Tags, Tracker
 
 if TYPE_CHECKING:
     from olb.grid.messages import CellFailure, CellResult
@@ -22,19 +22,19 @@ class NoopTracker(Tracker):
     def finished_cv_tasks(self, accept: Accept | None = None) -> dict[str, FinishedRun]:
         return {}
 
-    def curve(self, run_id: str, metric: str) -> dict | None:
+    def curve(self, run_id: str, metric: str) -> Curve | None:
         return None
 
-    def start_parent(self, run_name: str, params: dict, tags: dict, config_yaml: str) -> str | None:
+    def start_parent(self, run_name: str, params: Params, tags: Tags, config_yaml: str) -> str | None:
         return None
 
-    def finish_parent(self, status: str, metrics: dict, files: list[Path], tags: dict | None = None) -> None:
+    def finish_parent(self, status: str, metrics: Metrics, files: list[Path], tags: Tags | None = None) -> None:
         pass
 
     def log_run(
-        self, run_name: str, params: dict, tags: dict, files: list[Path], metrics: dict | None = None
+        self, run_name: str, params: Params, tags: Tags, files: list[Path], metrics: Metrics | None = None
     ) -> str | None:
         return None
 
-    def log_cells(self, cells: list[tuple[Cell, CellResult | CellFailure, dict | None]]) -> list[str | None]:
+    def log_cells(self, cells: list[tuple[Cell, CellResult | CellFailure, Tags | None]]) -> list[str | None]:
         return [None] * len(cells)
