@@ -233,7 +233,7 @@ def test_progress_lines_count_in_their_unit():
 def test_progress_speaks_at_once_and_its_eta_leaves_compiling_out(monkeypatch):
     import io
 
-    from olb.grid import progress as progress_module
+    from olb.grid.running import progress as progress_module
     from olb.grid.running.progress import Progress
 
     now = [100.0]
