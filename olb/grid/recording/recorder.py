@@ -96,8 +96,8 @@ def resumed_outcomes(tracker: Tracker, cfg: DictConfig, plan: Plan, data: DataCh
 
 class Recorder:
     """The driver's handler of each cell result: its outcome at once, its MLflow child run through the writer
-    thread (:mod:`olb.grid.recording.writer`), and now and then a cells.csv. :meth:`flush` (called by
-    :func:`~olb.grid.running.fanout.fan_out` after the last result) waits until every result is written."""
+    thread (:mod:`olb.grid.recording.writer`), and now and then a cells.csv. :meth:`flush` (called by the
+    fan-out after the last result) waits until every result is written."""
 
     csv_every_s = 10.0  # cells.csv at most this often, and never more than 5% of the driver's time
 

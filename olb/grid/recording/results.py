@@ -1,6 +1,6 @@
 """Cell results: the outcome of each cell (from a worker's payload or a tracked run) and ``cells.csv``.
 
-The paper-style table is built in :mod:`olb.grid.reporting.table` and written as markdown by :mod:`olb.grid.reporting.markdown`.
+The paper-style table is the reporting stage's (table.py, markdown.py in olb/grid/reporting/).
 """
 
 from __future__ import annotations
