@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from olb.data import load_dataset
-from olb.grid.selection import cv_task_result, select
+from olb.grid.selection import cv_scores, select
 from olb.metrics import METRICS
 from olb.protocol import make_phases, run_stream
 from olb.registry import get_algorithm
@@ -132,7 +132,7 @@ def chosen_setting(algorithm: str, settings: list[dict], dataset) -> dict:
     """The setting the grid's selection stage picks: 10-fold CV on the training split, rule ``majority``."""
     means = {}
     for params in settings:
-        folds = cv_task_result(algorithm, params, dataset, PAPER, 10, seed=0)["folds"]
+        folds = cv_scores(algorithm, params, dataset, PAPER, 10, seed=0).folds
         means[json.dumps(params)] = {m: float(np.mean([f[m] for f in folds])) for m in PAPER}
         cv = means[json.dumps(params)]
         print(f"CV {json.dumps(params)}: " + " ".join(f"{SHORT[m]} {100 * v:.2f}" for m, v in cv.items()), flush=True)

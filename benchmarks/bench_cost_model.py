@@ -113,20 +113,20 @@ def cv_comparison(store: str, overrides: list[str]) -> pd.DataFrame:
     """Planned against measured CPU of each finished cross-validation task of ``store`` that the grid plans."""
     from olb.grid import compose
     from olb.grid.stages import prepare
-    from olb.grid.crossval import _candidates, cv_identity, task_id
+    from olb.grid.crossval import _candidates, cv_task, selected_entries
 
     cfg = compose(overrides)
     plan, data = prepare(cfg)
-    selected = {key: info["select"] for key, info in plan.entries.items() if info.get("select")}
+    selected = selected_entries(plan)
     planned = {}
     for (entry, dataset), cells in _candidates(plan, selected).items():
         if dataset in data.unavailable:
             continue
         select = selected[entry]
         for cell in cells:
-            task = cv_identity(cell, dataset, data.sources[dataset].fingerprint, select)
+            task = cv_task(cell, dataset, data.sources[dataset].fingerprint, select)
             cost, n_train, _ = planned_stream(cell.algorithm, cell.params, dataset)
-            planned[task_id(task)] = (cell.algorithm, dataset, cost * n_train * select["folds"])
+            planned[task.task_id] = (cell.algorithm, dataset, cost * n_train * select.folds)
     rows = []
     for tid, measured in measured_cv(store).items():
         if tid in planned:

@@ -7,15 +7,15 @@ Cells of the stub learner ``_grid_stub`` (``olb.grid.testing``) on emotions, one
 files (``$OLB_DATA_DIR``).
 
 1. **Driver**: ``--cells`` results (copies of one real cell's result, one per planned cell) handed to the grid's
-   recorder (:class:`olb.grid.recording.Recorder`) and progress bar as ``fan_out`` hands them, then flushed to the
+   recorder (:class:`olb.grid.recording.recorder.Recorder`) and progress bar as ``fan_out`` hands them, then flushed to the
    tracking store (``--tracking-uri``: default a fresh SQLite file; an ``http://`` MLflow server works too). Prints
    the driver's cells/s from the first result to the last written, and per cell: the driver's recording (its
    loop's share), the writer's time (in its thread) and the progress bar.
-2. **Resume look-up**: :func:`olb.grid.recording.resumed_outcomes` against a store holding N finished cells, for
+2. **Resume look-up**: :func:`olb.grid.recording.recorder.resumed_outcomes` against a store holding N finished cells, for
    each N of ``--resume-sizes`` (its own experiment each), and its growth.
 3. **Result transfer**: a local Ray (2 CPUs) returns ``--transfer-cells`` such results; the driver's time to take
    them (``ray.wait`` and ``ray.get`` in batches, as the Ray backend does) per cell.
-4. **Worker-side overhead**: ``--worker-cells`` cells through :func:`olb.grid.worker.execute_cell` in this process;
+4. **Worker-side overhead**: ``--worker-cells`` cells through :func:`olb.grid.running.worker.execute_cell` in this process;
    each cell's time outside the learner's stream (``runtime_s``): imports, data loading and checks, the result.
 5. ``--wide-node``: the simulated wide node, ``python -m olb.grid`` with a local Ray of ``--wide-cpus`` CPUs running
    ``--wide-cells`` cells that each sleep 1 s; its fan-out efficiency, and how busy the machine's cores were.
@@ -50,17 +50,17 @@ def one_result(cfg, plan):
     """A real result of the plan's first cell (its copies stand for the others)."""
     from olb.grid.messages import CellTask
     from olb.grid.stages import grid_data_dir
-    from olb.grid.worker import execute_cell
+    from olb.grid.running.worker import execute_cell
 
     cell = plan.unique_cells[0]
-    task = CellTask(cell.cell_id, cell.spec_dict(grid_data_dir(cfg)), imports=tuple(cfg.imports))
+    task = CellTask(cell.cell_id, cell.spec(grid_data_dir(cfg)), imports=tuple(cfg.imports))
     return execute_cell(task)
 
 
 def drive(cfg, plan, data, message, out: Path) -> dict:
     """Every cell's result through the recorder and the progress bar; the times (s) of each part."""
-    from olb.grid.progress import Progress
-    from olb.grid.recording import Recorder, open_tracker
+    from olb.grid.running.progress import Progress
+    from olb.grid.recording.recorder import Recorder, open_tracker
 
     tracker = open_tracker(cfg, "bench")
     tracker.start_parent("bench", {}, {}, "")
@@ -97,7 +97,7 @@ def drive(cfg, plan, data, message, out: Path) -> dict:
 
 
 def resume_lookup(cfg, plan, data, tracker) -> tuple[float, int]:
-    from olb.grid.recording import resumed_outcomes
+    from olb.grid.recording.recorder import resumed_outcomes
 
     t0 = time.perf_counter()
     found = resumed_outcomes(tracker, cfg, plan, data)
@@ -108,7 +108,7 @@ def transfer(message, n: int) -> float:
     """Seconds per result the driver spends taking ``n`` finished results from a local Ray, in batches."""
     import ray
 
-    from olb.grid.backends import LocalRayBackend
+    from olb.grid.running.backends import LocalRayBackend
     from olb.grid.config import BackendConfig
 
     local = LocalRayBackend(BackendConfig(num_cpus=2, temp_dir=f"/tmp/olbd-{os.getpid()}"))
@@ -137,11 +137,11 @@ def worker_overhead(cfg, plan, n: int) -> tuple[list[float], list[float]]:
     CPU (beyond the stream's ``cpu_s``)."""
     from olb.grid.messages import CellTask
     from olb.grid.stages import grid_data_dir
-    from olb.grid.worker import execute_cell
+    from olb.grid.running.worker import execute_cell
 
     wall, cpu = [], []
     for cell in plan.unique_cells[:n]:
-        task = CellTask(cell.cell_id, cell.spec_dict(grid_data_dir(cfg)), imports=tuple(cfg.imports))
+        task = CellTask(cell.cell_id, cell.spec(grid_data_dir(cfg)), imports=tuple(cfg.imports))
         t0, cpu0 = time.perf_counter(), time.process_time()
         result = execute_cell(task)
         wall.append(time.perf_counter() - t0 - result.runtime_s)

@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from olb.grid import compose, run_grid
-    from olb.grid.backends import LocalRayBackend
+    from olb.grid.running.backends import LocalRayBackend
     from olb.grid.config import BackendConfig
 
     work = Path(tempfile.mkdtemp(prefix="olb-bench-"))

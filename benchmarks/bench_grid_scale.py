@@ -72,15 +72,15 @@ def whole_process(overrides: list[str], workdir: Path) -> tuple[float, float]:
 def in_process(overrides: list[str], stores: dict[str, Path]) -> dict:
     """The in-process figures of one grid (run in a fresh process: ``--one``)."""
     from olb.grid import compose
-    from olb.grid.comparable import differences
-    from olb.grid.coverage import cover
+    from olb.grid.reporting.comparable import differences
+    from olb.grid.reporting.coverage import cover
     from olb.grid.dryrun import dry_run, read_only_tracker
-    from olb.grid.markdown import TableLayout, grid_title, table_markdown
-    from olb.grid.messages import Status
-    from olb.grid.recording import resumed_outcomes
-    from olb.grid.results import cells_frame
+    from olb.grid.reporting.markdown import TableLayout, grid_title, table_markdown
+    from olb.grid.messages import CellOutcome, Status
+    from olb.grid.recording.recorder import resumed_outcomes
+    from olb.grid.recording.results import cells_frame
     from olb.grid.stages import prepare
-    from olb.grid.table import build_table
+    from olb.grid.reporting.table import build_table
 
     # imported before the clocks start: fixed costs, in the whole-process figure
     import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
@@ -104,14 +104,12 @@ def in_process(overrides: list[str], stores: dict[str, Path]) -> dict:
         figures[f"resume_{name}_s"] = time.perf_counter() - t0
     rng = random.Random(0)
     outcomes = {
-        c.cell_id: {
-            "status": Status.FINISHED,
-            "metrics": {m: rng.random() for m in c.measured},
-            "runtime_s": rng.random(),
-            "cpu_s": rng.random(),
-            "source": "run",
-            "run_id": "",
-        }
+        c.cell_id: CellOutcome(
+            status=Status.FINISHED,
+            metrics={m: rng.random() for m in c.measured},
+            runtimes={"runtime_s": rng.random(), "cpu_s": rng.random()},
+            source="run",
+        )
         for c in plan.unique_cells
     }
     t0 = time.perf_counter()

@@ -35,7 +35,7 @@ import yaml
 
 from olb.data import load_dataset
 from olb.grid.config import ReferenceConfig
-from olb.grid.references import load_reference, paper_value
+from olb.grid.reporting.references import load_reference, paper_value
 from olb.learners.boosting.multiclass import MBBMCosts, OnlineMBBM
 from olb.learners.boosting.potentials import baseline
 from olb.run import CellSpec, run_cell

@@ -53,7 +53,7 @@ CELLS = {
 # Paired cells (--against): name -> (what runs, algorithm, dataset, hyperparameters, light). The boosters at 40
 # trees with the board's settings (conf/experiment/leaderboard.yaml, gamma 0.1); the passes: the training phase
 # of one train_frozen cell (one pass over the training split, no predictions); the CV stage: one setting's
-# 10-fold cross-validation on the training split (olb.grid.selection.cv_task_result).
+# 10-fold cross-validation on the training split (olb.grid.selection.cv_scores).
 _BOARD = {"num_learners": 40, "num_covariates": 20, "authors_weights": True, "threshold_rule": "alt_scores"}
 PAIRED_CELLS = {
     "onlinebmr-corel5k-40": ("stream", "onlinebmr+threshold", "corel5k", {**_BOARD, "gamma": 0.1}, False),
@@ -90,11 +90,11 @@ def paired_child(name: str, seed: int, extra: dict) -> dict:
     for _ in range(2 if light else 1):
         if kind == "cv":
             from olb.data import load_dataset
-            from olb.grid.selection import cv_task_result
+            from olb.grid.selection import cv_scores
 
             data = load_dataset(dataset)
-            r = cv_task_result(algorithm, params, data, ("rank_loss", "hamming_loss"), 10, seed)
-            out = {"cpu_s": r["cpu_s"], "metrics": r["folds"][0]}
+            r = cv_scores(algorithm, params, data, ("rank_loss", "hamming_loss"), 10, seed)
+            out = {"cpu_s": r.cpu_s, "metrics": r.folds[0]}
             out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         else:
             from olb.run import CellSpec, run_cell

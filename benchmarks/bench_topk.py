@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 
 from olb.grid.config import ReferenceConfig
-from olb.grid.references import load_reference, paper_value
+from olb.grid.reporting.references import load_reference, paper_value
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "experiment" / "topk_table2.yaml"  # both schemes
 REFERENCE = ReferenceConfig(paper="004_b3fc671592caef8d")  # conf/reference/paper_tables.csv, as the grid uses

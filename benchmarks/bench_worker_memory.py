@@ -20,12 +20,11 @@ the end; and the wall seconds of the cells (Ray's start-up excluded). The data s
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import time
 
-from olb.grid.backend import HEARTBEAT
-from olb.grid.backends import LocalRayBackend
+from olb.grid.running.backend import HEARTBEAT
+from olb.grid.running.backends import LocalRayBackend
 from olb.grid.config import BackendConfig
 from olb.grid.cost import planned_memory_mb
 from olb.grid.messages import CellResult, CellTask
@@ -49,7 +48,7 @@ def task(cell: str, seed: int, name: str) -> CellTask:
     params = get_algorithm(algorithm).validate({k: _value(v) for k, v in raw.items()})
     spec = CellSpec(algorithm, dataset, seed=seed, params=params, data_dir=os.environ.get("OLB_DATA_DIR"))
     memory = planned_memory_mb(algorithm, params, dataset)
-    return CellTask(cell_id=name, spec=dataclasses.asdict(spec), predicted_memory_mb=memory)
+    return CellTask(cell_id=name, spec=spec, predicted_memory_mb=memory)
 
 
 def _value(text: str):

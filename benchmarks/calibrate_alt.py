@@ -25,7 +25,7 @@ import pandas as pd
 
 from olb.data import load_dataset
 from olb.grid import compose
-from olb.grid.selection import cv_task_result, select
+from olb.grid.selection import cv_scores, select
 from olb.metrics import METRICS
 from olb.run import CellSpec, run_cell
 
@@ -61,7 +61,7 @@ def main() -> None:
     start = time.process_time()
     means = {}
     for setting in settings:
-        folds = cv_task_result(args.algorithm, setting, data, METRICS_002, args.folds, seed=0)["folds"]
+        folds = cv_scores(args.algorithm, setting, data, METRICS_002, args.folds, seed=0).folds
         means[json.dumps(setting)] = {m: float(np.mean([f[m] for f in folds])) for m in METRICS_002}
     print(
         f"{args.algorithm} on {args.dataset}: {len(settings)} settings x {args.folds} folds in "

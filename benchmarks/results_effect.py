@@ -35,7 +35,7 @@ def planned_cells(experiment: str, datasets: list[str], seeds: int | None, entri
     """The experiment's cells on ``datasets`` (of its algorithm ``entries`` and its first ``seeds`` seeds if given),
     as the grid plans them."""
     from olb.grid.cli import compose
-    from olb.grid.expand import plan_grid
+    from olb.grid.planning.expand import plan_grid
 
     overrides = [f"+experiment={experiment}", "allow_unavailable=true"]
     cells = [c for c in plan_grid(compose(overrides)).cells if c.dataset in datasets]
@@ -107,7 +107,8 @@ def main() -> None:
     if not cells:
         raise SystemExit(f"results_effect: {args.experiment} has no cells on {', '.join(args.datasets)}")
     metric = cells[0].metrics[0]
-    base = [dict(c.spec_dict(), metrics=[metric]) for c in cells]
+    fields = ("algorithm", "dataset", "seed", "params", "protocol", "loops", "curve_every")  # CellSpec's, in any tree
+    base = [dict({key: getattr(c, key) for key in fields}, metrics=[metric]) for c in cells]
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="olb-effect-") as scratch:
         repo = str(HERE.parents[1])

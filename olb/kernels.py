@@ -144,7 +144,7 @@ def kernels(module: str) -> dict[str, Callable]:
 
 def ready() -> dict[str, Any]:
     """Make this process's kernels ready now (the extension built where missing, and loaded): what was done, for
-    a node's warm-up before a grid's cells (``olb.grid.backends.ray_nodes``)."""
+    a node's warm-up before a grid's cells (``olb.grid.running.backends.ray_nodes``)."""
     started = time.perf_counter()
     chosen = mode()
     if chosen == "aot" and _extension() is None:

@@ -14,16 +14,18 @@ From the command line (``key=value`` pairs; any other key is a hyperparameter of
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import yaml
 
 from olb.cache import CacheFolderError, check_cache_folders
-from olb.data import DataError, Provenance, load_with_provenance
+from olb.data import DataDirs, DataError, Provenance, load_with_provenance
 
 if TYPE_CHECKING:
-    from olb.protocol import StreamResult
+    from olb.data.dataset import Dataset
+    from olb.learners.base import OnlineLearner
+    from olb.protocol import Stopwatch, StreamResult
 
 USAGE = """usage: python -m olb.run algorithm=NAME dataset=NAME [seed=S] [key=value ...]
 
@@ -61,7 +63,11 @@ SPEC_KEYS = (
 
 @dataclass(frozen=True)
 class CellSpec:
-    """Everything that determines a cell's result (``data_dir`` only says where the files are)."""
+    """Everything that determines a cell's result (``data_dir`` only says where the files are).
+
+    :meth:`validated` checks it once (the grid's planner checks each cell's, :mod:`olb.grid.planning.expand`) and marks it
+    ``checked``: :func:`run_cell` and the learner trust a checked spec's hyperparameters, protocol and metrics.
+    """
 
     algorithm: str
     dataset: str
@@ -71,8 +77,21 @@ class CellSpec:
     loops: int = 1
     metrics: tuple[str, ...] | None = None  # None: the task's default metrics
     curve_every: int = 50
-    data_dir: str | list | None = None  # one dir, several joined by os.pathsep, or a list
+    data_dir: DataDirs = None  # one dir, several joined by os.pathsep, or a list
     verify_checksums: bool = True  # false: read edited files of a registered data set as they are
+    checked: bool = False  # params resolved and checked, protocol named, metrics checked (:meth:`validated`)
+
+    def validated(self) -> CellSpec:
+        """This spec checked against the registries: hyperparameters resolved (defaults filled in, each value
+        checked), the protocol named, the metrics checked; ValueError naming the first problem."""
+        if self.checked:
+            return self
+        from olb.registry import get_algorithm
+
+        cls = get_algorithm(self.algorithm)
+        params, protocol = self.resolved_params(), self.resolved_protocol()
+        check_before_loading(self, cls, protocol)
+        return replace(self, params=params, protocol=protocol, checked=True)
 
     def resolved_params(self) -> dict:
         """Hyperparameters with defaults filled in; raises ValueError on unknown names or bad values."""
@@ -103,7 +122,10 @@ class CellSpec:
 
 
 @dataclass
-class CellResult:
+class CellRun:
+    """What :func:`run_cell` returns: the spec, its resolved hyperparameters, the stream's result, the timings and
+    the data read (the grid's worker turns it into a :class:`olb.grid.messages.CellResult`)."""
+
     spec: CellSpec
     params: dict
     stream: "StreamResult"
@@ -128,33 +150,53 @@ class CellResult:
         return self.setup_s + self.stream.wall_s
 
 
-def run_cell(spec: CellSpec) -> CellResult:
-    """Load the data, build the learner from the seed, and run the protocol."""
-    import numpy as np
-
+def run_cell(spec: CellSpec) -> CellRun:
+    """Load the data, build the learner from the seed, and run the protocol. A spec not ``checked`` yet is
+    validated first (:meth:`CellSpec.validated`), its hyperparameters also against the data set's shape."""
     from olb.learners.base import StreamShape
-    from olb.protocol import Stopwatch, make_phases, run_stream
     from olb.registry import get_algorithm
 
     cls = get_algorithm(spec.algorithm)
-    params = spec.resolved_params()
-    protocol = spec.resolved_protocol()
-    check_before_loading(spec, cls, protocol)
+    valid = spec.validated()
     dataset, source = load_with_provenance(spec.dataset, spec.data_dir, spec.verify_checksums)
     if dataset.task != cls.task:
         raise ValueError(
             f"algorithm {spec.algorithm!r} solves {cls.task} tasks, dataset {spec.dataset!r} is {dataset.task}"
         )
-    rules = cls.check_params(params, StreamShape(dataset.n_features, dataset.n_labels, dataset.n_train))
-    if rules:
-        raise ValueError(f"{cls.name} on {spec.dataset}: {'; '.join(rules)}")
-    learner_seed, order_seed = np.random.SeedSequence(spec.seed).spawn(2)
-    warm_up_s = warm_up(cls, params)
+    if not spec.checked:  # a planned cell's were checked against the data set's registered shape
+        rules = cls.check_params(valid.params, StreamShape(dataset.n_features, dataset.n_labels, dataset.n_train))
+        if rules:
+            raise ValueError(f"{cls.name} on {spec.dataset}: {'; '.join(rules)}")
+    warm_up_s = warm_up(cls, valid.params)
+    protocol = valid.resolved_protocol()
+    stream, setup = seeded_stream(
+        cls, valid.params, dataset, spec.seed, protocol, spec.loops, spec.metrics, spec.curve_every
+    )
+    return CellRun(valid, valid.params, stream, setup.wall_s, source, warm_up_s + setup.compile_s)
+
+
+def seeded_stream(
+    cls: type[OnlineLearner],
+    params: dict,
+    dataset: Dataset,
+    seed: int | list[int],
+    protocol: str,
+    loops: int,
+    metrics: tuple[str, ...] | None,
+    curve_every: int,
+) -> tuple[StreamResult, Stopwatch]:
+    """The learner ``cls`` with checked ``params`` built from the first child of the seed sequence ``seed``, and
+    its stream over ``dataset`` in an order drawn from the second (a cell's, a cross-validation fold's); the
+    stream's result and the learner's construction time."""
+    import numpy as np
+
+    from olb.protocol import Stopwatch, make_phases, run_stream
+
+    learner_seed, order_seed = np.random.SeedSequence(seed).spawn(2)
     with Stopwatch() as setup:
-        learner = cls(dataset.n_features, dataset.n_labels, seed=np.random.default_rng(learner_seed), **params)
-    phases = make_phases(dataset, protocol, spec.loops, np.random.default_rng(order_seed))
-    stream = run_stream(learner, dataset, phases, spec.metrics, spec.curve_every)
-    return CellResult(spec, params, stream, setup.wall_s, source, warm_up_s + setup.compile_s)
+        learner = cls.from_checked(dataset.n_features, dataset.n_labels, np.random.default_rng(learner_seed), params)
+    phases = make_phases(dataset, protocol, loops, np.random.default_rng(order_seed))
+    return run_stream(learner, dataset, phases, metrics, curve_every), setup
 
 
 def warm_up(cls, params: dict) -> float:

@@ -22,7 +22,7 @@ import re
 import sys
 import time
 
-from olb.grid.tracking import pid_alive
+from olb.grid.recording.tracking import pid_alive
 
 PROG = "olb-slurm"
 
@@ -64,7 +64,7 @@ def check(overrides: list[str]) -> int:
         )
     uri = "off"
     if cfg.tracking.enabled:
-        # olb.grid.tracking.resolve_uri without importing MLflow (seconds): MLflow's default is ./mlflow.db
+        # olb.grid.recording.tracking.resolve_uri without importing MLflow (seconds): MLflow's default is ./mlflow.db
         uri = cfg.tracking.uri or os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
         match = re.match(r"sqlite:///(?!/)(.*)$", uri)
         if match:  # relative to the working directory: say where it really is

@@ -10,9 +10,9 @@ from omegaconf import OmegaConf
 from olb.grid import compose, run_grid
 from olb.data import dataset_names, dataset_spec
 from olb.grid.cost import planned_stream, planned_work
-from olb.grid.backends import BACKENDS, choose_backend
+from olb.grid.running.backends import BACKENDS, choose_backend
 from olb.grid.config import BACKENDS as BACKEND_NAMES, BackendConfig
-from olb.grid.expand import plan_grid
+from olb.grid.planning.expand import plan_grid
 from olb.learners.base import StreamShape
 from olb.registry import algorithm_names, get_algorithm
 
@@ -111,7 +111,7 @@ def test_the_default_grid_runs_serially_and_says_why(tmp_path, caplog):
 def test_each_driver_starts_its_local_ray_in_its_own_folder(monkeypatch):
     import os
 
-    from olb.grid.backends import LocalRayBackend
+    from olb.grid.running.backends import LocalRayBackend
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     folders = [Path(LocalRayBackend(_cfg()).init_kwargs()["_temp_dir"]) for _ in range(2)]

@@ -13,11 +13,12 @@ from olb.data import dataset_names, dataset_spec, load_dataset
 from olb.grid import GridConfigError, compose
 from olb.grid.cost import memory_request_mb
 from olb.grid.messages import CellTask
-from olb.grid.backends.ray_local import LocalRayBackend
-from olb.grid.backends.ray_lost import lost_failure
+from olb.run import CellSpec
+from olb.grid.running.backends.ray_local import LocalRayBackend
+from olb.grid.running.backends.ray_lost import lost_failure
 from olb.grid.config import BackendConfig
 from olb.grid.cost import PROCESS_FLOOR_MB, check_memory, planned_memory_mb
-from olb.grid.expand import plan_grid
+from olb.grid.planning.expand import plan_grid
 from olb.learners.base import StreamShape
 from olb.registry import algorithm_names, get_algorithm
 from olb.weak import VFDTForest
@@ -144,11 +145,11 @@ def test_a_cell_killed_for_memory_is_reported_with_its_predicted_and_allowed_mem
 
     message = (  # the figures of Ray's message (its raylet's format)
         "Task was killed due to the node running low on memory. (job ID=01, lease ID=02, "
-        "task name=execute_cell_in_worker, "
+        "task name=execute_in_worker, "
         "required resources={CPU: 1}, pid=1, actual memory used=1.50GB, worker ID=03) Memory usage 3221225472B "
         "exceeded threshold of 3006477107B (70.0% of 4294967296B limit)"
     )
-    task = CellTask(cell_id="c1", spec={}, predicted_memory_mb=700.4)
+    task = CellTask(cell_id="c1", spec=CellSpec("_grid_stub", "emotions"), predicted_memory_mb=700.4)
     failure = lost_failure(task, OutOfMemoryError(message), max_retries=1, asked_mb=1050.6)
     assert failure.status == "FAILED" and failure.peak_rss_mb == pytest.approx(1536)
     assert "out of memory" in failure.error and "2 attempt(s)" in failure.error, failure.error

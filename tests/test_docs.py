@@ -38,7 +38,7 @@ def test_every_paper_key_has_a_citation_and_a_bibliography_entry():
 
 def test_the_grid_names_the_paper_by_its_citation():
     from olb.grid.config import ReferenceConfig
-    from olb.grid.references import reference_source
+    from olb.grid.reporting.references import reference_source
 
     source = reference_source(ReferenceConfig(paper="000_01d5ef94a9aabcf3", table="Table 3"))
     assert source == "Jung & Tewari (2018), Ada.OLMR and OnlineBMR, Table 3"
@@ -86,14 +86,14 @@ def test_the_metric_glossary_defines_every_metric_name():
 
 
 def test_every_result_table_in_the_docs_is_what_its_result_file_gives():
-    from olb.grid.doc_tables import main
+    from olb.grid.reporting.doc_tables import main
 
     docs = [str(p.relative_to(ROOT)) for p in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))]
     assert main(["--check", "--root", str(ROOT), *[str(ROOT / d) for d in docs]]) == 0, "run `make docs`"
 
 
 def test_a_number_changed_by_hand_in_a_generated_table_fails_the_check(tmp_path, capsys):
-    from olb.grid.doc_tables import main
+    from olb.grid.reporting.doc_tables import main
 
     docs = [
         p for p in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))) if "<!-- olb:table " in p.read_text()

@@ -6,9 +6,10 @@ import math
 import pytest
 
 from olb.grid import compose, plan_grid
-from olb.grid.comparable import differences
-from olb.grid.markdown import TableLayout, table_markdown
-from olb.grid.table import build_table
+from olb.grid.reporting.comparable import differences
+from olb.grid.reporting.markdown import TableLayout, table_markdown
+from olb.grid.messages import CellOutcome, Status
+from olb.grid.reporting.table import build_table
 
 
 def differing(*overrides):
@@ -72,7 +73,9 @@ def test_the_default_grid_shows_the_paper_value_apart_and_full_table3_beside(tmp
         cfg = compose(overrides)
         plan = plan_grid(cfg)
         outcomes = {
-            c.cell_id: {"status": "FINISHED", "metrics": {"rank_loss": 0.2 + 0.01 * c.seed}, "runtime_s": 1.0}
+            c.cell_id: CellOutcome(
+                status=Status.FINISHED, metrics={"rank_loss": 0.2 + 0.01 * c.seed}, runtimes={"runtime_s": 1.0}
+            )
             for c in plan.unique_cells
         }
         found = differences(plan, cfg.reference, cfg.verify_checksums)

@@ -337,7 +337,7 @@ def test_metrics_alone_replaces_the_table_metrics_it_does_not_measure():
 
 
 def test_the_run_line_names_every_value_a_setting_took_the_default_among_them():
-    from olb.grid.markdown import settings_run
+    from olb.grid.reporting.markdown import settings_run
 
     run = settings_run(plan("algorithms=[pa1_br]", "datasets=[emotions]", "C=[0.25,1.0]", "seeds=1"))
     assert "pa1_br (pa1_br, train_frozen, C={0.25, 1.0})" in run

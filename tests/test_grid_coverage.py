@@ -1,4 +1,4 @@
-"""olb.grid.coverage: every row of a paper's table listed and counted (synthetic outcomes; alt_table2's plan)."""
+"""olb.grid.reporting.coverage: every row of a paper's table listed and counted (synthetic outcomes; alt_table2's plan)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from olb.grid import compose, plan_grid
-from olb.grid.coverage import cover, summary_line, with_summary
-from olb.grid.references import load_reference
-from olb.grid.table import TABLE_COLUMNS
+from olb.grid.reporting.coverage import cover, summary_line, with_summary
+from olb.grid.reporting.references import load_reference
+from olb.grid.reporting.table import TABLE_COLUMNS
 
 COLUMNS = list(TABLE_COLUMNS)
 ENTRIES = {

@@ -20,17 +20,17 @@ import olb.grid.testing  # noqa: F401 - registers _grid_stub in this process
 from olb.grid import compose, run_grid
 from olb.grid.lost import TrackingLost
 from olb.grid.messages import CellFailure, CellTask
-from olb.grid.tracker import Tracker
-from olb.grid.tracking_noop import NoopTracker
-from olb.grid.worker import execute_cell
-from olb.grid.writer import CellWriter
+from olb.grid.recording.tracker import Tracker
+from olb.grid.recording.tracking_noop import NoopTracker
+from olb.grid.running.worker import execute_cell
+from olb.grid.recording.writer import CellWriter
 from support import finished_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 STUB = ["imports=[olb.grid.testing]", "algorithms=[_grid_stub]", "plots=false", "backend=serial"]
 
 
-@pytest.mark.parametrize("module", ["olb.grid.worker", "olb.grid.backends.ray_worker"])
+@pytest.mark.parametrize("module", ["olb.grid.running.worker", "olb.grid.running.backends.ray_worker"])
 def test_a_worker_module_imports_none_of_the_drivers_libraries(module):
     code = (
         f"import {module}, sys; print(sorted(m for m in sys.modules if m.split('.')[0] in "
@@ -123,8 +123,8 @@ def test_a_lost_tracker_reports_every_cell_not_written_and_ends_the_driver():
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, data_dir):
     """A SQLite tracker and a real finished and failed cell of a small stub grid."""
-    from olb.grid.expand import plan_grid
-    from olb.grid.recording import open_tracker
+    from olb.grid.planning.expand import plan_grid
+    from olb.grid.recording.recorder import open_tracker
 
     tmp = tmp_path_factory.mktemp("driver")
     cfg = compose([*STUB, "seeds=3", "name=driver", f"tracking.uri=sqlite:///{tmp / 'mlflow.db'}"])
@@ -132,9 +132,10 @@ def store(tmp_path_factory, data_dir):
     tracker = open_tracker(cfg, "test")
     tracker.start_parent("driver", {}, {}, "")
     cell = plan.unique_cells[0]
-    spec = cell.spec_dict(str(data_dir))
+    spec = cell.spec(str(data_dir))
     result = execute_cell(CellTask(cell.cell_id, spec, imports=("olb.grid.testing",)))
-    failing = CellTask(cell.cell_id, {**spec, "params": {**spec["params"], "fail_at": 3}}, ("olb.grid.testing",))
+    failing_spec = dataclasses.replace(spec, params={**spec.params, "fail_at": 3})
+    failing = CellTask(cell.cell_id, failing_spec, ("olb.grid.testing",))
     failure = execute_cell(failing)
     assert isinstance(failure, CellFailure)
     return tracker, plan, result, failure

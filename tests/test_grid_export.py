@@ -1,5 +1,5 @@
-"""Results as data: a grid's ``export=DIR`` (olb/grid/export.py), the docs' tables generated from it and checked
-(olb/grid/doc_tables.py), and the console's comparability notes (olb/grid/report.py)."""
+"""Results as data: a grid's ``export=DIR`` (olb/grid/reporting/export.py), the docs' tables generated from it and checked
+(olb/grid/reporting/doc_tables.py), and the console's comparability notes (olb/grid/reporting/report.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import olb
 import olb.grid.testing  # noqa: F401 - registers _grid_stub in this process
 from olb.grid import compose, run_grid
-from olb.grid.doc_tables import DocTableError, main
+from olb.grid.reporting.doc_tables import DocTableError, main
 
 OVERRIDES = ["backend=serial", "tracking=off", "seeds=2", "num_learners=2", "algorithm.onlinebmr.params.gamma=[0.1]"]
 MARKER = "<!-- olb:table results/tiny/table.csv metric=rank_loss algorithms=Ada.OLMR,OnlineBMR -->"
@@ -87,6 +87,6 @@ def test_a_marker_naming_what_the_results_lack_is_refused(exported, capsys):
     assert main(["--check", "--root", str(root), str(doc)]) == 2
     assert "bad.md:1: results/tiny/table.csv has no algorithm FALT" in capsys.readouterr().err
     with pytest.raises(DocTableError, match="marker option 'colour=red' is not one of"):
-        from olb.grid.doc_tables import TableSpec
+        from olb.grid.reporting.doc_tables import TableSpec
 
         TableSpec.parse("results/tiny/table.csv colour=red", "x.md:1")

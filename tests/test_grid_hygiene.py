@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from olb.grid import compose, run_grid
-from olb.grid.tracking_sqlite import _sqlite_lock
+from olb.grid.recording.tracking_sqlite import _sqlite_lock
 
 
 def _lock_files(db: Path) -> list[Path]:

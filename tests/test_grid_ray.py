@@ -10,7 +10,7 @@ import pytest
 
 import olb.grid.testing as stub
 from olb.grid import compose, run_grid
-from olb.grid.backends import LocalRayBackend
+from olb.grid.running.backends import LocalRayBackend
 from olb.grid.config import BackendConfig
 
 pytestmark = pytest.mark.e2e
@@ -98,7 +98,7 @@ def test_every_cpu_has_a_warmed_worker_before_the_first_cell(ray_cluster):
     """The backend's start-up leaves one warmed worker process per CPU, and tasks then run in those processes."""
     import os
 
-    from olb.grid.backends.ray_nodes import prestart_workers
+    from olb.grid.running.backends.ray_nodes import prestart_workers
 
     warmed = prestart_workers(ray_cluster, 2)
     assert len(set(warmed)) == 2  # a process per slot, not one process warmed twice

@@ -6,14 +6,13 @@ worker under the bound goes on; with the bound off (0) the next cell runs in the
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import os
 
 import pytest
 
-from olb.grid.backend import HEARTBEAT
-from olb.grid.backends import LocalRayBackend
+from olb.grid.running.backend import HEARTBEAT
+from olb.grid.running.backends import LocalRayBackend
 from olb.grid.config import BackendConfig
 from olb.grid.cost import PROCESS_FLOOR_MB
 from olb.grid.messages import CellResult, CellTask
@@ -42,7 +41,7 @@ def one_cpu_ray(monkeypatch):
 
 
 def _task(algorithm: str, seed: int = 0, **params) -> CellTask:
-    spec = dataclasses.asdict(CellSpec(algorithm, "emotions", seed=seed, params=params))
+    spec = CellSpec(algorithm, "emotions", seed=seed, params=params)
     return CellTask(cell_id=f"{algorithm}-{seed}", spec=spec, imports=("memory_hog",), predicted_memory_mb=0)
 
 

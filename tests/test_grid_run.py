@@ -222,7 +222,7 @@ def test_concurrent_grids_share_a_fresh_sqlite_store(tmp_path):
 def test_progress_lines_count_in_their_unit():
     import io
 
-    from olb.grid.progress import Progress
+    from olb.grid.running.progress import Progress
 
     progress = Progress(3, skipped=1, stream=io.StringIO(), unit="task")
     progress.update("FINISHED", running=1)
@@ -233,8 +233,8 @@ def test_progress_lines_count_in_their_unit():
 def test_progress_speaks_at_once_and_its_eta_leaves_compiling_out(monkeypatch):
     import io
 
-    from olb.grid import progress as progress_module
-    from olb.grid.progress import Progress
+    from olb.grid.running import progress as progress_module
+    from olb.grid.running.progress import Progress
 
     now = [100.0]
     monkeypatch.setattr(progress_module.time, "perf_counter", lambda: now[0])

@@ -13,9 +13,10 @@ from mlflow.tracking import MlflowClient
 
 from olb.data import load_dataset
 from olb.grid import compose, run_grid
-from olb.grid.expand import plan_grid
+from olb.grid.planning.expand import plan_grid
+from olb.grid.messages import CVResult
 from olb.grid.plan import GridConfigError
-from olb.grid.selection import cv_task_result, select
+from olb.grid.selection import cv_scores, select
 from olb.metrics import METRICS
 
 METRICS_ = ["f1", "hamming_loss", "ranking_loss"]
@@ -55,7 +56,7 @@ def test_only_the_chosen_setting_runs_and_it_is_the_direct_computations_choice(f
     means = {}
     for eta in (0.05, 1.0):
         params = {"eta": eta, "repeats": 2, "sigma": 1.0, "kernel": "rbf", "feature_scaling": "minmax"}
-        folds = cv_task_result("falt_kernel", params, data, tuple(METRICS_), 3, 0)["folds"]
+        folds = cv_scores("falt_kernel", params, data, tuple(METRICS_), 3, 0).folds
         means[f"eta={eta}"] = {m: float(np.mean([f[m] for f in folds])) for m in METRICS_}
     expected = select(means, {m: METRICS[m].lower_is_better for m in METRICS_}, "majority").chosen
     assert f"eta={cells['eta'].iloc[0]}" == expected
@@ -120,18 +121,21 @@ def test_a_killed_stage_recomputes_only_the_missing_tasks(first):
 def _legacy_store(cfg, path: Path) -> list[str]:
     """A JSON-lines store as earlier versions wrote it (one ``execute_cv`` payload per line), of the grid's tasks
     and one of another grid; the ids of the grid's tasks."""
+    from olb.grid.crossval import _candidates, cv_task, selected_entries
     from olb.grid.stages import prepare
-    from olb.grid.crossval import _candidates, cv_identity, execute_cv, task_id
+    from olb.grid.running.worker import execute_cv
 
     plan, data = prepare(cfg)
-    selected = {key: info["select"] for key, info in plan.entries.items() if info.get("select")}
+    selected = selected_entries(plan)
     lines, ids = [], []
     for (entry, dataset), cells in _candidates(plan, selected).items():
         for cell in cells:
-            task = {"kind": "cv", **cv_identity(cell, dataset, data.sources[dataset].fingerprint, selected[entry])}
-            task.update(data_dir=None, imports=[], verify_checksums=True, cell_id=task_id(task))
-            lines.append(json.dumps(execute_cv(task), default=float))
-            ids.append(task["cell_id"])
+            task = cv_task(cell, dataset, data.sources[dataset].fingerprint, selected[entry])
+            result = execute_cv(task)
+            assert isinstance(result, CVResult), result
+            record = {"cell_id": task.task_id, "kind": "cv", "status": "FINISHED", "folds": result.folds}
+            lines.append(json.dumps({**record, "cpu_s": result.cpu_s, "wall_s": result.wall_s}))
+            ids.append(task.task_id)
     other = {**json.loads(lines[0]), "cell_id": "0123456789abcdef"}
     path.write_text("\n".join([*lines, json.dumps(other), lines[0][:20]]))  # the last line cut by a kill
     return ids

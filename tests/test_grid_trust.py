@@ -18,7 +18,7 @@ from olb.data import dataset_spec
 from olb.data.files import EMBEDDED_DIR
 from olb.grid import GridConfigError, compose, run_grid
 from olb.grid.messages import EXIT_INTERRUPTED, EXIT_NOTHING_COMPUTED
-from olb.grid.backends import SerialBackend
+from olb.grid.running.backends import SerialBackend
 from olb.grid.datacheck import FINGERPRINT_TAG
 from olb.grid.testing import GridStub
 from olb.learners.base import Param
@@ -244,7 +244,7 @@ def test_an_interrupted_grid_marks_partial_figures(tmp_path, monkeypatch):
 
 def test_paper_values_only_beside_the_papers_settings(tmp_path):
     from olb.grid import plan_grid
-    from olb.grid.comparable import differences
+    from olb.grid.reporting.comparable import differences
 
     overrides = ["backend=serial", "seeds=1", "tracking=off", "plots=false", "num_learners=2", "gamma=[0.1]"]
     outcome = run_grid(compose(overrides), tmp_path / "out", overrides=overrides)

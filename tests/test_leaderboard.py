@@ -1,11 +1,11 @@
-"""Rank comparisons across data sets (olb/grid/leaderboard.py) on boards whose answer is known."""
+"""Rank comparisons across data sets (olb/grid/reporting/leaderboard.py) on boards whose answer is known."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import friedmanchisquare
 
-from olb.grid.leaderboard import board, cd_diagram, compare, ranks, runtime_quality_plot
+from olb.grid.reporting.leaderboard import board, cd_diagram, compare, ranks, runtime_quality_plot
 
 
 def _board(seed=0, n=12):

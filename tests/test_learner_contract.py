@@ -135,17 +135,13 @@ def test_a_user_checks_a_learner_without_data_and_without_the_grid_stack(tmp_pat
 
 
 def _cell_task(cls, data_dir):
-    """The grid's task for one cell of ``cls`` (what a Ray worker runs, ``olb.grid.worker.execute_cell``)."""
+    """The grid's task for one cell of ``cls`` (what a Ray worker runs, ``olb.grid.running.worker.execute_cell``)."""
     from olb.grid.messages import CellTask
+    from olb.run import CellSpec
 
-    spec = {
-        "algorithm": cls.name,
-        "dataset": "emotions" if cls.task == "multilabel" else "balance",
-        "seed": 4,
-        "params": dict(cls.test_params),
-        "data_dir": str(data_dir),
-    }
-    return CellTask(cell_id=cls.name, spec=spec)
+    dataset = "emotions" if cls.task == "multilabel" else "balance"
+    spec = CellSpec(cls.name, dataset, seed=4, params=dict(cls.test_params), data_dir=str(data_dir))
+    return CellTask(cell_id=cls.name, spec=spec.validated())
 
 
 def _result(message):
@@ -157,7 +153,7 @@ def _result(message):
 def ray_local():
     import ray
 
-    from olb.grid.backends import LocalRayBackend
+    from olb.grid.running.backends import LocalRayBackend
     from olb.grid.config import BackendConfig
 
     local = LocalRayBackend(BackendConfig(num_cpus=2, temp_dir="/tmp/olbc-{pid}"))  # short: Ray's sockets live there
@@ -168,7 +164,7 @@ def ray_local():
 
 @pytest.mark.e2e
 def test_serial_and_ray_agree_for_every_learner(ray_local, data_dir):
-    from olb.grid.worker import execute_cell
+    from olb.grid.running.worker import execute_cell
 
     tasks = [_cell_task(cls, data_dir) for cls in LEARNERS]
     on_ray = ray_local.get([ray_local.remote(num_cpus=1)(execute_cell).remote(task) for task in tasks])

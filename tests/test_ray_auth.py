@@ -15,7 +15,7 @@ from ray_probe import descendants, listeners, on_loopback, outsiders
 
 from olb.grid import compose, run_grid
 from olb.grid.auth import LOOPBACK_ENV, TOKEN_FILE, private_dir, write_token
-from olb.grid.backends import LocalRayBackend
+from olb.grid.running.backends import LocalRayBackend
 from olb.grid.config import BackendConfig
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import olb.grid.testing  # noqa: F401 - registers _grid_stub
 from olb.data.dataset import Dataset
-from olb.grid.selection import cv_task_result, fold_datasets, select
+from olb.grid.selection import cv_scores, fold_datasets, select
 
 
 def _dataset(n_train=23, n_test=5):
@@ -30,9 +30,9 @@ def test_folds_partition_the_training_rows_only():
 
 def test_one_settings_cross_validation_is_deterministic():
     data = _dataset()
-    first = cv_task_result("_grid_stub", {}, data, ("rank_loss",), 4, seed=0)
-    assert len(first["folds"]) == 4 and all(0 <= f["rank_loss"] <= 1 for f in first["folds"])
-    assert cv_task_result("_grid_stub", {}, data, ("rank_loss",), 4, seed=0)["folds"] == first["folds"]
+    first = cv_scores("_grid_stub", {}, data, ("rank_loss",), 4, seed=0)
+    assert len(first.folds) == 4 and all(0 <= f["rank_loss"] <= 1 for f in first.folds)
+    assert cv_scores("_grid_stub", {}, data, ("rank_loss",), 4, seed=0).folds == first.folds
 
 
 def _brute_force_majority(means, lower):

@@ -20,8 +20,8 @@ from ray_probe import listeners
 from support import local_cluster
 
 from olb.grid.auth import private_dir, token_env, write_token
-from olb.grid.backends.ray_local import fresh_temp_dir
-from olb.grid.backends.ray_lost import keep_logs
+from olb.grid.running.backends.ray_local import fresh_temp_dir
+from olb.grid.running.backends.ray_lost import keep_logs
 from olb.grid.lost import answers
 
 ROOT = Path(__file__).resolve().parents[1]

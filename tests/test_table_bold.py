@@ -1,11 +1,11 @@
-"""Paper 002's bold rule in the grid's tables (olb/grid/table.py): the best mean per data set and metric,
+"""Paper 002's bold rule in the grid's tables (olb/grid/reporting/table.py): the best mean per data set and metric,
 and every mean not significantly different from it by a paired t-test over the seeds."""
 
 import math
 
 from scipy.stats import ttest_rel
 
-from olb.grid.table import _mark_best
+from olb.grid.reporting.table import _mark_best
 
 
 def _row(algorithm, values, metric="f1"):

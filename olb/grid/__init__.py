@@ -3,7 +3,7 @@
 Command line: ``python -m olb.grid [+experiment=NAME] [key=value ...]`` (see docs/grid.md).
 
 The names below are imported when first used, so that a Ray worker, which imports only
-:mod:`olb.grid.worker` (through :mod:`olb.grid.backends.ray_worker`), loads neither Hydra, pandas nor the driver.
+:mod:`olb.grid.running.worker` (through :mod:`olb.grid.running.backends.ray_worker`), loads neither Hydra, pandas nor the driver.
 """
 
 import importlib
@@ -21,7 +21,7 @@ _EXPORTS = {
     "run_grid": "olb.grid.app",
     "compose": "olb.grid.cli",
     "GridOutcome": "olb.grid.messages",
-    "plan_grid": "olb.grid.expand",
+    "plan_grid": "olb.grid.planning.expand",
     "Cell": "olb.grid.plan",
     "CellKey": "olb.grid.plan",
     "GridConfigError": "olb.grid.plan",

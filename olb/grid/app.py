@@ -4,7 +4,7 @@ parent run, the summary: :mod:`olb.grid.finish`).
 
 ``dry_run=true`` only plans and prints (:mod:`olb.grid.dryrun`). The command line and
 :func:`olb.grid.cli.compose` are in :mod:`olb.grid.cli`; planning's cost model in
-:mod:`olb.grid.cost`; recording in :mod:`olb.grid.recording`; the output files in :mod:`olb.grid.outputs`.
+:mod:`olb.grid.cost`; recording in :mod:`olb.grid.recording.recorder`; the output files in :mod:`olb.grid.finish`.
 """
 
 from __future__ import annotations
@@ -15,26 +15,28 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 from omegaconf import DictConfig, OmegaConf
 
 from olb.grid.context import GridRun, Stages
 from olb.grid.cost import check_memory, planned_memory_mb
-from olb.grid.dryrun import DryRun, dry_run
-from olb.grid.fanout import fan_out
+from olb.grid.dryrun import DryRun, dry_run, print_dry_run
+from olb.grid.running.fanout import fan_out
 from olb.grid.finish import finish
-from olb.grid.messages import CellTask, GridOutcome, Status
-from olb.grid.plan import describe
-from olb.grid.recording import Recorder, resumed_outcomes
+from olb.grid.messages import CellOutcome, CellTask, GridOutcome, Status
+from olb.data import DataDirs
+from olb.grid.plan import Cell, describe
+from olb.grid.recording.recorder import Recorder, resumed_outcomes
 from olb.grid.stages import choose, cross_validate, grid_data_dir, plain_value, prepare, start_tracker_and_backend
 
 log = logging.getLogger("olb.grid")
 
 
-def _cell_task(cell, cfg: DictConfig, data_dir, plot: bool) -> CellTask:
+def _cell_task(cell: Cell, cfg: DictConfig, data_dir: DataDirs, plot: bool) -> CellTask:
     return CellTask(
         cell_id=cell.cell_id,
-        spec=cell.spec_dict(data_dir, cfg.verify_checksums),
+        spec=cell.spec(data_dir, cfg.verify_checksums),
         imports=tuple(cfg.imports),
         plot=plot,
         title=f"{cell.run_name} ({cell.cell_id})",
@@ -43,7 +45,10 @@ def _cell_task(cell, cfg: DictConfig, data_dir, plot: bool) -> CellTask:
 
 
 def run_grid(
-    cfg: DictConfig, output_dir: str | os.PathLike, overrides: list[str] | None = None, stream=None
+    cfg: DictConfig,
+    output_dir: str | os.PathLike[str],
+    overrides: list[str] | None = None,
+    stream: TextIO | None = None,
 ) -> GridOutcome | DryRun:
     """Run every cell of ``cfg`` not finished yet, record them, and write cells.csv, table.csv/.md, plots.
 
@@ -53,8 +58,6 @@ def run_grid(
     With ``dry_run=true``: the dry run (olb/grid/dryrun.py), printed, nothing run, written or recorded.
     """
     if cfg.dry_run:
-        from olb.grid.report import print_dry_run
-
         planned = dry_run(cfg)
         print_dry_run(planned, cfg, stream or sys.stdout)
         return planned
@@ -102,11 +105,12 @@ def _run_stages(run: GridRun) -> GridOutcome:
         len(run.plan.datasets),
         describe(run.plan),
     )
-    run.plan, choices, cv_stats, unselected = cross_validate(cfg, run.plan, run.data, run.tracker, run.backend)
+    selection = cross_validate(cfg, run.plan, run.data, run.tracker, run.backend)
+    run.plan = selection.plan
     outcomes = resumed_outcomes(run.tracker, cfg, run.plan, run.data)
     n_resumed = len(outcomes)
-    _mark_not_runnable(run, outcomes, unselected)
-    n_unavailable = sum(1 for o in outcomes.values() if o["status"] == Status.UNAVAILABLE)
+    _mark_not_runnable(run, outcomes, selection.unselected)
+    n_unavailable = sum(1 for o in outcomes.values() if o.status == Status.UNAVAILABLE)
     todo = [c for c in run.plan.unique_cells if c.cell_id not in outcomes]
     data_dir = grid_data_dir(cfg)
     tasks = [_cell_task(c, cfg, data_dir, run.tracker.cell_artifacts) for c in todo]
@@ -121,10 +125,11 @@ def _run_stages(run: GridRun) -> GridOutcome:
     parent_id = _start_parent(run, len(todo), n_resumed)
     recorder = Recorder(run.plan, run.data, run.tracker, outcomes, out)
     fan = fan_out(run.backend, tasks, recorder, cfg.name, skipped=n_resumed)
-    return finish(run, Stages(outcomes, recorder, fan, n_resumed, n_unavailable, parent_id, choices, cv_stats))
+    stages = Stages(outcomes, recorder, fan, n_resumed, n_unavailable, parent_id, selection.choices, selection.stats)
+    return finish(run, stages)
 
 
-def _mark_not_runnable(run: GridRun, outcomes: dict, unselected: dict) -> None:
+def _mark_not_runnable(run: GridRun, outcomes: dict[str, CellOutcome], unselected: dict[tuple[str, str], str]) -> None:
     """Outcomes for the cells that will not run: their data set is unavailable, or cross-validation chose no
     setting for their entry."""
     for c in run.plan.unique_cells:
@@ -134,7 +139,7 @@ def _mark_not_runnable(run: GridRun, outcomes: dict, unselected: dict) -> None:
             error, status = unselected[(c.entry, c.dataset)], Status.FAILED
         else:
             continue
-        outcomes[c.cell_id] = {"status": status, "error": error, "metrics": {}, "source": ""}
+        outcomes[c.cell_id] = CellOutcome(status=status, error=error)
 
 
 def _start_parent(run: GridRun, n_todo: int, n_resumed: int) -> str | None:

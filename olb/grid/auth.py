@@ -96,7 +96,7 @@ def _reload_ray_auth() -> None:
         return
     from ray._common.utils import env_bool
     from ray._private import ray_constants
-    from ray._raylet import AuthenticationTokenLoader, Config
+    from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
 
     Config.initialize("")
     AuthenticationTokenLoader.instance().reset_cache()

@@ -15,6 +15,8 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from types import FrameType
+from typing import NoReturn
 
 from omegaconf import DictConfig
 
@@ -87,7 +89,7 @@ def with_default_experiment(overrides: list[str]) -> list[str]:
 
 
 # -- command line ----------------------------------------------------------------------------------------
-def _sigterm(signum, frame):
+def _sigterm(signum: int, frame: FrameType | None) -> NoReturn:
     raise KeyboardInterrupt
 
 
@@ -155,7 +157,8 @@ def unknown_override_keys(args: list[str]) -> list[str]:
         if arg.startswith("-") or "=" not in arg:
             continue
         key = arg.lstrip("+~").split("=", 1)[0].split("@", 1)[0]
-        level, where = schema, ""
+        level: object = schema
+        where = ""
         for part in key.split("."):
             if not dataclasses.is_dataclass(level):
                 break  # a mapping or a free value (algorithm entries, hyperparameter shorthands)

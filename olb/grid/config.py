@@ -99,7 +99,9 @@ class TrackingConfig:
     queue_cells: int = 10000  # results waiting for the writer thread at most (beyond, the driver waits)
     write_threads: int = 4  # tracking server: cells written at once (each is three requests)
     timeout_s: float = 30.0  # a tracking server that does not answer this long ends the grid
-    credentials: Optional[str] = None  # a tracking server's MLflow credentials file (olb.grid.tracking_server)
+    credentials: Optional[str] = (
+        None  # a tracking server's MLflow credentials file (olb.grid.recording.tracking_server)
+    )
 
 
 @dataclass
@@ -115,7 +117,7 @@ class ReferenceConfig:
     datasets: Dict[str, str] = field(default_factory=dict)  # olb data set -> the file's data set name
     scale: float = 1.0  # the file's numbers are ours times this (paper 002 reports every metric x100)
     # metric -> the gap (our units) that counts as agreement; set: the table lists all the paper's rows and counts
-    # them within / missed / absent / stand-in (olb/grid/coverage.py)
+    # them within / missed / absent / stand-in (olb/grid/reporting/coverage.py)
     tolerance: Dict[str, float] = field(default_factory=dict)
 
 
@@ -162,8 +164,12 @@ class GridBase:
     plots: bool = True
     imports: List[str] = field(default_factory=list)  # modules to import (driver and workers) before planning
     selection_store: str = "olb_cv.jsonl"  # cross-validation tasks of earlier versions: moved into the tracker
-    leaderboard: bool = False  # also rank the learners across data sets (olb/grid/leaderboard.py) next to table.md
-    export: Optional[str] = None  # a folder (e.g. results/NAME): the results as data for the docs (olb/grid/export.py)
+    leaderboard: bool = (
+        False  # also rank the learners across data sets (olb/grid/reporting/leaderboard.py) next to table.md
+    )
+    export: Optional[str] = (
+        None  # a folder (e.g. results/NAME): the results as data for the docs (olb/grid/reporting/export.py)
+    )
 
 
 def hyperparameter_names() -> list[str]:

@@ -9,12 +9,13 @@ from typing import TextIO
 
 from omegaconf import DictConfig
 
-from olb.grid.backend import Backend
+from olb.grid.running.backend import Backend
 from olb.grid.datacheck import DataCheck
-from olb.grid.fanout import FanoutStats
+from olb.grid.running.fanout import FanoutStats
+from olb.grid.messages import CellOutcome, Choice, SelectionStats
 from olb.grid.plan import Plan
-from olb.grid.recording import Recorder
-from olb.grid.tracker import Tracker
+from olb.grid.recording.recorder import Recorder
+from olb.grid.recording.tracker import Tracker
 
 
 @dataclass
@@ -39,11 +40,11 @@ class Stages:
     """What the stages before the report produced: every cell's outcome, the fan-out's record and statistics,
     how many cells were resumed or unavailable, the parent run, and the cross-validated choices."""
 
-    outcomes: dict
+    outcomes: dict[str, CellOutcome]
     recorder: Recorder
     fan: FanoutStats
     n_resumed: int
     n_unavailable: int
     parent_id: str | None
-    choices: list
-    cv_stats: dict
+    choices: list[Choice]
+    cv_stats: SelectionStats | None  # None: no entry is cross-validated

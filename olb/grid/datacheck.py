@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field, replace
 
-from olb.data import DataDirWarning, DataError, DatasetUnavailable, Provenance, load_with_provenance
+from olb.data import DataDirs, DataDirWarning, DataError, DatasetUnavailable, Provenance, load_with_provenance
 from olb.data.registry import FileSpec
 from olb.grid.plan import Problems
 
@@ -33,7 +33,7 @@ class DataCheck:
 
 
 def check_data(
-    datasets: list[str], data_dir, verify_checksums: bool, problems: Problems, download: bool = True
+    datasets: list[str], data_dir: DataDirs, verify_checksums: bool, problems: Problems, download: bool = True
 ) -> DataCheck:
     """Load every data set once; checksum mismatches and malformed files go to ``problems`` (all of them),
     unavailable data sets to ``DataCheck.unavailable`` (the caller decides whether that is a problem). Without
@@ -53,7 +53,7 @@ def check_data(
     return check
 
 
-def urls_to_download(name: str, data_dir, verify_checksums: bool) -> list[str]:
+def urls_to_download(name: str, data_dir: DataDirs, verify_checksums: bool) -> list[str]:
     """The URLs loading ``name`` would download (:func:`olb.data.files.locate`'s search: the data dirs, the
     embedded copy, the download cache); none when every file is local, or when loading refuses before any
     download (no URL, no sha256 to check one against, a partial data dir: loading it reports why)."""

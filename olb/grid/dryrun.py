@@ -5,27 +5,34 @@ GridConfigError, exit 2, every culprit at once), then per data set and algorithm
 and how many would resume from the tracking store (opened read-only: nothing created, closed or written), the
 planned CPU (:mod:`olb.grid.cost`), the backend ``backend=auto`` would choose, and the cells of largest predicted
 memory. Nothing is downloaded (a data set that would be is named with its URLs), no Ray is started, nothing is
-recorded and no output folder is written; :func:`olb.grid.report.print_dry_run` prints it.
+recorded and no output folder is written; :func:`print_dry_run` prints it.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import time
+from collections.abc import Iterator
+from typing import TextIO
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from omegaconf import DictConfig
 
-from olb.grid.backends import choose_backend
-from olb.grid.backends.ray_cluster import cluster_address
+from olb.grid.running.backends import choose_backend
+from olb.grid.running.backends.ray_cluster import cluster_address
 from olb.grid.cost import planned_memory_by_cell, planned_work_by_pair, refuse_oversized
+from olb.grid.crossval import _candidates, cv_task, selected_entries
 from olb.grid.datacheck import DataCheck
+from olb.grid.reporting.markdown import md_table
+from olb.grid.messages import CellOutcome
 from olb.grid.plan import Cell, Plan
-from olb.grid.recording import code_version, resumed_outcomes, tracker_class
+from olb.grid.recording.recorder import code_version, resumed_outcomes, tracker_class
+from olb.grid.selection import SelectionSettings
 from olb.grid.stages import prepare
-from olb.grid.tracker import Tracker
-from olb.grid.tracking_noop import NoopTracker
+from olb.grid.recording.tracker import Tracker
+from olb.grid.recording.tracking_noop import NoopTracker
 
 LARGEST = 5  # settings listed by predicted peak memory
 
@@ -83,7 +90,7 @@ def dry_run(cfg: DictConfig) -> DryRun:
     backend, reason = choose_backend(cfg.backend, work_s, sum(t for _, t in seconds_tasks.values()))
     memory_note = _check_memory(cfg, plan, data, backend)
     tracker, store = read_only_tracker(cfg)
-    selected = {key: info["select"] for key, info in plan.entries.items() if info.get("select")}
+    selected = selected_entries(plan)
     chosen_later = {c.cell_id for c in plan.cells if c.entry in selected}  # resume decided after the choice
     resumed = {cid: out for cid, out in resumed_outcomes(tracker, cfg, plan, data).items() if cid not in chosen_later}
     cv_tasks, cv_resume = _cross_validation(plan, data, selected, tracker, cfg.resume)
@@ -109,7 +116,7 @@ def read_only_tracker(cfg: DictConfig) -> tuple[Tracker, str]:
     cls = tracker_class(cfg.tracking)
     if cls is NoopTracker:
         return NoopTracker(cfg.tracking, name), "tracking off: nothing resumes"
-    from olb.grid.tracking import MlflowTracker, resolve_uri
+    from olb.grid.recording.tracking import MlflowTracker, resolve_uri
 
     uri = resolve_uri(cfg.tracking.uri)
     if not cfg.resume:
@@ -129,7 +136,7 @@ def store_exists(uri: str) -> bool:
         path = uri[len("sqlite:///") :].split("?")[0]
         return path not in ("", ":memory:") and Path(path).is_file() and Path(path).stat().st_size > 0
     if uri.startswith("file:") or "://" not in uri:
-        from mlflow.utils.uri import local_file_uri_to_path
+        from mlflow.utils.uri import local_file_uri_to_path  # type: ignore[attr-defined]
 
         return Path(local_file_uri_to_path(uri)).is_dir()
     return True
@@ -146,33 +153,43 @@ def _check_memory(cfg: DictConfig, plan: Plan, data: DataCheck, backend: str) ->
     return "cells bigger than the largest Ray node are refused once Ray has started (its nodes' memory)"
 
 
-def _cross_validation(plan: Plan, data: DataCheck, selected: dict, tracker: Tracker, resume: bool) -> tuple[int, int]:
+def _cross_validation(
+    plan: Plan, data: DataCheck, selected: dict[str, SelectionSettings], tracker: Tracker, resume: bool
+) -> tuple[int, int]:
     """Cross-validation tasks the run would plan (one per candidate setting and available data set), and how many
     finished earlier on the same data."""
     if not selected:
         return 0, 0
-    from olb.grid.crossval import _candidates, cv_identity, task_id
-    from olb.grid.cvstore import finished_tasks
+    from olb.grid.recording.cvstore import finished_tasks
 
     candidates = {key: cells for key, cells in _candidates(plan, selected).items() if key[1] not in data.unavailable}
     tasks = {}  # those on data read here (a data set to download has no fingerprint yet: its tasks all run)
     for (entry, dataset), cells in candidates.items():
         if dataset in data.sources:
             for cell in cells:
-                identity = cv_identity(cell, dataset, data.sources[dataset].fingerprint, selected[entry])
-                tasks[task_id(identity)] = identity
+                task = cv_task(cell, dataset, data.sources[dataset].fingerprint, selected[entry])
+                tasks[task.task_id] = task
     n_resume = len(finished_tasks(tracker, tasks, data)) if resume and tasks else 0
     return sum(len(cells) for cells in candidates.values()), n_resume
 
 
-def _in_table_order(plan: Plan):
+def _in_table_order(plan: Plan) -> Iterator[tuple[tuple[str, str], list[Cell]]]:
     for ds in plan.datasets:
         for entry in plan.entries:
             if (entry, ds) in plan.cells_by_pair:
                 yield (entry, ds), plan.cells_by_pair[(entry, ds)]
 
 
-def _pair(plan, data, key, cells, resumed, work, peak, selected) -> PairPlan:
+def _pair(
+    plan: Plan,
+    data: DataCheck,
+    key: tuple[str, str],
+    cells: list[Cell],
+    resumed: dict[str, CellOutcome],
+    work: tuple[float, int],
+    peak: dict[tuple[str, str], float],
+    selected: dict[str, SelectionSettings],
+) -> PairPlan:
     entry, dataset = key
     unique = list({c.cell_id: c for c in cells}.values())
     settings = len({(tuple(sorted(c.params.items())), c.loops) for c in unique})
@@ -206,3 +223,85 @@ def _largest(memory: list[tuple[Cell, float]]) -> list[tuple[float, Cell]]:
         if key not in by_setting or mb > by_setting[key][0]:
             by_setting[key] = (mb, cell)
     return sorted(by_setting.values(), key=lambda pair: -pair[0])[:LARGEST]
+
+
+def print_dry_run(d: DryRun, cfg: DictConfig, stream: TextIO) -> None:
+    """The dry run (olb/grid/dryrun.py): the grid, its data, backend, memory and resume, one row per data set and
+    algorithm entry, the largest cells by predicted memory, the totals."""
+    plan, data = d.plan, d.data
+    say = functools.partial(print, file=stream)
+    say(f"olb.grid: dry run of experiment {cfg.name!r}: nothing is run, downloaded or recorded")
+    say(
+        f"olb.grid: {len(plan.cells):,} cells ({len(plan.unique_cells):,} unique) of {len(plan.entries)} algorithm "
+        f"entries on {len(plan.datasets)} data set(s)"
+    )
+    cells = sum(p.cells for p in d.pairs)
+    if cells != len(plan.unique_cells):
+        say(f"olb.grid: {cells:,} cells once cross-validation has chosen one setting per data set and entry")
+    for warning in plan.warnings:
+        say(f"olb.grid: warning: {warning}")
+    if data.sources:
+        say(f"olb.grid: data read and checked: {', '.join(data.sources)}")
+    for name, urls in data.to_download.items():
+        say(f"olb.grid: data set {name!r} would be downloaded ({len(urls)} file(s): {', '.join(urls)})")
+    for name, why in data.unavailable.items():
+        say(f"olb.grid: data set {name!r} is unavailable (allow_unavailable=true: its cells are marked so): {why}")
+    say(f"olb.grid: backend {d.backend}: {d.backend_reason}")
+    if d.memory_note:
+        say(f"olb.grid: memory: {d.memory_note}")
+    say(f"olb.grid: resume: {d.store}")
+    if d.cv_tasks:
+        say(
+            f"olb.grid: cross-validation: {d.cv_tasks:,} task(s) (one per candidate setting and data set), "
+            f"{d.cv_resume:,} finished earlier"
+        )
+    rows = [
+        [
+            p.dataset,
+            p.label,
+            f"{p.settings:,}",
+            f"{p.seeds:,}",
+            f"{p.cells:,}",
+            f"{p.resume:,}",
+            f"{p.run:,}",
+            _seconds_text(p.cpu_s),
+            f"{p.peak_mb:,.0f}",
+            _pair_note(p, plan),
+        ]
+        for p in d.pairs
+    ]
+    resume, run = sum(p.resume for p in d.pairs), sum(p.run for p in d.pairs)
+    cpu_s, tasks = sum(p.cpu_s for p in d.pairs), sum(p.tasks for p in d.pairs)
+    peak = max((p.peak_mb for p in d.pairs), default=0.0)
+    rows.append(["all", "", "", "", f"{cells:,}", f"{resume:,}", f"{run:,}", _seconds_text(cpu_s), f"{peak:,.0f}", ""])
+    header = ["data set", "algorithm", "settings", "seeds", "cells", "resume", "run", "CPU s", "peak MB", "note"]
+    say("\n" + md_table(header, rows))
+    say(
+        "\nCPU s: the planned work (olb/grid/cost.py) of every cell, finished ones too, and of the cross-validation "
+        "folds; peak MB: the largest predicted peak memory of a cell."
+    )
+    if d.largest:
+        say("\nLargest cells by predicted peak memory:")
+        for mb, cell in d.largest:
+            params = ", ".join(f"{k}={v}" for k, v in cell.params.items())
+            say(f"  {mb:8,.0f} MB  {cell.config_label} on {cell.dataset} ({cell.algorithm}: {params})")
+    unavailable = sum(p.cells for p in d.pairs if p.status == "unavailable")
+    say(
+        f"\nolb.grid: dry run: {run:,} cell(s) would run, {resume:,} would resume, {unavailable:,} unavailable; "
+        f"planned {_seconds_text(cpu_s)} CPU s ({cpu_s / 3600:.2f} CPU h) in {tasks:,} task(s); {d.wall_s:.1f} s",
+    )
+    stream.flush()
+
+
+def _pair_note(p: PairPlan, plan: Plan) -> str:
+    notes = [p.status] if p.status else []
+    if p.candidates:
+        select = plan.entries[p.entry]["select"]
+        notes.append(
+            f"1 of {p.candidates} settings, chosen by cross-validation ({select['folds']} folds): resume decided then"
+        )
+    return "; ".join(notes)
+
+
+def _seconds_text(seconds: float) -> str:
+    return f"{seconds:,.0f}" if seconds >= 100 else f"{seconds:.2g}"

@@ -1,5 +1,6 @@
-"""The last stage of a grid run: the output files, the parent run closed with the grid's status, the exit
-code, the report on the console."""
+"""The last stage of a grid run: the output files (cells.csv, table.csv, table.md with the chosen settings and
+the leaderboard, the plots), the parent run closed with the grid's status, the exit code, the report on the
+console."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ import math
 import time
 from pathlib import Path
 
+import pandas as pd
+
+from olb.grid.reporting.comparable import differences
 from olb.grid.context import GridRun, Stages
-from olb.grid.fanout import FanoutStats
+from olb.grid.reporting.coverage import cover, with_summary
+from olb.grid.running.fanout import FanoutStats
 from olb.grid.messages import (
     EXIT_FAILED_CELLS,
     EXIT_INTERRUPTED,
@@ -20,15 +25,51 @@ from olb.grid.messages import (
     GridOutcome,
     Status,
 )
-from olb.grid.export import export_results
-from olb.grid.outputs import write_outputs
-from olb.grid.recording import code_version
-from olb.grid.report import print_report
+from olb.grid.reporting.export import export_results
+from olb.grid.recording.recorder import code_version
+from olb.grid.reporting.markdown import TableLayout, grid_title, selection_markdown, table_markdown
+from olb.grid.reporting.references import reference_source
+from olb.grid.reporting.report import print_report, write_leaderboard, write_plots
+from olb.grid.recording.results import cells_frame
+from olb.grid.reporting.table import build_table
 
 log = logging.getLogger("olb.grid")
 
 
-def _exit_code(fan: FanoutStats, n_failed: int, n_finished: int, untracked: list, missing_data: bool) -> int:
+def write_outputs(run: GridRun, st: Stages) -> tuple[pd.DataFrame, pd.DataFrame, str, dict[str, Path]]:
+    """cells.csv, table.csv, table.md (with the chosen settings and the leaderboard) and the plots: the cells, the
+    table, table.md's text and the files written by name."""
+    cfg, plan, out = run.cfg, run.plan, run.out
+    cells = cells_frame(plan, st.outcomes, run.data)
+    table = build_table(
+        plan, st.outcomes, cfg.reference, run.data.unavailable, differences(plan, cfg.reference, cfg.verify_checksums)
+    )
+    table = cover(table, cfg.reference, plan.entries, plan.datasets, run.data.unavailable, plan.lower_is_better)
+    files = {"cells": out / "cells.csv", "table_csv": out / "table.csv", "table_md": out / "table.md"}
+    cells.to_csv(files["cells"], index=False)
+    table.to_csv(files["table_csv"], index=False)
+    markdown = table_markdown(
+        table,
+        grid_title(cfg, plan, run.overrides),
+        TableLayout(list(cfg.table.rows), list(cfg.table.columns), cfg.table.decimals, cfg.table.bold_best),
+        reference_source(cfg.reference),
+    )
+    markdown = with_summary(markdown, table, cfg.reference)
+    if st.choices:
+        markdown += "\n" + selection_markdown(st.choices)
+    if cfg.leaderboard:
+        board_md, board_files = write_leaderboard(plan, table, cells, out / "leaderboard")
+        markdown += "\n" + board_md
+        if board_files:
+            files["leaderboard"] = out / "leaderboard"
+    files["table_md"].write_text(markdown)
+    plot_paths = write_plots(plan, st.outcomes, table, cells, run.tracker.curve, out / "plots") if cfg.plots else []
+    if plot_paths:
+        files["plots"] = out / "plots"
+    return cells, table, markdown, files
+
+
+def _exit_code(fan: FanoutStats, n_failed: int, n_finished: int, untracked: list[str], missing_data: bool) -> int:
     if fan.lost is not None:
         return EXIT_LOST
     if fan.interrupted:
@@ -66,7 +107,7 @@ def _finish_parent(run: GridRun, st: Stages, outcome: GridOutcome, n_finished: i
         "n_unavailable": st.n_unavailable,
         "wall_s": outcome.wall_s,
         "startup_s": fan.startup_s,
-        **{k: float(v) for k, v in st.cv_stats.items() if k != "interrupted"},
+        **(st.cv_stats.metrics() if st.cv_stats is not None else {}),
     }
     if not math.isnan(outcome.efficiency):
         metrics["fanout_efficiency"] = outcome.efficiency

@@ -1,22 +1,27 @@
-"""What the grid's rooms tell one another: a cell's task, its result or failure, a status, and a grid run's
-outcome and exit code.
+"""What the grid's rooms tell one another: a cell's or a cross-validation's task, its result or failure, a cell's
+outcome, a status, and a grid run's outcome and exit code.
 
 One cell travels as a :class:`CellTask` (driver -> backend -> worker) and comes back as a :class:`CellResult`
-or a :class:`CellFailure` (worker or backend -> driver: recording, tracker, table). They are plain frozen
-dataclasses, so they pickle for Ray. Status values are the strings MLflow, ``cells.csv`` and the tables show
+or a :class:`CellFailure` (worker or backend -> driver: recording, tracker, table); one candidate setting's
+cross-validation as a :class:`CVTask`, answered by a :class:`CVResult` or a :class:`CVFailure`. The driver keeps
+what it knows of each cell as a :class:`CellOutcome`. They are plain dataclasses, so they pickle for Ray. Status values are the strings MLflow, ``cells.csv`` and the tables show
 (``Status.FINISHED == "FINISHED"``), so a status read back from any of them compares equal to its member.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from olb.data.files import DataDirs
+    from olb.run import CellSpec
 
     from olb.grid.plan import Plan
 
@@ -44,10 +49,10 @@ EXIT_UNAVAILABLE = 5
 
 @dataclass(frozen=True)
 class CellTask:
-    """What a worker needs to run one cell (:func:`olb.grid.worker.execute_cell`)."""
+    """What a worker needs to run one cell (:func:`olb.grid.running.worker.execute_cell`)."""
 
     cell_id: str
-    spec: dict  # olb.run.CellSpec's keyword arguments
+    spec: CellSpec  # checked when the grid planned it (CellSpec.validated)
     imports: tuple[str, ...] = ()  # plugin modules the worker imports first (they register learners)
     plot: bool = False  # whether the worker draws the curve's PNG
     title: str = ""  # the PNG's title
@@ -100,6 +105,100 @@ class CellFailure(CellReport):
     memory_limit_mb: float | None = None  # ... and the node's limit Ray kills above
 
 
+@dataclass(frozen=True, kw_only=True)
+class CVTask:
+    """One candidate setting's k-fold cross-validation on one data set's training split, every fold in one worker
+    call (:func:`olb.grid.running.worker.execute_cv`); ``task_id`` hashes what decides its result
+    (:func:`olb.grid.crossval.cv_task`)."""
+
+    task_id: str
+    algorithm: str
+    params: dict[str, object]  # the candidate setting (resolved hyperparameters)
+    dataset: str
+    fingerprint: str  # the data the driver planned with
+    folds: int
+    seed: int  # the fold seed
+    metrics: tuple[str, ...]
+    data_dir: DataDirs = None
+    imports: tuple[str, ...] = ()
+    verify_checksums: bool = True
+    predicted_memory_mb: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class CVResult:
+    """A finished cross-validation task: each fold's metrics, in the task's metric order."""
+
+    status: ClassVar[Status] = Status.FINISHED
+    task_id: str
+    folds: list[dict[str, float]]
+    cpu_s: float | None = None  # None: not recorded (a task moved from an earlier version's store)
+    wall_s: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CVFailure:
+    """A cross-validation task that raised, or whose worker died in each of its ``attempts``."""
+
+    status: ClassVar[Status] = Status.FAILED
+    task_id: str
+    error: str
+    traceback: str = ""
+    attempts: int = 1
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The setting cross-validation chose for one (entry, data set), and why."""
+
+    entry: str
+    dataset: str
+    params: dict[str, object]
+    loops: int
+    reason: str
+    rule: str
+    table: pd.DataFrame  # one row per (setting, fold), one column per metric
+    partial: bool  # some settings have no cross-validation result (failed)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SelectionStats:
+    """The cross-validation stage's figures: its tasks (run, resumed, failed), wall and busy seconds, CPUs."""
+
+    tasks: int
+    run: int
+    resumed: int
+    failed: int
+    wall_s: float
+    busy_s: float  # the tasks' wall seconds, summed
+    cpus: int
+
+    def metrics(self) -> dict[str, float]:
+        """As the grid's parent run records them (``cv_tasks``, ``cv_run``, ...)."""
+        return {f"cv_{key}": float(value) for key, value in dataclasses.asdict(self).items()}
+
+
+Task: TypeAlias = CellTask | CVTask  # what a backend runs
+Answer: TypeAlias = CellResult | CellFailure | CVResult | CVFailure  # what it yields for each task
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellOutcome:
+    """What the driver knows of one cell: its status and, once run (here or by an earlier invocation), its
+    figures and where they are recorded. One row of ``cells.csv``, with the cell's settings beside it."""
+
+    status: Status
+    source: str = ""  # "run" (by this invocation), "resumed" (an earlier one's tracked run), "" (not run)
+    error: str = ""
+    metrics: dict[str, float] = field(default_factory=dict)
+    runtimes: dict[str, float] = field(default_factory=dict)  # olb.grid.plan.RUNTIME_COLUMNS and wall_s
+    run_id: str | None = None  # the cell's tracked run
+    curve: dict[str, list[float]] | None = None  # the running mean, when this invocation ran it
+    primary_metric: str | None = None
+    host: str = ""
+    node_ip: str = ""
+
+
 @dataclass
 class GridOutcome:
     exit_code: int
@@ -118,6 +217,6 @@ class GridOutcome:
     cpus: int = 1
     parent_run_id: str | None = None
     tracking_uri: str | None = None
-    files: dict = field(default_factory=dict)
-    failures: list = field(default_factory=list)
-    untracked: list = field(default_factory=list)  # cells that finished but could not be logged to MLflow
+    files: dict[str, Path] = field(default_factory=dict)  # what was written, by name (cells, table_csv, ...)
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (cell's run name, its traceback)
+    untracked: list[str] = field(default_factory=list)  # cells that finished but could not be logged to MLflow

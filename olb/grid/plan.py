@@ -2,7 +2,7 @@
 settings), the stable :func:`cell_id` of a cell, and :class:`Problems`, which collects every config problem
 into one :class:`GridConfigError`.
 
-The config becomes a plan in :mod:`olb.grid.expand`; the checks it runs are in :mod:`olb.grid.configcheck`.
+The config becomes a plan in :mod:`olb.grid.planning.expand`; the checks it runs are in :mod:`olb.grid.planning.configcheck`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from olb.data import DataDirs
 from olb.registry import get_algorithm
+from olb.run import CellSpec
 
 CELL_ID_VERSION = 1
 RUNTIME_COLUMNS = ("runtime_s", "cpu_s", "compile_s", "train_us_per_example", "peak_rss_mb")
@@ -51,20 +53,22 @@ class Cell:
         (``OnlineLearner.report_metrics``)."""
         return (*self.metrics, *get_algorithm(self.algorithm).report_metrics)
 
-    def spec_dict(self, data_dir=None, verify_checksums: bool = True) -> dict:
-        """Keyword arguments of :class:`olb.run.CellSpec`."""
-        return {
-            "algorithm": self.algorithm,
-            "dataset": self.dataset,
-            "seed": self.seed,
-            "params": dict(self.params),
-            "protocol": self.protocol,
-            "loops": self.loops,
-            "metrics": tuple(self.metrics),
-            "curve_every": self.curve_every,
-            "data_dir": data_dir,
-            "verify_checksums": verify_checksums,
-        }
+    def spec(self, data_dir: DataDirs = None, verify_checksums: bool = True) -> CellSpec:
+        """The cell as :func:`olb.run.run_cell` runs it, ``checked``: its hyperparameters, protocol and metrics
+        were checked when it was planned (:mod:`olb.grid.planning.expand`)."""
+        return CellSpec(
+            self.algorithm,
+            self.dataset,
+            self.seed,
+            dict(self.params),
+            self.protocol,
+            self.loops,
+            tuple(self.metrics),
+            self.curve_every,
+            data_dir,
+            verify_checksums,
+            checked=True,
+        )
 
     @property
     def config_label(self) -> str:
@@ -77,9 +81,14 @@ class Cell:
         extra = "".join(f" {k}={_fmt(v)}" for k, v in self.varying)
         return f"{self.label}{extra} {self.dataset} s{self.seed}"
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, object]:
         """Flat description for cells.csv."""
-        row = {"cell_id": self.cell_id, "label": self.label, "algorithm": self.algorithm, "dataset": self.dataset}
+        row: dict[str, object] = {
+            "cell_id": self.cell_id,
+            "label": self.label,
+            "algorithm": self.algorithm,
+            "dataset": self.dataset,
+        }
         row.update(self.params)
         row.update({"loops": self.loops, "protocol": self.protocol, "seed": self.seed})
         return row

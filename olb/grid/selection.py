@@ -11,7 +11,7 @@ over the k folds. Two rules pick the setting from those means:
 ``best:<metric>`` (e.g. ``best:f1``)
     The best mean of one metric.
 
-Nothing here knows Ray or MLflow: :func:`cv_task_result` is what a worker computes for one setting (all its
+Nothing here knows Ray or MLflow: :func:`cv_scores` is what a worker computes for one setting (all its
 folds), :func:`select` turns the fold-by-setting table into a choice and the reason for it.
 
 >>> means = {"a": {"f1": 0.70, "hamming_loss": 0.20, "rank_loss": 0.16},
@@ -25,6 +25,7 @@ folds), :func:`select` turns the fold-by-setting table into a choice and the rea
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -36,12 +37,27 @@ RULES = ("majority", "best:<metric>")
 SELECTION_KEYS = {"folds": 10, "rule": "majority", "seed": 0, "metrics": None}
 
 
-def selection_settings(raw, where: str) -> dict | None:
+@dataclass(frozen=True)
+class SelectionSettings:
+    """An entry's ``select``: how many folds, the rule, the fold seed, the metrics (None: the entry's)."""
+
+    folds: int
+    rule: str
+    seed: int
+    metrics: tuple[str, ...] | None
+
+    @classmethod
+    def of(cls, select: dict[str, Any]) -> SelectionSettings:
+        """The settings of a checked ``select`` mapping (:func:`selection_settings`)."""
+        metrics = select["metrics"]
+        return cls(select["folds"], str(select["rule"]), select["seed"], tuple(metrics) if metrics else None)
+
+
+def selection_settings(raw: object, where: str) -> dict[str, Any] | None:
     """An entry's ``select`` mapping with defaults filled in (None: the entry is not cross-validated)."""
     if raw is None:
         return None
-    unknown = sorted(set(raw) - set(SELECTION_KEYS))
-    if not isinstance(raw, dict) or unknown:
+    if not isinstance(raw, dict) or set(raw) - set(SELECTION_KEYS):
         raise ValueError(f"{where}.select: expected a mapping with keys {', '.join(SELECTION_KEYS)}, got {raw!r}")
     return {**SELECTION_KEYS, **dict(raw)}
 
@@ -105,28 +121,47 @@ def fold_datasets(dataset: Dataset, n_folds: int, seed: int = 0) -> list[Dataset
     return out
 
 
-def cv_task_result(
-    algorithm: str, params: dict, dataset: Dataset, metrics: tuple[str, ...], n_folds: int, seed: int = 0
-) -> dict:
-    """One setting's cross-validation: ``{"folds": [{metric: value}, ...], "cpu_s": ...}`` (one entry per fold).
+@dataclass(frozen=True)
+class CVScores:
+    """One setting's cross-validation: each fold's metrics, and the CPU seconds of all the folds' streams."""
+
+    folds: list[dict[str, float]]
+    cpu_s: float
+
+
+def cv_scores(
+    algorithm: str,
+    params: dict[str, object],
+    dataset: Dataset,
+    metrics: tuple[str, ...],
+    n_folds: int,
+    seed: int = 0,
+    checked: bool = False,
+) -> CVScores:
+    """One setting's cross-validation, one entry of ``folds`` per fold; ``checked``: ``params`` are a planned
+    cell's, validated then (else they are validated here, once for all folds).
 
     Fold f's learner is built from the seed sequence (seed, f) and streams its training folds once in an order
     drawn from the same sequence (protocol ``train_frozen``).
     """
-    from olb.protocol import make_phases, run_stream
+    from olb.learners.base import StreamShape
     from olb.registry import get_algorithm
+    from olb.run import seeded_stream
 
     cls = get_algorithm(algorithm)
+    if not checked:
+        params = cls.validate(dict(params))
+        problems = cls.check_params(params, StreamShape(dataset.n_features, dataset.n_labels))
+        if problems:
+            raise ValueError(f"{cls.name} on {dataset.name}: {'; '.join(problems)}")
     folds = []
     cpu = 0.0
     for f, part in enumerate(fold_datasets(dataset, n_folds, seed)):
-        learner_seed, order_seed = np.random.SeedSequence([seed, f]).spawn(2)
-        learner = cls(part.n_features, part.n_labels, seed=np.random.default_rng(learner_seed), **params)
-        phases = make_phases(part, "train_frozen", 1, np.random.default_rng(order_seed))
-        stream = run_stream(learner, part, phases, metrics, curve_every=max(1, part.n_examples))
+        curve_every = max(1, part.n_examples)
+        stream, _ = seeded_stream(cls, params, part, [seed, f], "train_frozen", 1, metrics, curve_every)
         folds.append(dict(stream.metrics))
         cpu += stream.cpu_s
-    return {"folds": folds, "cpu_s": cpu}
+    return CVScores(folds, cpu)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -313,7 +314,9 @@ class TrackingService:
         self._procs[proc.pid] = proc
         return proc.pid
 
-    def _wait(self, pid: int, ready, timeout_s: float, what: str, log: Path, stop: tuple[int, ...]) -> None:
+    def _wait(
+        self, pid: int, ready: Callable[[], bool], timeout_s: float, what: str, log: Path, stop: tuple[int, ...]
+    ) -> None:
         """Until ``ready()``; ServiceError with the end of ``log`` when ``pid`` ends or ``timeout_s`` passes
         first (what is left of it then stopped with the ``stop`` signals)."""
         deadline = time.monotonic() + timeout_s

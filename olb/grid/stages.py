@@ -5,30 +5,36 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Collection
 from pathlib import Path
+from typing import cast
 
 from omegaconf import DictConfig, OmegaConf
 
 from olb.cache import check_cache_folders
 from olb.data import dataset_names
-from olb.grid.backends import choose_backend, make_backend
+from olb.grid.running.backend import Backend
+from olb.grid.running.backends import choose_backend, make_backend
 from olb.grid.cost import planned_work
+from olb.grid.crossval import SelectionContext, SelectionOutcome, run_selection, selected_entries
 from olb.grid.datacheck import DataCheck, check_data
-from olb.grid.expand import collect_plan
-from olb.grid.fanout import fan_out
+from olb.grid.planning.expand import collect_plan
+from olb.grid.running.fanout import fan_out
 from olb.grid.plan import GridConfigError, Plan, Problems
-from olb.grid.recording import code_version, open_tracker
+from olb.grid.recording.recorder import code_version, open_tracker
+from olb.grid.recording.tracker import Tracker
 from olb.run import missing_data_dirs
 
 log = logging.getLogger("olb.grid")
 
 
-def grid_data_dir(cfg: DictConfig):
+def grid_data_dir(cfg: DictConfig) -> str | list[str] | None:
     """``data_dir`` of the grid (a string, several joined by os.pathsep, or a list), else ``$OLB_DATA_DIR``."""
-    return plain_value(cfg.data_dir) or os.environ.get("OLB_DATA_DIR") or None
+    given = cast(str | list[str] | None, plain_value(cfg.data_dir))  # the schema: a string or a list
+    return given or os.environ.get("OLB_DATA_DIR") or None
 
 
-def plain_value(value):
+def plain_value(value: object) -> object:
     return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
 
 
@@ -43,7 +49,9 @@ def prepare(cfg: DictConfig, download: bool = True) -> tuple[Plan, DataCheck]:
         problems.add(missing)
         problems.raise_if_any()
     datasets = (
-        plan.datasets if plan is not None else [d for d in (plain_value(cfg.datasets) or []) if d in dataset_names()]
+        plan.datasets
+        if plan is not None
+        else [d for d in (cast(list[str], plain_value(cfg.datasets) or [])) if d in dataset_names()]
     )
     data = check_data(list(dict.fromkeys(datasets)), grid_data_dir(cfg), cfg.verify_checksums, problems, download)
     if data.unavailable and not cfg.allow_unavailable:
@@ -54,10 +62,11 @@ def prepare(cfg: DictConfig, download: bool = True) -> tuple[Plan, DataCheck]:
             "or drop them with datasets=[...]."
         )
     problems.raise_if_any()
+    assert plan is not None  # no problem, so a plan
     return plan, data
 
 
-def start_tracker_and_backend(cfg: DictConfig, backend):
+def start_tracker_and_backend(cfg: DictConfig, backend: Backend) -> Tracker:
     """Open the MLflow store (in a thread) while a local Ray starts (in this, the main thread: the processes Ray
     starts die with the thread that started them); the tracker, or GridConfigError with nothing left running."""
     from concurrent.futures import ThreadPoolExecutor
@@ -77,29 +86,31 @@ def start_tracker_and_backend(cfg: DictConfig, backend):
     return tracker
 
 
-def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backend):
+def cross_validate(
+    cfg: DictConfig, plan: Plan, data: DataCheck, tracker: Tracker, backend: Backend
+) -> SelectionOutcome:
     """The selection stage (olb/grid/crossval.py) for the entries with ``select``: the plan restricted to the
     chosen settings, the choices, the stage's statistics and the rows it could not choose for (nothing to do:
     the plan unchanged)."""
-    selected = {key: info["select"] for key, info in plan.entries.items() if info.get("select")}
+    selected = selected_entries(plan)
     if not selected:
-        return plan, [], {}, {}
-    from olb.grid.crossval import SelectionContext, run_selection
-
+        return SelectionOutcome(plan, [], None, {})
     context = SelectionContext(
         data, backend, tracker, fan_out, grid_data_dir(cfg), list(cfg.imports), cfg.verify_checksums, cfg.resume
     )
     context.legacy_store = Path(cfg.selection_store)
-    plan, choices, stats, unselected = run_selection(plan, selected, context)
+    selection = run_selection(plan, selected, context)
+    stats = selection.stats
+    assert stats is not None  # some entries were cross-validated
     log.info(
         "olb.grid: cross-validation: %d task(s), %d run, %d resumed, %d failed, %.1f s wall",
-        stats["cv_tasks"],
-        stats["cv_run"],
-        stats["cv_resumed"],
-        stats["cv_failed"],
-        stats["cv_wall_s"],
+        stats.tasks,
+        stats.run,
+        stats.resumed,
+        stats.failed,
+        stats.wall_s,
     )
-    for choice in choices:
+    for choice in selection.choices:
         log.info(
             "olb.grid: %s on %s: %s (%s)",
             choice.entry,
@@ -107,11 +118,11 @@ def cross_validate(cfg: DictConfig, plan: Plan, data: DataCheck, tracker, backen
             ", ".join(f"{k}={v}" for k, v in choice.params.items()),
             choice.reason,
         )
-    return plan, choices, stats, unselected
+    return selection
 
 
-def choose(cfg: DictConfig, plan: Plan, unavailable=()):
-    """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.backends.choose_backend; the work is the cost model's, olb/grid/cost.py) and why; the
+def choose(cfg: DictConfig, plan: Plan, unavailable: Collection[str] = ()) -> tuple[Backend, str]:
+    """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.running.backends.choose_backend; the work is the cost model's, olb/grid/cost.py) and why; the
     cells of ``unavailable`` data sets are no work."""
     work_s, n_tasks = planned_work(plan, unavailable)
     name, reason = choose_backend(cfg.backend, work_s, n_tasks)

@@ -14,10 +14,11 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from olb.grid.worker import in_ray_worker
+from olb.grid.running.worker import in_ray_worker
 from olb.learners.base import OnlineLearner, Param
 from olb.registry import register
 
@@ -44,7 +45,11 @@ class GridStub(OnlineLearner):
         ),
     }
 
-    def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
+    delay_s: float
+    crash_token: int
+    fail_at: int
+
+    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper: Any):
         super().__init__(n_features, n_labels, seed, **hyper)
         self.counts = np.zeros(n_labels)
         self.jitter = self.rng.random(n_labels) * 1e-6
@@ -53,7 +58,7 @@ class GridStub(OnlineLearner):
     def predict_one(self, x: np.ndarray) -> np.ndarray:
         return self.counts / max(self.t, 1) + self.jitter
 
-    def learn_one(self, x: np.ndarray, y) -> None:
+    def learn_one(self, x: np.ndarray, y: np.ndarray) -> None:
         if self.t == 0:
             if self.delay_s:
                 time.sleep(self.delay_s)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from collections.abc import Callable
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 import numpy as np
 
@@ -141,15 +141,21 @@ class OnlineLearner:
     report_metrics: ClassVar[dict[str, bool]] = {}
     optional_imports: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
+    def __init__(self, n_features: int, n_labels: int, seed=None, *, _checked: bool = False, **hyper):
         self.n_features, self.n_labels = int(n_features), int(n_labels)
-        self.hyper = self.validate(hyper)
-        problems = self.check_params(self.hyper, StreamShape(self.n_features, self.n_labels))
+        self.hyper = hyper if _checked else self.validate(hyper)
+        problems = [] if _checked else self.check_params(self.hyper, StreamShape(self.n_features, self.n_labels))
         if problems:
             raise ValueError(f"{self.name}: " + "; ".join(problems))
         for key, value in self.hyper.items():
             setattr(self, key, value)
         self.rng = np.random.default_rng(seed)
+
+    @classmethod
+    def from_checked(cls, n_features: int, n_labels: int, seed: np.random.Generator, params: dict) -> Self:
+        """A learner from ``params`` that :meth:`validate` returned and :meth:`check_params` passed (a cell's,
+        checked once when the grid planned it, :meth:`olb.run.CellSpec.validated`), not checked again."""
+        return cls(n_features, n_labels, seed, _checked=True, **params)
 
     @classmethod
     def validate(cls, hyper: dict) -> dict:

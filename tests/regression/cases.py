@@ -197,7 +197,7 @@ EXPERIMENTS = ("default", "table3", "multiclass_table1", "topk_table1", "topk_ta
 
 def cell_ids(experiment: str) -> list[str]:
     from olb.grid import compose
-    from olb.grid.expand import plan_grid
+    from olb.grid.planning.expand import plan_grid
 
     return sorted(c.cell_id for c in plan_grid(compose([f"+experiment={experiment}"])).unique_cells)
 

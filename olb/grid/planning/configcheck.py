@@ -1,0 +1,238 @@
+"""Checks of an experiment config decidable from the configs and the data registry, before any work starts.
+
+Each check adds its problems to a :class:`~olb.grid.plan.Problems` (one line per culprit naming the key and
+the allowed values, with "did you mean"): unknown keys; modules in ``imports``; seeds; data set, algorithm and
+metric names; protocols; backend settings; table settings. The checks of each algorithm entry against the data
+sets and the learner's rules run while it is expanded (:mod:`olb.grid.planning.expand`); the files themselves (present,
+checksums, parseable) are checked by :mod:`olb.grid.datacheck`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Collection, Iterable
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from omegaconf import DictConfig, OmegaConf
+
+from olb.grid.config import BACKENDS, AlgorithmEntry
+from olb.grid.plan import RUNTIME_COLUMNS, Cell, GridConfigError, Problems, plain
+from olb.registry import algorithm_names, get_algorithm
+from olb.text import did_you_mean
+
+T = TypeVar("T")
+
+
+def check_keys(cfg: DictConfig, problems: Problems) -> None:
+    """Keys the schema does not know (Hydra's ``+key=value`` adds them even to a structured config)."""
+    import dataclasses
+    import typing
+
+    from olb.grid.config import make_schema
+
+    def walk(node: DictConfig, schema: type, where: str) -> None:
+        fields = {f.name: f for f in dataclasses.fields(schema)}
+        for key in map(str, node):
+            if key not in fields:
+                problems.add(f"{where}{key}: unknown key{did_you_mean(key, fields)}; allowed: {', '.join(fields)}")
+                continue
+            sub = fields[key].type
+            if isinstance(sub, type) and dataclasses.is_dataclass(sub) and isinstance(node[key], DictConfig):
+                walk(node[key], sub, f"{where}{key}.")
+
+    schema = make_schema()
+    hints = typing.get_type_hints(schema)
+    for f in dataclasses.fields(schema):
+        f.type = hints.get(f.name, f.type)
+    walk(cfg, schema, "")
+
+
+def import_plugins(modules: Iterable[str] | None, problems: Problems) -> None:
+    for name in modules or ():
+        try:
+            importlib.import_module(name)
+        except ImportError as err:
+            problems.add(f"imports: cannot import {name!r}: {err}")
+
+
+_SEEDS_ALLOWED = "allowed: a positive integer n (seeds 0..n-1) or a non-empty list of distinct integers >= 0"
+
+
+def expand_seeds(seeds: Any) -> list[int]:
+    seeds = plain(seeds)
+    if isinstance(seeds, int) and not isinstance(seeds, bool) and seeds >= 1:
+        return list(range(seeds))
+    if (
+        isinstance(seeds, list)
+        and seeds
+        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+    ):
+        if len(set(seeds)) != len(seeds):
+            raise GridConfigError(f"seeds={seeds}: repeated seed; {_SEEDS_ALLOWED}")
+        return list(seeds)
+    raise GridConfigError(f"seeds={seeds!r}: {_SEEDS_ALLOWED}")
+
+
+def as_list(key: str, value: Any) -> list:
+    value = plain(value)
+    if isinstance(value, dict):
+        raise GridConfigError(f"{key}: a hyperparameter takes a value or a list of values, got a mapping {value!r}")
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise GridConfigError(f"{key}: empty list of values; allowed: a value or a non-empty list")
+    return values
+
+
+def metric_info() -> dict:
+    from olb.metrics import METRICS
+
+    return METRICS
+
+
+def unknown_name(what: str, name: str, known: Collection[str]) -> str:
+    return f"unknown {what} {name!r}{did_you_mean(name, known)}; allowed: {', '.join(sorted(known))}"
+
+
+def collect(problems: Problems, fn: Callable[..., T], *args: object) -> T | None:
+    """``fn(*args)``, or ``None`` with its GridConfigError recorded."""
+    try:
+        return fn(*args)
+    except GridConfigError as err:
+        problems.add(str(err))
+        return None
+
+
+def datasets_checked(cfg: DictConfig, problems: Problems) -> tuple[list[str], dict]:
+    from olb.data import DataError, dataset_names, dataset_spec
+
+    datasets = list(plain(cfg.datasets) or [])
+    if not datasets:
+        problems.add("datasets: empty; allowed: " + ", ".join(dataset_names()))
+    if len(set(datasets)) != len(datasets):
+        problems.add(f"datasets={datasets}: repeated data set")
+    specs = {}
+    for name in dict.fromkeys(datasets):
+        if name not in dataset_names():
+            problems.add(f"datasets: {unknown_name('data set', name, dataset_names())}")
+            continue
+        try:
+            specs[name] = dataset_spec(name)
+        except DataError as err:  # a malformed registry entry
+            problems.add(f"datasets: {name}: {err}")
+    return [name for name in dict.fromkeys(datasets) if name in specs], specs
+
+
+def entry_configs(cfg: DictConfig, problems: Problems) -> dict:
+    allowed = ", ".join(AlgorithmEntry.__dataclass_fields__)
+    entries = {}
+    for key in cfg.algorithm:
+        raw = cfg.algorithm[key]
+        if not isinstance(raw, DictConfig):
+            problems.add(f"algorithm.{key}: expected a mapping with keys {allowed}, got {plain(raw)!r}")
+            continue
+        try:
+            entries[key] = OmegaConf.merge(OmegaConf.structured(AlgorithmEntry), raw)
+        except Exception as err:  # noqa: BLE001 - OmegaConf's ValidationError / ConfigKeyError
+            bad = [str(k) for k in raw if k not in AlgorithmEntry.__dataclass_fields__]
+            hint = did_you_mean(bad[0], AlgorithmEntry.__dataclass_fields__) if bad else ""
+            problems.add(f"algorithm.{key}: {str(err).splitlines()[0]}{hint}; allowed keys: {allowed}")
+    return entries
+
+
+def selected_entries(cfg: DictConfig, entries_cfg: dict, problems: Problems) -> list[str]:
+    selected = list(plain(cfg.algorithms) or [])
+    known = sorted(set(entries_cfg) | set(algorithm_names()))
+    if not selected:
+        problems.add("algorithms: empty; allowed: " + ", ".join(known))
+    if len(set(selected)) != len(selected):
+        problems.add(f"algorithms={selected}: repeated entry")
+    ok = []
+    for key in dict.fromkeys(selected):
+        entry = entries_cfg.get(key)
+        algo = entry.name if entry is not None and entry.name else key
+        if key in cfg.algorithm and entry is None:
+            continue  # malformed entry, reported already
+        if algo not in algorithm_names():
+            problems.add(f"algorithms: {unknown_name('algorithm', key if algo == key else algo, known)}")
+            continue
+        ok.append(key)
+    return ok
+
+
+def check_settings(cfg: DictConfig, problems: Problems) -> None:
+    from olb.protocol import PROTOCOLS
+
+    METRICS = metric_info()
+    if cfg.protocol is not None and cfg.protocol not in PROTOCOLS:
+        problems.add(
+            f"protocol={cfg.protocol!r} is not allowed{did_you_mean(cfg.protocol, PROTOCOLS)}; "
+            f"allowed: {', '.join(PROTOCOLS)}"
+        )
+    for m in cfg.metrics or ():
+        if m not in METRICS:
+            problems.add(f"metrics: {unknown_name('metric', m, METRICS)}")
+    if cfg.backend.name not in BACKENDS:
+        problems.add(f"backend.name={cfg.backend.name!r} is not allowed; allowed: {', '.join(BACKENDS)}")
+    if cfg.backend.num_cpus is not None and cfg.backend.num_cpus < 1:
+        problems.add(f"backend.num_cpus={cfg.backend.num_cpus} is out of range; allowed: null or an integer >= 1")
+    if cfg.backend.max_retries < 0:
+        problems.add(f"backend.max_retries={cfg.backend.max_retries} is out of range; allowed: an integer >= 0")
+    if cfg.backend.memory_factor < 0:
+        problems.add(f"backend.memory_factor={cfg.backend.memory_factor} is out of range; allowed: a number >= 0")
+    if cfg.backend.memory_mb is not None and cfg.backend.memory_mb < 1:
+        problems.add(f"backend.memory_mb={cfg.backend.memory_mb} is out of range; allowed: null or an integer >= 1")
+    if cfg.backend.worker_memory_mb is not None and not cfg.backend.worker_memory_mb >= 0:
+        problems.add(
+            f"backend.worker_memory_mb={cfg.backend.worker_memory_mb} is out of range; allowed: null (the process "
+            "floor each cell's predicted memory assumes), 0 (workers keep what they hold) or a number of MB > 0"
+        )
+    if cfg.curve_every < 1:
+        problems.add(f"curve_every={cfg.curve_every} is out of range; allowed: an integer >= 1")
+
+
+def table_settings(cfg: DictConfig, cells: list[Cell], problems: Problems, warnings: list[str]):
+    """The table's metrics, the metric ``best_of`` selects by, and which direction is better. When ``metrics``
+    names none of ``table.metrics``, it replaces those the cells do not measure (an experiment's table follows
+    ``metrics=[...]`` from the command line)."""
+    METRICS = metric_info()
+    kinds = {(c.algorithm, c.metrics): c for c in cells}  # what a cell measures depends on these alone
+    measured = [c.measured for c in kinds.values()]
+    cell_metrics = sorted(
+        {m for ms in measured for m in ms}, key=lambda m: min(ms.index(m) for ms in measured if m in ms)
+    )
+    table_metrics = list(plain(cfg.table.metrics) or [*cell_metrics, "runtime_s"])
+    dropped = [m for m in table_metrics if m not in cell_metrics and m not in RUNTIME_COLUMNS]
+    if cfg.metrics and dropped and not set(cfg.metrics) & set(table_metrics):  # the table is for other metrics
+        kept = [m for m in table_metrics if m not in dropped]
+        added = [m for m in cfg.metrics if m not in kept]
+        first_runtime = next((i for i, m in enumerate(kept) if m in RUNTIME_COLUMNS), len(kept))
+        table_metrics = [*kept[:first_runtime], *added, *kept[first_runtime:]]
+        warnings.append(
+            f"table.metrics: {', '.join(dropped)} not measured with metrics={list(cfg.metrics)}: the table shows "
+            f"{', '.join(table_metrics)} (set table.metrics=[...] to choose)"
+        )
+    for m in table_metrics:
+        if m not in cell_metrics and m not in RUNTIME_COLUMNS:
+            problems.add(
+                f"table.metrics: {m!r} is not measured by the cells; allowed: "
+                f"{', '.join([*cell_metrics, *RUNTIME_COLUMNS])}"
+            )
+    select_by = cfg.table.select_by or table_metrics[0]
+    if cfg.metrics and select_by in dropped:
+        select_by = table_metrics[0]
+        warnings.append(f"table.select_by={cfg.table.select_by}: not measured; best_of selects by {select_by}")
+    if select_by not in table_metrics:
+        problems.add(f"table.select_by={select_by!r}; allowed: one of table.metrics {table_metrics}")
+    axes_allowed = ("dataset", "algorithm", "metric")
+    for where in ("rows", "columns"):
+        for axis in cfg.table[where]:
+            if axis not in axes_allowed:
+                problems.add(f"table.{where}: {axis!r} is not allowed; allowed: {', '.join(axes_allowed)}")
+    if set(cfg.table.rows) & set(cfg.table.columns):
+        problems.add(f"table.rows {list(cfg.table.rows)} and table.columns {list(cfg.table.columns)} overlap")
+    reported = {
+        m: lower for algo in {c.algorithm for c in cells} for m, lower in get_algorithm(algo).report_metrics.items()
+    }
+    lower = {m: METRICS[m].lower_is_better if m in METRICS else reported.get(m, True) for m in table_metrics}
+    return table_metrics, select_by, lower

@@ -1,0 +1,134 @@
+"""What a cell's MLflow child run holds, from the cell and the worker's message: its parameters, metrics (final,
+timings, phases, the learning curve as the metric history ``curve/<metric>``), tags and files, gathered in one
+:class:`CellRecord` that a tracker writes as it can (:meth:`olb.grid.recording.tracking.MlflowTracker.log_cells`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from olb.grid.messages import CellFailure, CellResult, Status
+from olb.grid.plan import Cell
+from olb.grid.recording.tracker import Tags
+
+MAX_PARAM = 6000
+MAX_TAG = 8000
+
+
+@dataclass(frozen=True)
+class CellRecord:
+    """One cell's child run as written: its status is the run's (FINISHED or FAILED), ``tags`` include
+    ``olb.status``; ``metrics`` are ``(key, value, timestamp_ms, step)``; ``files`` its artifacts."""
+
+    cell_id: str
+    run_name: str
+    status: str
+    start_ms: int
+    end_ms: int
+    tags: dict[str, str]
+    params: dict[str, str]
+    metrics: list[tuple[str, float, int, int]]
+    files: dict[str, bytes]
+
+
+def cell_record(
+    cell: Cell, message: CellResult | CellFailure, data_tags: Tags | None, run_tags: Tags, artifacts: bool
+) -> CellRecord:
+    """Everything one cell's run holds; ``artifacts``: its curve as CSV (and the worker's PNG) besides the metric
+    history."""
+    end_ms = int(message.end_time * 1000)
+    params = cell_params(cell)
+    if isinstance(message, CellResult):
+        params["phases"] = ",".join(message.phases)
+    return CellRecord(
+        cell_id=cell.cell_id,
+        run_name=cell.run_name,
+        status=Status.FINISHED if message.status == Status.FINISHED else Status.FAILED,
+        start_ms=int(message.start_time * 1000),
+        end_ms=end_ms,
+        tags={k: clip(str(v), MAX_TAG) for k, v in cell_tags(cell, message, data_tags, run_tags).items()},
+        params={str(k): clip(str(v), MAX_PARAM) for k, v in params.items()},
+        metrics=cell_metrics(message, end_ms),
+        files=cell_files(message, artifacts),
+    )
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to its last ``limit`` characters (MLflow's limits on a tag's or parameter's value)."""
+    return text if len(text) <= limit else "..." + text[-(limit - 3) :]
+
+
+def curve_csv(result: CellResult) -> str:
+    """The learning curve as CSV text: step, phase, value."""
+    curve = result.curve
+    phases = list(result.phases)
+    lines = [f"step,phase,{result.primary_metric}"]
+    for step, phase, value in zip(curve["step"], curve["phase"], curve["value"]):
+        lines.append(f"{int(step)},{phases[int(phase)] if int(phase) < len(phases) else phase},{float(value)!r}")
+    return "\n".join(lines) + "\n"
+
+
+def cell_tags(cell: Cell, message: CellResult | CellFailure, data_tags: Tags | None, run_tags: Tags) -> Tags:
+    """The cell's tags: ``run_tags`` (experiment, code version, parent run), what it is, where it ran, which data
+    it read (``data_tags``) and, for a failure, its error."""
+    tags = {
+        "mlflow.runName": cell.run_name,
+        "olb.kind": "cell",
+        "olb.cell_id": cell.cell_id,
+        **run_tags,
+        "olb.entry": cell.entry,
+        "olb.label": cell.label,
+        "olb.host": message.host,
+        "olb.node_ip": message.node_ip,
+        "olb.status": message.status,
+        **(data_tags or {}),
+    }
+    if isinstance(message, CellFailure):
+        tags["olb.error"] = message.error
+    return tags
+
+
+def cell_files(message: CellResult | CellFailure, artifacts: bool) -> dict[str, bytes]:
+    """The cell's artifacts: its curve (CSV, and the worker's plot) when finished and ``artifacts``, else its
+    traceback."""
+    if isinstance(message, CellFailure):
+        return {"traceback.txt": message.traceback.encode()}
+    files = {}
+    if artifacts:
+        files["curve.csv"] = curve_csv(message).encode()
+        if message.curve_png:
+            files["curve.png"] = message.curve_png
+    return files
+
+
+def cell_params(cell: Cell) -> dict[str, object]:
+    """A cell's run parameters: what decides its result; a hyperparameter named like one of them gets ``param.``."""
+    params: dict[str, object] = {
+        "algorithm": cell.algorithm,
+        "dataset": cell.dataset,
+        "seed": cell.seed,
+        "protocol": cell.protocol,
+        "loops": cell.loops,
+        "metrics": ",".join(cell.metrics),
+        "curve_every": cell.curve_every,
+        "label": cell.label,
+        "cell_id": cell.cell_id,
+    }
+    for key, value in cell.params.items():
+        params[key if key not in params else f"param.{key}"] = value
+    return params
+
+
+def cell_metrics(message: CellResult | CellFailure, end_ms: int) -> list[tuple[str, float, int, int]]:
+    """A finished cell's metrics, timings, phase timings and curve (one point per step); a failed one's wall time.
+    Each as ``(key, value, timestamp_ms, step)``."""
+    if isinstance(message, CellFailure):
+        return [("wall_s", float(message.wall_s), end_ms, 0)]
+    metrics = [(key, float(value), end_ms, 0) for key, value in message.metrics.items()]
+    for key in ("runtime_s", "cpu_s", "compile_s", "train_us_per_example", "wall_s", "setup_s", "peak_rss_mb"):
+        metrics.append((key, float(getattr(message, key)), end_ms, 0))
+    for phase, timing in message.phases.items():
+        for key, value in timing.items():
+            metrics.append((f"phase/{phase}/{key}", float(value), end_ms, 0))
+    curve, name = message.curve, f"curve/{message.primary_metric}"
+    metrics.extend((name, float(v), end_ms, int(s)) for s, v in zip(curve["step"], curve["value"]))
+    return metrics

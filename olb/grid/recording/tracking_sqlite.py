@@ -1,0 +1,64 @@
+"""MLflow on a SQLite file: the default store (``sqlite:///mlflow.db`` in the working directory)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from olb.grid.recording.tracking import MlflowTracker
+
+
+class MlflowSqliteTracker(MlflowTracker):
+    """MLflow on a SQLite file: the store is created under a file lock (grids started at the same time on a fresh
+    file do not race in MLflow's schema migration), artifacts go beside the file, and writes are retried while
+    another grid holds SQLite's lock (:meth:`MlflowTracker._retry`)."""
+
+    def _opening(self):
+        return _sqlite_lock(self.uri)
+
+    def _artifact_location(self, experiment_name: str) -> str | None:
+        return sqlite_artifact_location(self.uri, experiment_name)
+
+
+def sqlite_artifact_location(uri: str, experiment_name: str) -> str | None:
+    """For a SQLite store, ``mlruns/<experiment name>`` beside the database file (MLflow's default is relative to
+    the working directory, so artifacts would land wherever the grid was started); None for any other store.
+
+    >>> sqlite_artifact_location("sqlite:////tmp/grid/mlflow.db", "olb/table3")
+    'file:///tmp/grid/mlruns/olb/table3'
+    """
+    if not uri.startswith("sqlite:///") or uri == "sqlite:///:memory:":
+        return None
+    return (Path(uri[len("sqlite:///") :]).resolve().parent / "mlruns" / experiment_name).as_uri()
+
+
+@contextmanager
+def _sqlite_lock(uri: str):
+    """An exclusive lock for a sqlite URI's database file (nothing for other stores), kept in the temp dir and
+    removed when released (a driver that finds the file replaced meanwhile locks the new one)."""
+    import fcntl
+    import hashlib
+
+    path = uri[len("sqlite:///") :].split("?")[0] if uri.startswith("sqlite:///") else None
+    if not path or path.startswith(":memory:"):
+        yield
+        return
+    key = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:16]
+    lock = Path(tempfile.gettempdir()) / f"olb-sqlite-{os.getuid()}-{key}.lock"
+    while True:
+        fh = open(lock, "a")
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            if os.stat(lock).st_ino == os.fstat(fh.fileno()).st_ino:
+                break  # the file we hold is still the lock (not removed by its previous holder)
+        except FileNotFoundError:
+            pass
+        fh.close()
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()

@@ -1,0 +1,142 @@
+"""The result tables of README.md and docs/*.md, generated from the exported results (:mod:`olb.grid.reporting.export`).
+
+A table is written between two markers; the opening one names the table.csv and how to lay it out::
+
+    <!-- olb:table results/table3/table.csv metric=rank_loss algorithms=Ada.OLMR,OnlineBMR decimals=4 -->
+    (generated: do not edit)
+    <!-- /olb:table -->
+
+Options (all optional): ``metric``, ``datasets``, ``algorithms`` (comma-separated; they filter and order),
+``rows`` and ``columns`` (axes among dataset, algorithm, metric; default dataset x algorithm), ``decimals``
+(default 4) and ``bold`` (the grid's significance marks). The layout is table.md's (:func:`pivot_markdown`).
+
+``python -m olb.grid.reporting.doc_tables FILE...`` rewrites the tables (``make docs``); with ``--check`` it changes
+nothing and fails, naming the file, the table and the first differing line, when a table differs from what its
+result file gives (``make docs-check``, run by CI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from olb.grid.reporting.markdown import pivot_markdown
+
+_BLOCK = re.compile(r"(<!-- olb:table (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(<!-- /olb:table -->)", re.DOTALL)
+_AXES = ("dataset", "algorithm", "metric")
+_OPTIONS = ("metric", "datasets", "algorithms", "rows", "columns", "decimals", "bold")
+
+
+class DocTableError(ValueError):
+    """A marker that names a missing file, an unknown option or a value its table does not have."""
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What one opening marker asks for."""
+
+    source: str
+    options: dict[str, str]
+
+    @classmethod
+    def parse(cls, spec: str, where: str) -> TableSpec:
+        source, *pairs = spec.split()
+        options = {}
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or key not in _OPTIONS:
+                raise DocTableError(f"{where}: marker option {pair!r} is not one of {', '.join(_OPTIONS)} (KEY=VALUE)")
+            options[key] = value
+        return cls(source, options)
+
+    def _list(self, key: str) -> list[str]:
+        return [v for v in self.options.get(key, "").split(",") if v]
+
+    def render(self, root: Path, where: str) -> str:
+        """The table's markdown from its result file (paths relative to ``root``, the repository)."""
+        path = root / self.source
+        if not path.is_file():
+            raise DocTableError(f"{where}: result file {self.source} does not exist (export it: docs/results.md)")
+        table = pd.read_csv(path, dtype={"note": str, "selected": str})
+        table[["note", "selected"]] = table[["note", "selected"]].fillna("")
+        for key, axis in (("metric", "metric"), ("datasets", "dataset"), ("algorithms", "algorithm")):
+            wanted = self._list(key)
+            if not wanted:
+                continue
+            missing = sorted(set(wanted) - set(table[axis]))
+            if missing:
+                raise DocTableError(f"{where}: {self.source} has no {axis} {', '.join(missing)}")
+            table = table[table[axis].isin(wanted)].copy()
+            table[axis] = pd.Categorical(table[axis], categories=wanted, ordered=True)
+            table = table.sort_values(axis, kind="stable")
+            table[axis] = table[axis].astype(str)
+        rows, columns = self._list("rows") or ["dataset"], self._list("columns") or ["algorithm"]
+        unknown = sorted(set(rows + columns) - set(_AXES))
+        if unknown:
+            raise DocTableError(f"{where}: rows/columns {', '.join(unknown)} are not among {', '.join(_AXES)}")
+        decimals = int(self.options.get("decimals", 4))
+        return pivot_markdown(table, rows, columns, decimals, self.options.get("bold") == "true")
+
+
+def _line_number(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def generate(text: str, root: Path, name: str) -> tuple[str, list[str]]:
+    """``text`` with every marked table regenerated, and one message per table that was different."""
+    out, last, differences = [], 0, []
+    for match in _BLOCK.finditer(text):
+        line = _line_number(text, match.start())
+        spec = TableSpec.parse(match["spec"], f"{name}:{line}")
+        body = spec.render(root, f"{name}:{line}")
+        if body != match["body"]:
+            old, new = match["body"].splitlines(), body.splitlines()
+            i = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+            found = old[i] if i < len(old) else "(nothing)"
+            expected = new[i] if i < len(new) else "(nothing)"
+            differences.append(
+                f"{name}:{line + 1 + i}: table {spec.source} differs from its result file at its line {i + 1}:\n"
+                f"  in the doc:    {found}\n  from the data: {expected}"
+            )
+        out += [text[last : match.start()], match.group(1), body, match.group(4)]
+        last = match.end()
+    out.append(text[last:])
+    return "".join(out), differences
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m olb.grid.reporting.doc_tables", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("files", nargs="+", type=Path, help="markdown files with olb:table markers")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table is not up to date")
+    parser.add_argument("--root", type=Path, default=Path("."), help="the repository (result paths are relative)")
+    args = parser.parse_args(argv)
+    failures, n_tables = [], 0
+    for path in args.files:
+        text = path.read_text()
+        try:
+            new, differences = generate(text, args.root, str(path))
+        except DocTableError as err:
+            print(f"olb.grid.reporting.doc_tables: {err}", file=sys.stderr)
+            return 2
+        n_tables += len(_BLOCK.findall(text))
+        failures += differences
+        if differences and not args.check:
+            path.write_text(new)
+    if args.check and failures:
+        print("\n".join(failures), file=sys.stderr)
+        print(f"olb.grid.reporting.doc_tables: {len(failures)} table(s) out of date: run `make docs`", file=sys.stderr)
+        return 1
+    verb = "checked" if args.check else f"{len(failures)} rewritten of"
+    print(f"olb.grid.reporting.doc_tables: {verb} {n_tables} table(s) in {len(args.files)} file(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

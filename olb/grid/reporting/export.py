@@ -1,0 +1,86 @@
+"""A finished grid's results as data in the repository (``export=results/NAME``): table.csv, cells.csv, table.md
+and meta.json (the command that reproduces them, olb's version, the date and the machine).
+
+The result tables of README.md and docs/*.md are generated from these files (:mod:`olb.grid.reporting.doc_tables`), so
+every published number can be traced to the command and the cells that produced it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+from pathlib import Path
+
+import pandas as pd
+
+# Columns of cells.csv that say where and under which tracking run a cell ran, not what it computed: they differ
+# between machines and stores (and name private hosts), so the exported copy leaves them out.
+_LOCAL_COLUMNS = ("host", "node_ip", "run_id", "source")
+# Overrides that only say where this run wrote its files or recorded its cells (private paths): not part of the
+# command that reproduces the results.
+_LOCAL_OVERRIDES = ("export", "hydra.run.dir", "hydra.sweep.dir", "tracking.uri", "data_dir")
+
+
+def _shaping(overrides: list[str]) -> list[str]:
+    """The overrides that shape the results (those naming paths of this machine left out)."""
+    return [o for o in overrides if o.lstrip("+~").split("=", 1)[0] not in _LOCAL_OVERRIDES]
+
+
+def reproducing_command(overrides: list[str]) -> str:
+    """``python -m olb.grid`` with the overrides that shape the results."""
+    return " ".join(["python -m olb.grid", *_shaping(overrides)])
+
+
+def machine() -> dict[str, object]:
+    """The CPU model, its vector extensions that change the last bits or the speed, cores, memory, OS."""
+    model, flags = platform.processor() or "unknown", set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+    except OSError:
+        pass
+    memory_gib = None
+    try:
+        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        memory_gib = round(pages * page_size / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        pass
+    return {
+        "cpu": model,
+        "avx512": "avx512f" in flags,
+        "cores": os.cpu_count(),
+        "memory_gib": memory_gib,
+        "system": f"{platform.system()} {platform.machine()}",
+        "python": platform.python_version(),
+    }
+
+
+def export_results(
+    dest: Path, table: pd.DataFrame, cells: pd.DataFrame, markdown: str, overrides: list[str], version: str
+) -> Path:
+    """Write ``dest``/table.csv, cells.csv, table.md and meta.json; ``dest`` is created (and its files replaced)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    table.to_csv(dest / "table.csv", index=False)
+    cells.drop(columns=[c for c in _LOCAL_COLUMNS if c in cells.columns]).to_csv(dest / "cells.csv", index=False)
+    shown = f"Command-line overrides: `{' '.join(overrides)}`"  # as olb.grid.reporting.markdown.grid_title writes them
+    (dest / "table.md").write_text(
+        markdown.replace(shown, f"Command-line overrides: `{' '.join(_shaping(overrides))}`")
+    )
+    finished = cells.drop_duplicates("cell_id")
+    meta = {
+        "command": reproducing_command(overrides),
+        "olb_version": version,
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"),
+        "machine": machine(),
+        "cells": int(len(finished)),
+        "cells_finished": int((finished["status"] == "FINISHED").sum()),
+        "cpu_s": round(float(finished["cpu_s"].sum()), 1) if "cpu_s" in finished else None,
+    }
+    (dest / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return dest

@@ -1,0 +1,32 @@
+"""``ray`` with an address (``backend.address``, else the environment's ``RAY_ADDRESS``, which ``ray job
+submit`` sets): the grid connects to that Ray cluster and leaves it running. Its token comes from
+``RAY_AUTH_TOKEN_PATH``, as ``slurm/olb_grid.sbatch`` sets it."""
+
+from __future__ import annotations
+
+import os
+
+from olb.grid.running.backends.ray_base import RayBackend
+from olb.grid.config import BackendConfig
+
+
+def cluster_address(cfg: BackendConfig) -> str | None:
+    """The Ray cluster the grid joins, or None (a local Ray)."""
+    return cfg.address or os.environ.get("RAY_ADDRESS") or None  # Ray's own variable, set by `ray job submit`
+
+
+class RayClusterBackend(RayBackend):
+    """Cells on a running Ray cluster; disconnects at the end (from a lost head too), never stops the cluster."""
+
+    def init_kwargs(self) -> dict:
+        return {**self._common_kwargs(), "address": cluster_address(self.cfg)}
+
+    def stop(self) -> None:
+        import ray
+
+        super().stop()
+        if self.owned and ray.is_initialized():
+            self._shutdown(ray)
+        elif self._head_lost and ray.is_initialized():  # a cluster without its head: disconnect from it
+            ray.shutdown()
+        self.owned = False
