@@ -1,0 +1,46 @@
+"""``python -m olb.checks [ALGORITHM ...]``: the contract and the cost model of registered learners (default: all),
+checked on synthetic streams; prints a line per learner, then the table of predicted against measured costs, and
+exits 1 naming the learners that failed a check."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from olb.checks.contract import check_learner
+from olb.checks.costs import CPU_FACTOR, MEMORY_FACTOR, MEMORY_RESOLUTION_MB, cost_table, measure_costs
+
+
+def main(argv: list[str] | None = None) -> int:
+    from olb.registry import algorithm_names, get_algorithm
+
+    parser = argparse.ArgumentParser(prog="python -m olb.checks", description=__doc__.splitlines()[0])
+    parser.add_argument("algorithms", nargs="*", help="registered algorithm names (default: every one)")
+    parser.add_argument("--costs-only", action="store_true", help="skip the contract checks")
+    args = parser.parse_args(argv)
+    classes = [get_algorithm(name) for name in args.algorithms or algorithm_names()]
+    failed: dict[str, str] = {}
+    measurements = []
+    for cls in classes:
+        if not args.costs_only:
+            try:
+                check_learner(cls)
+            except AssertionError as err:
+                failed[cls.name] = f"contract: {err}"
+                print(f"check_learner: {cls.__name__} ({cls.name}) FAILED: {err}", flush=True)
+        measurement = measure_costs(cls)
+        measurements.append(measurement)
+        if measurement.problems():
+            failed.setdefault(cls.name, "cost model: " + "; ".join(measurement.problems()))
+    print(
+        f"\ncost models against the synthetic stream (allowed: CPU within x{CPU_FACTOR:g}, memory within "
+        f"x{MEMORY_FACTOR:g}, memory below {MEMORY_RESOLUTION_MB} MB counted as that):"
+    )
+    print(cost_table(measurements))
+    for name, problem in failed.items():
+        print(f"{name}: {problem}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
