@@ -34,7 +34,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from olb.grid.cost import planned_stream
-from olb.learners.boosting import costs as common
+from olb.learners.boosting import costs as forest_costs
 from olb.registry import COST_MODELS, get_algorithm
 
 SHARED = "adaolmr"  # the family the forest's coefficients are fitted on
@@ -60,17 +60,21 @@ def refitted(model, attrs: dict):
 def constants(forest: dict | None = None, margin: float | None = None, **learning):
     """The cost constants set to these values while inside: ``FOREST_COST`` entries, ``COST_MARGIN``, and per
     family (``onlinebmr={"forest_learning": 0.5}``) its registered cost models (with and without a threshold)."""
-    saved_forest, saved_margin, saved_models = dict(common.FOREST_COST), common.COST_MARGIN, dict(COST_MODELS)
-    common.FOREST_COST.update(forest or {})
-    common.COST_MARGIN = common.COST_MARGIN if margin is None else margin
+    saved_forest, saved_margin, saved_models = (
+        dict(forest_costs.FOREST_COST),
+        forest_costs.COST_MARGIN,
+        dict(COST_MODELS),
+    )
+    forest_costs.FOREST_COST.update(forest or {})
+    forest_costs.COST_MARGIN = forest_costs.COST_MARGIN if margin is None else margin
     for name in COST_MODELS:
         if family(name) in learning:
             COST_MODELS[name] = refitted(COST_MODELS[name], learning[family(name)])
     try:
         yield
     finally:
-        common.FOREST_COST.update(saved_forest)
-        common.COST_MARGIN = saved_margin
+        forest_costs.FOREST_COST.update(saved_forest)
+        forest_costs.COST_MARGIN = saved_margin
         COST_MODELS.update(saved_models)
 
 
@@ -203,7 +207,7 @@ def main(argv=None) -> None:
     print("\nnow (the constants in the code)")
     print(ratio_table(cells).to_string(float_format=lambda v: f"{v:.3g}"))
     forest, learning = fit(train)
-    print(f"\nFOREST_COST = {forest!r}  # COST_MARGIN = {common.COST_MARGIN}")
+    print(f"\nFOREST_COST = {forest!r}  # COST_MARGIN = {forest_costs.COST_MARGIN}")
     for name, attrs in learning.items():
         print(f"{booster_class(name).__name__}: " + ", ".join(f"{k} = {v:.3g}" for k, v in attrs.items()))
     show("fitted, on the cells fitted on", train, forest, learning)

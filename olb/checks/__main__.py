@@ -9,15 +9,19 @@ import sys
 
 from olb.checks.contract import check_learner
 from olb.checks.costs import CPU_FACTOR, MEMORY_FACTOR, MEMORY_RESOLUTION_MB, cost_table, measure_costs
+from olb.registry import algorithm_names, get_algorithm
+from olb.text import did_you_mean
 
 
 def main(argv: list[str] | None = None) -> int:
-    from olb.registry import algorithm_names, get_algorithm
-
     parser = argparse.ArgumentParser(prog="python -m olb.checks", description=__doc__.splitlines()[0])
     parser.add_argument("algorithms", nargs="*", help="registered algorithm names (default: every one)")
     parser.add_argument("--costs-only", action="store_true", help="skip the contract checks")
     args = parser.parse_args(argv)
+    names = algorithm_names()
+    unknown = [f"{name!r}{did_you_mean(name, names)}" for name in args.algorithms if name not in names]
+    if unknown:
+        parser.error(f"unknown algorithm(s) {', '.join(unknown)}; allowed: {', '.join(names)}")
     classes = [get_algorithm(name) for name in args.algorithms or algorithm_names()]
     failed: dict[str, str] = {}
     measurements = []
