@@ -13,7 +13,8 @@ sets what it measures beside what its cost model predicts for that stream's shap
   ``model_memory_mb``, which predicts resident memory (what the grid asks Ray for). Measured in the process
   (Linux, glibc): the freed heap given back first, large arrays mapped apart, so that the gain is the pages the
   learner touches; ``tracemalloc`` would count an array reserved whole but touched in part (the VFDT forest's pool
-  of statistics) as whole.
+  of statistics) as whole. The allocator's setting stays for the rest of the process: measure in a process of its
+  own, as ``python -m olb.checks`` and the tests do.
 
 ``check_cost_model(cls)`` raises an ``AssertionError`` naming the learner when a prediction is off by more than
 ``CPU_FACTOR`` or ``MEMORY_FACTOR`` either way (a memory below ``MEMORY_RESOLUTION_MB`` counts as that much: the
