@@ -1,10 +1,11 @@
-"""``python -m olb.checks [ALGORITHM ...]``: the contract and the cost model of registered learners (default: all),
-checked on synthetic streams; prints a line per learner, then the table of predicted against measured costs, and
-exits 1 naming the learners that failed a check."""
+"""``python -m olb.checks [--import MODULE] [ALGORITHM ...]``: the contract and the cost model of registered learners
+(default: all; ``--import``: a module of your own registering learners), checked on synthetic streams; prints a line
+per learner, then the table of predicted against measured costs, and exits 1 naming the learners that failed."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from olb.checks.contract import check_learner
@@ -17,7 +18,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m olb.checks", description=__doc__.splitlines()[0])
     parser.add_argument("algorithms", nargs="*", help="registered algorithm names (default: every one)")
     parser.add_argument("--costs-only", action="store_true", help="skip the contract checks")
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="a module to import first, which registers learners of its own (olb.registry.register)",
+    )
     args = parser.parse_args(argv)
+    for module in args.imports:
+        importlib.import_module(module)
     names = algorithm_names()
     unknown = [f"{name!r}{did_you_mean(name, names)}" for name in args.algorithms if name not in names]
     if unknown:

@@ -13,8 +13,7 @@ sets what it measures beside what its cost model predicts for that stream's shap
   ``model_memory_mb``, which predicts resident memory (what the grid asks Ray for). Measured in the process
   (Linux, glibc): the freed heap given back first, large arrays mapped apart, so that the gain is the pages the
   learner touches; ``tracemalloc`` would count an array reserved whole but touched in part (the VFDT forest's pool
-  of statistics) as whole. The allocator's setting stays for the rest of the process: measure in a process of its
-  own, as ``python -m olb.checks`` and the tests do.
+  of statistics) as whole. Each learner is measured in a fresh process of its own (:func:`measure_costs`).
 
 ``check_cost_model(cls)`` raises an ``AssertionError`` naming the learner when a prediction is off by more than
 ``CPU_FACTOR`` or ``MEMORY_FACTOR`` either way (a memory below ``MEMORY_RESOLUTION_MB`` counts as that much: the
@@ -27,9 +26,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import gc
+import multiprocessing
 import os
+import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 
 import numpy as np
 
@@ -39,6 +41,9 @@ from olb.learners.base import OnlineLearner, StreamShape
 from olb.learners.costs import CostModel
 from olb.protocol import Phase, RowReader, learner_phases, make_phases, run_stream
 
+MEASURE_TIMEOUT_S = 600
+"""The longest a learner's measurement may take."""
+
 M_MMAP_THRESHOLD = -3
 """glibc's ``mallopt`` parameter of the size from which an allocation is mapped apart."""
 
@@ -46,16 +51,17 @@ COST_TRAIN, COST_TEST = 300, 100
 """Rows of the synthetic stream the costs are measured on: enough for a model to grow past its first rows, few
 enough for a second or two per learner (river's Hoeffding trees: a few seconds)."""
 
-CPU_FACTOR = 10.0
+CPU_FACTOR = 12.0
 """How far (either way) a model's CPU per example may be from the measured. The models are fitted on the
-benchmarks' data sets; on the synthetic stream the registered learners measured 0.12-5.3x (2026-11-27, a 2-core
-Intel Xeon with AVX-512 shared with other jobs): above 2x the learners that learn their training rows in compiled
-passes, for which the protocol's share (``ROUND_OVERHEAD_S``, 80 us a row) is mostly not spent; below 0.3x river's
-Hoeffding trees (1.6 us per label and feature planned, 3-7 ms a row measured at ``grace_period=10``)."""
+benchmarks' data sets; on the synthetic stream the registered learners measured 0.13-5.3x (2026-11-27, a 2-core
+Intel Xeon with AVX-512 shared with other jobs): above 2x the learners that learn their training rows in passes
+(``learns_passes``), for which the protocol's share (``ROUND_OVERHEAD_S``, 80 us a row) is mostly not spent; below
+0.3x river's Hoeffding trees (1.6 us per label and feature planned, 3-6 ms a row measured at ``grace_period=10``,
+the slower the more the machine is shared: x12 leaves them room)."""
 
 MEMORY_FACTOR = 4.0
 """How far (either way) a model's memory may be from the measured (after ``MEMORY_RESOLUTION_MB``): measured
-0.49-3.35x (2026-11-27, the same machine); above 2x the boosters, whose forest formula is fitted on large
+0.36-3.35x (2026-11-27, the same machine); above 2x the boosters, whose forest formula is fitted on large
 streams with a 1.25x margin, below 0.6x the growing stores (kNN's memory, OML's, an ELM's initial block)."""
 
 MEMORY_RESOLUTION_MB = 0.05
@@ -116,11 +122,58 @@ def stream_shape(cls: type[OnlineLearner], data: Dataset) -> tuple[StreamShape, 
 
 def measure_costs(cls: type[OnlineLearner], cost_model: CostModel | None = None) -> CostMeasurement:
     """The learner's ``cost_model`` (default: the registry's for its name) against its CPU and memory on
-    :func:`cost_stream` (see the module docstring)."""
+    :func:`cost_stream` (see the module docstring), measured in a process of its own, forked from a fresh one that
+    has only imported olb (multiprocessing's forkserver): what ran before in this process changes nothing (a heap
+    that earlier work left in pieces serves a large array from a free block, which its zeroing touches whole, where
+    a fresh heap maps it apart untouched), and the allocator's setting stays there. ``cls`` and ``cost_model`` are
+    passed by reference: defined at a module's top level. A RuntimeError naming the learner where the measurement
+    fails or takes over ``MEASURE_TIMEOUT_S``."""
     if cost_model is None:
         from olb.registry import get_cost_model
 
         cost_model = get_cost_model(cls.name)
+    context = _fresh_processes()
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_measure_in_child, args=(cls, cost_model, send), daemon=True)
+    child.start()
+    send.close()
+    try:
+        if not receive.poll(MEASURE_TIMEOUT_S):
+            raise RuntimeError(f"{cls.name}: measuring its costs took more than {MEASURE_TIMEOUT_S} s")
+        measured, failure = receive.recv()
+    except EOFError:
+        raise RuntimeError(f"{cls.name}: the process measuring its costs ended without a result") from None
+    finally:
+        receive.close()
+        child.join(timeout=30)
+        if child.is_alive():
+            child.kill()
+            child.join()
+    if failure:
+        raise RuntimeError(f"{cls.name}: measuring its costs failed:\n{failure}")
+    return measured
+
+
+@functools.cache
+def _fresh_processes() -> multiprocessing.context.ForkServerContext:
+    """multiprocessing's forkserver, its server started with olb's learners and checks imported."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["olb.registry", "olb.checks.costs"])
+    return context
+
+
+def _measure_in_child(cls: type[OnlineLearner], cost_model: CostModel, send: Connection) -> None:
+    """:func:`_measure`, its result (or the traceback of its failure) sent through ``send``."""
+    try:
+        send.send((_measure(cls, cost_model), ""))
+    except BaseException:
+        send.send((None, traceback.format_exc()))
+    finally:
+        send.close()
+
+
+def _measure(cls: type[OnlineLearner], cost_model: CostModel) -> CostMeasurement:
+    trim = _allocator()  # before any of the learner's work: no large block it frees is handed out again
     data = cost_stream(cls)
     params = cls.validate(dict(cls.test_params))
     shape, n_test = stream_shape(cls, data)
@@ -136,16 +189,17 @@ def measure_costs(cls: type[OnlineLearner], cost_model: CostModel | None = None)
         predicted_us=1e6 * predicted_s,
         measured_us=1e6 * cpu_s / data.n_examples,
         predicted_mb=cost_model.model_memory_mb(params, shape),
-        measured_mb=_peak_resident_mb(cls, data, phases),
+        measured_mb=_peak_resident_mb(cls, data, phases, trim),
     )
 
 
-def _peak_resident_mb(cls: type[OnlineLearner], data: Dataset, phases: list[Phase]) -> float:
+def _peak_resident_mb(
+    cls: type[OnlineLearner], data: Dataset, phases: list[Phase], trim: Callable[[int], int]
+) -> float:
     """Peak resident MB the process gains from the learner's construction to the end of ``phases``, the rows read
     (and scaled as the learner asks) before. The freed heap is given back first (glibc's ``malloc_trim``) and large
     arrays are always mapped apart (:func:`_allocator`), so that what the learner touches is what the process
     gains, at a page's resolution."""
-    trim = _allocator()
     reader = RowReader(data, _make(cls, data), np.concatenate([p.rows for p in phases if not p.scored]))
     gc.collect()
     trim(0)
@@ -169,7 +223,8 @@ def _peak_resident_mb(cls: type[OnlineLearner], data: Dataset, phases: list[Phas
 def _allocator() -> Callable[[int], int]:
     """glibc's ``malloc_trim``, once glibc is told to map every allocation of 128 KiB or more apart (``mallopt``:
     its default threshold, which it otherwise raises as such blocks are freed) for the rest of the process: a large
-    array reserved as zeros then touches only the pages it uses (the VFDT forest's pool), as in a fresh process.
+    array reserved as zeros then touches only the pages it uses (the VFDT forest's pool), as in a fresh process,
+    and a large block freed goes back to the system instead of being handed out again, zeroed whole (touched).
     A RuntimeError where the measurement cannot be made (not Linux with glibc)."""
     libc = ctypes.CDLL(None)
     if not (hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") and os.access("/proc/self/clear_refs", os.W_OK)):
