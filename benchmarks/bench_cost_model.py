@@ -1,6 +1,6 @@
 """How well the grid's planning cost model predicts what finished grids measured: the CPU seconds (each learner's
-``cost_per_example_s``, summed by ``planned_work``) and each cell's peak memory (``planned_memory_mb``: the
-process floor, the data and the learner's ``model_memory_mb``), which Ray reserves per cell.
+cost model's ``cost_per_example_s``, summed by ``planned_work``) and each cell's peak memory (``planned_memory_mb``:
+the process floor, the data and the learner's cost model's ``model_memory_mb``), which Ray reserves per cell.
 
     python benchmarks/bench_cost_model.py CELLS_CSV [CELLS_CSV ...]
     python benchmarks/bench_cost_model.py CELLS_CSV --cv sqlite:///mlflow.db --grid +experiment=leaderboard ...

@@ -1,4 +1,4 @@
-"""Fit the boosters' planned CPU (``olb.learners.boosting.common.ForestCost``) to measured cells.
+"""Fit the boosters' planned CPU (``olb.learners.boosting.costs.ForestCost``) to measured cells.
 
     python benchmarks/calibrate_boosters.py                      # run the calibration grid, then fit
     python benchmarks/calibrate_boosters.py --cells CELLS_CSV    # fit the cells of an earlier run
@@ -14,7 +14,7 @@ grid plans, with ``COST_MARGIN`` = 1 while fitting):
 2. then each other booster's ``forest_learning``, and where its cells vary them, its fall with gamma
    (``gamma_scale``, ``gamma_power``: three gammas or more) and with ``weight_scale`` (``weight_power``).
 
-Prints the fitted constants (to copy into ``olb/learners/boosting/common.py`` and the boosters' classes) and, per
+Prints the fitted constants (to copy into ``olb/learners/boosting/costs.py``: ``FOREST_COST`` and ``COST_MODELS``) and, per
 learner, the ratio predicted/measured (with ``COST_MARGIN``) over the cells it was fitted on and, with
 ``--holdout``, over the held-out data sets' cells (fitted without them).
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import subprocess
 import sys
@@ -33,8 +34,8 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from olb.grid.cost import planned_stream
-from olb.learners.boosting import common
-from olb.registry import get_algorithm
+from olb.learners.boosting import costs as forest_costs
+from olb.registry import COST_MODELS, get_algorithm
 
 SHARED = "adaolmr"  # the family the forest's coefficients are fitted on
 
@@ -48,25 +49,33 @@ def booster_class(name: str):
     return getattr(cls, "scorer_class", cls)
 
 
+def refitted(model, attrs: dict):
+    """``model`` (a booster's ``ForestCost``, or a thresholded one's around it) with ``attrs`` replaced."""
+    if hasattr(model, "scorer"):
+        return dataclasses.replace(model, scorer=refitted(model.scorer, attrs))
+    return dataclasses.replace(model, **attrs)
+
+
 @contextlib.contextmanager
 def constants(forest: dict | None = None, margin: float | None = None, **learning):
     """The cost constants set to these values while inside: ``FOREST_COST`` entries, ``COST_MARGIN``, and per
-    family (``onlinebmr={"forest_learning": 0.5}``) its class attributes."""
-    saved_forest, saved_margin = dict(common.FOREST_COST), common.COST_MARGIN
-    saved = {name: {a: getattr(booster_class(name), a) for a in attrs} for name, attrs in learning.items()}
-    common.FOREST_COST.update(forest or {})
-    common.COST_MARGIN = common.COST_MARGIN if margin is None else margin
-    for name, attrs in learning.items():
-        for attr, value in attrs.items():
-            setattr(booster_class(name), attr, value)
+    family (``onlinebmr={"forest_learning": 0.5}``) its registered cost models (with and without a threshold)."""
+    saved_forest, saved_margin, saved_models = (
+        dict(forest_costs.FOREST_COST),
+        forest_costs.COST_MARGIN,
+        dict(COST_MODELS),
+    )
+    forest_costs.FOREST_COST.update(forest or {})
+    forest_costs.COST_MARGIN = forest_costs.COST_MARGIN if margin is None else margin
+    for name in COST_MODELS:
+        if family(name) in learning:
+            COST_MODELS[name] = refitted(COST_MODELS[name], learning[family(name)])
     try:
         yield
     finally:
-        common.FOREST_COST.update(saved_forest)
-        common.COST_MARGIN = saved_margin
-        for name, attrs in saved.items():
-            for attr, value in attrs.items():
-                setattr(booster_class(name), attr, value)
+        forest_costs.FOREST_COST.update(saved_forest)
+        forest_costs.COST_MARGIN = saved_margin
+        COST_MODELS.update(saved_models)
 
 
 def params_of(row: pd.Series) -> dict:
@@ -198,7 +207,7 @@ def main(argv=None) -> None:
     print("\nnow (the constants in the code)")
     print(ratio_table(cells).to_string(float_format=lambda v: f"{v:.3g}"))
     forest, learning = fit(train)
-    print(f"\nFOREST_COST = {forest!r}  # COST_MARGIN = {common.COST_MARGIN}")
+    print(f"\nFOREST_COST = {forest!r}  # COST_MARGIN = {forest_costs.COST_MARGIN}")
     for name, attrs in learning.items():
         print(f"{booster_class(name).__name__}: " + ", ".join(f"{k} = {v:.3g}" for k, v in attrs.items()))
     show("fitted, on the cells fitted on", train, forest, learning)

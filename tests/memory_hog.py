@@ -12,14 +12,14 @@ import time
 
 import numpy as np
 
-from olb.learners.base import OnlineLearner, Param
+from olb.learners.base import OnlineLearner, Param, StreamShape
+from olb.learners.costs import CostModel, Params
 from olb.registry import register
 
 
 RETAINED: list[np.ndarray] = []  # what ``retain`` keeps after a cell
 
 
-@register
 class MemoryHog(OnlineLearner):
     name = "_memory_hog"
     task = "multilabel"
@@ -28,10 +28,6 @@ class MemoryHog(OnlineLearner):
         "hold_s": Param(float, 0.0, low=0.0, doc="seconds to wait once they are allocated"),
         "retain": Param(bool, False, doc="keep them in a module-level list after the cell (the process holds them)"),
     }
-
-    @classmethod
-    def model_memory_mb(cls, params: dict, shape) -> float:
-        return params["mb"]
 
     def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
@@ -54,6 +50,16 @@ class MemoryHog(OnlineLearner):
                 RETAINED.extend(self.held)
         self.counts += np.asarray(y, float)
         self.t += 1
+
+
+class MemoryHogCost(CostModel):
+    """Its planned model memory: the ``mb`` it allocates."""
+
+    def model_memory_mb(self, params: Params, shape: StreamShape) -> float:
+        return params["mb"]
+
+
+register(MemoryHog, MemoryHogCost())
 
 
 def _log(event: str) -> None:

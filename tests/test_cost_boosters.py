@@ -1,4 +1,4 @@
-"""The boosters' planned CPU (``ForestCost``): its shape in the hyperparameters and the stream, and a recorded
+"""The boosters' planned CPU (``olb.learners.boosting.costs.ForestCost``): its shape in the hyperparameters and the stream, and a recorded
 piece of the calibration grid (conf/experiment/calibrate_boosters.yaml) it must stay close to."""
 
 import dataclasses
@@ -7,14 +7,13 @@ import pytest
 
 from olb.grid.cost import planned_stream
 from olb.learners.base import StreamShape
-from olb.registry import get_algorithm
+from olb.registry import get_algorithm, get_cost_model
 
 SHAPE = StreamShape(n_features=100, n_labels=50, n_train=1000, cardinality=3.0)
 
 
 def _cost(algorithm: str, shape: StreamShape = SHAPE, **params) -> float:
-    cls = get_algorithm(algorithm)
-    return cls.cost_per_example_s(cls.validate(params), shape)
+    return get_cost_model(algorithm).cost_per_example_s(get_algorithm(algorithm).validate(params), shape)
 
 
 @pytest.mark.parametrize("algorithm", ["adaolmr", "onlinebmr", "topada", "topopt", "adaolm", "onlinembbm", "oza"])
@@ -45,9 +44,8 @@ def test_a_larger_edge_or_smaller_weights_grow_the_trees_less():
 
 @pytest.mark.parametrize("algorithm", ["adaolmr", "onlinebmr+threshold", "adaolm", "best_vfdt"])
 def test_a_row_only_predicted_costs_less_than_a_learned_one(algorithm):
-    cls = get_algorithm(algorithm)
-    params = cls.validate({})
-    assert cls.predict_cost_s(params, SHAPE) < cls.cost_per_example_s(params, SHAPE) / 5
+    model, params = get_cost_model(algorithm), get_algorithm(algorithm).validate({})
+    assert model.predict_cost_s(params, SHAPE) < model.cost_per_example_s(params, SHAPE) / 5
 
 
 # Measured CPU microseconds per row of the stream of single cells of the calibration grid (seed 0, 100 trees,

@@ -20,7 +20,7 @@ from olb.grid.config import BackendConfig
 from olb.grid.cost import PROCESS_FLOOR_MB, check_memory, planned_memory_mb
 from olb.grid.planning.expand import plan_grid
 from olb.learners.base import StreamShape
-from olb.registry import algorithm_names, get_algorithm
+from olb.registry import algorithm_names, get_algorithm, get_cost_model
 from olb.weak import VFDTForest
 
 
@@ -39,18 +39,18 @@ def test_every_learner_predicts_a_finite_peak_on_every_data_set(algorithm):
 
 def test_the_model_grows_with_what_it_holds():
     corel5k, emotions = StreamShape(499, 374, 4500), StreamShape(72, 6, 391)
-    booster = get_algorithm("adaolmr")
-    few, many = booster.validate({"num_learners": 10}), booster.validate({"num_learners": 100})
+    booster = get_cost_model("adaolmr")
+    few, many = (get_algorithm("adaolmr").validate({"num_learners": n}) for n in (10, 100))
     assert booster.model_memory_mb(many, corel5k) == pytest.approx(10 * booster.model_memory_mb(few, corel5k))
     assert booster.model_memory_mb(many, corel5k) > 10 * booster.model_memory_mb(many, emotions)
-    knn = get_algorithm("knn")
-    assert knn.model_memory_mb(knn.validate({}), corel5k) > 10 * knn.model_memory_mb(knn.validate({}), emotions)
-    elm = get_algorithm("osml_elm")
-    small, big = elm.validate({"num_hidden": 100}), elm.validate({"num_hidden": 1000})
+    knn, knn_params = get_cost_model("knn"), get_algorithm("knn").validate({})
+    assert knn.model_memory_mb(knn_params, corel5k) > 10 * knn.model_memory_mb(knn_params, emotions)
+    elm = get_cost_model("osml_elm")
+    small, big = (get_algorithm("osml_elm").validate({"num_hidden": n}) for n in (100, 1000))
     assert elm.model_memory_mb(big, emotions) > 20 * elm.model_memory_mb(small, emotions)
     # the threshold wrapper holds its scorer's model
-    wrapped = get_algorithm("adaolmr+threshold")
-    assert wrapped.model_memory_mb(wrapped.validate({"num_learners": 10}), corel5k) == booster.model_memory_mb(
+    wrapped = get_algorithm("adaolmr+threshold").validate({"num_learners": 10})
+    assert get_cost_model("adaolmr+threshold").model_memory_mb(wrapped, corel5k) == booster.model_memory_mb(
         few, corel5k
     )
 

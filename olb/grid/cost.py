@@ -1,4 +1,4 @@
-"""Planning's cost model: the work a grid plans (learners' cost per example on the data sets' shapes) and the
+"""Planning's cost model: the work a grid plans (learners' cost models on the data sets' shapes) and the
 backend it chooses from it (``backend=auto``); each cell's peak memory (the process floor, the data and the
 learner's model on the data set's shape), which Ray reserves per task, and the cells too big for any node."""
 
@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 
 from olb.grid.config import BackendConfig
 from olb.grid.plan import Cell, GridConfigError, Plan
-from olb.registry import get_algorithm
+from olb.registry import get_cost_model
 
 log = logging.getLogger("olb.grid")
 
@@ -45,19 +45,15 @@ def _stream_shape(spec):
 def planned_stream(
     algorithm: str, params: dict, dataset: str, loops: int = 1, protocol: str | None = None
 ) -> tuple[float, int, int]:
-    """``(cost per example, training rows, rows of the stream)`` of one cell as the grid plans it: a stream of
-    ``loops`` passes over the training rows (every row when the data set has no split) then the test rows, each
-    row at the learner's ``cost_per_example_s`` (resolved ``params``, the data set's registered shape), but a test
-    row of ``protocol="train_frozen"`` (predicted, not learned) at its ``predict_cost_s``; the cost per example
-    is their mean over the stream."""
+    """``(cost per example, training rows, rows of the stream)`` of one cell as the grid plans it: the learner's
+    cost model (:func:`olb.registry.get_cost_model`, resolved ``params``, the data set's registered shape) over a
+    stream of ``loops`` passes over the training rows (every row when the data set has no split) then the test
+    rows, a test row of ``protocol="train_frozen"`` predicted, not learned (:meth:`olb.learners.costs.CostModel.stream_cost_s`)."""
     spec = registry_entry(dataset)
     shape = _stream_shape(spec)
-    cls = get_algorithm(algorithm)
-    cost = cls.cost_per_example_s(params, shape)
     n_test = spec.shape.n_examples - shape.n_train
-    test_cost = cls.predict_cost_s(params, shape) if protocol == "train_frozen" else cost
-    rows = loops * shape.n_train + n_test
-    return (loops * shape.n_train * cost + n_test * test_cost) / rows, shape.n_train, rows
+    cost = get_cost_model(algorithm).stream_cost_s(params, shape, n_test, loops, frozen=protocol == "train_frozen")
+    return cost, shape.n_train, loops * shape.n_train + n_test
 
 
 PROCESS_FLOOR_MB = 500.0
@@ -79,14 +75,15 @@ dense one (isolet: 617 features) is under-counted by ~20 MB a copy."""
 
 def planned_memory_mb(algorithm: str, params: dict, dataset: str) -> float:
     """Predicted peak resident memory (MB) of one cell's whole process, as ``olb.run`` reports it: the process
-    floor, the data set's rows and the learner's model (``model_memory_mb`` on the data set's registered shape)."""
-    from olb.learners.base import MB_PER_FLOAT
+    floor, the data set's rows and the learner's model (its cost model's ``model_memory_mb`` on the data set's
+    registered shape)."""
+    from olb.learners.costs import MB_PER_FLOAT
 
     spec = registry_entry(dataset)
     shape = spec.shape
     row = min(shape.n_features, ROW_FEATURES_CAP) + shape.n_labels  # the labels are held dense
     data = DATA_COPIES * MB_PER_FLOAT * shape.n_examples * row
-    model = get_algorithm(algorithm).model_memory_mb(params, _stream_shape(spec))
+    model = get_cost_model(algorithm).model_memory_mb(params, _stream_shape(spec))
     return PROCESS_FLOOR_MB + data + model
 
 

@@ -60,22 +60,13 @@ class Param:
         return self.kind(value) if self.choices is None else value
 
 
-ROUND_OVERHEAD_S = 8e-5
-"""CPU seconds of one example of the stream spent outside the learner (copying and scaling the row, the metric
-updates of scored rows): the intercept of every family's fit on a finished multi-label grid (docs/grid.md)."""
-
-
-MB_PER_FLOAT = 8 / 2**20
-"""Megabytes of one float64 (the learners' memory formulas count floats)."""
-
-
 @dataclass(frozen=True)
 class StreamShape:
     """What a learner may know of its stream before it starts: the sizes the data registry declares.
 
     ``n_train`` is the size of the training split (``None`` when the data set has none) and bounds the
     rows an initial block can take. ``cardinality`` is the mean number of relevant labels per row where the
-    registry records it (``None``: unknown), which only the cost formulas read.
+    registry records it (``None``: unknown), which only the cost models (:mod:`olb.learners.costs`) read.
     """
 
     n_features: int
@@ -120,6 +111,8 @@ class OnlineLearner:
       and never densifies them.
     - **State.** A learner pickles at any point of the stream and continues identically after unpickling.
     - **Tests.** ``test_params`` are small, fast settings that :mod:`olb.checks` and quick checks use.
+    - **Cost.** What the grid plans for the learner (CPU per row, model memory) is its cost model, kept in its
+      family's costs module (:mod:`olb.learners.costs`), never on the class; :mod:`olb.checks.costs` checks it.
     - **Warm-up.** ``optional_imports`` names the modules of optional libraries (river's) the learner imports;
       a cell imports them before its clock starts and counts the time in ``compile_s``, not ``runtime_s``.
 
@@ -170,42 +163,6 @@ class OnlineLearner:
         """Problems of the (validated) ``params`` across parameters and against ``shape``, one sentence each
         naming the parameters and what is allowed; empty when there is none. Subclasses extend it."""
         return []
-
-    @classmethod
-    def cost_per_example_s(cls, params: dict, shape: StreamShape) -> float:
-        """A rough CPU cost in seconds of one example of the stream (a round, or a test row), for planning only
-        (the grid's ``backend=auto`` and its start-up estimate; ``benchmarks/bench_cost_model.py`` checks it).
-
-        Each family overrides it with its own formula: ``ROUND_OVERHEAD_S`` (the protocol's share) plus what
-        the learner does with the row. This default, for a learner without one, adds ~2 us per weak learner
-        (``num_learners``) or per label.
-
-        >>> OnlineLearner.cost_per_example_s({}, StreamShape(n_features=72, n_labels=6)) < 1e-4
-        True
-        """
-        return ROUND_OVERHEAD_S + 2e-6 * max(1, int(params.get("num_learners", shape.n_labels)))
-
-    @classmethod
-    def predict_cost_s(cls, params: dict, shape: StreamShape) -> float:
-        """A rough CPU cost in seconds of a row the learner only predicts (a frozen model's test row), for planning
-        only. By default a learned row's (``cost_per_example_s``); families whose learning is most of their work
-        (the boosters' trees) override it."""
-        return cls.cost_per_example_s(params, shape)
-
-    @classmethod
-    def model_memory_mb(cls, params: dict, shape: StreamShape) -> float:
-        """A rough peak in MB of what the learner holds on a stream of ``shape`` (its model at the stream's end,
-        with the copies it makes while growing), for planning only: the grid adds the process floor and the
-        data (:func:`olb.grid.cost.planned_memory_mb`) and asks Ray for that much memory per cell;
-        ``benchmarks/bench_cost_model.py`` checks it against measured peaks.
-
-        Each family whose model grows with the stream overrides it. This default counts a few d x q float64
-        matrices (a linear learner's weights and its working copies).
-
-        >>> OnlineLearner.model_memory_mb({}, StreamShape(n_features=72, n_labels=6)) < 1
-        True
-        """
-        return 4 * MB_PER_FLOAT * (shape.n_features + 1) * shape.n_labels
 
     def predict_one(self, x: np.ndarray):
         raise NotImplementedError

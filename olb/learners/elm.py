@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from olb.learners.base import MB_PER_FLOAT, ROUND_OVERHEAD_S, OnlineLearner, StreamShape
+from olb.learners.base import OnlineLearner
 from olb.learners.params import FEATURE_SCALING, INIT_FRACTION, NUM_HIDDEN, with_default
 from olb.learners.params import C as C_PARAM  # not C: ELMOMLLStar declares the hyperparameter C
 
@@ -39,24 +39,6 @@ class _OnlineELM(OnlineLearner):
         self.biases = self.rng.uniform(0.0, 1.0, self.num_hidden)
         self.beta = np.zeros((self.num_hidden, self.n_labels))
         self.M = None  # (H^T H [+ I / C])^-1 of the rows seen, once the initial block is learned
-
-    @classmethod
-    def cost_per_example_s(cls, params: dict, shape: StreamShape) -> float:
-        """~80 us of protocol, 0.72 ns x h^2 (the RLS step on the h x h matrix M) and 0.41 ns x h x (d + q)
-        (the hidden layer and the output weights), h = ``num_hidden``.
-
-        Fitted on OSML-ELM and ELM-OMLL* (h = 200 and 500) over ten multi-label data sets.
-        """
-        h = params["num_hidden"]
-        return ROUND_OVERHEAD_S + 7.2e-10 * h * h + 4.1e-10 * h * (shape.n_features + shape.n_labels)
-
-    @classmethod
-    def model_memory_mb(cls, params: dict, shape: StreamShape) -> float:
-        """The input weights (d x h), M and its update's temporaries (3 h x h), beta (h x q), and the initial
-        block's hidden layer (n0 x h, n0 = ``init_fraction`` of the training rows) with its dense rows (n0 x d)."""
-        h = params["num_hidden"]
-        n0 = params["init_fraction"] * (shape.n_train or 0)
-        return MB_PER_FLOAT * (h * (shape.n_features + shape.n_labels) + 3 * h * h + n0 * (h + shape.n_features))
 
     def hidden(self, X: np.ndarray) -> np.ndarray:
         """h(x) = sigmoid(x A + b), for one row (d,) or a block (n, d)."""

@@ -33,7 +33,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, Param, StreamShape
+from olb.learners.base import OnlineLearner, Param
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import C, FEATURE_SCALING
 
@@ -99,12 +99,6 @@ STRATEGIES = {
     "mcc": {"m": Param(int, 10, low=1, doc="label sets sampled from the chain per prediction")},
 }
 
-# CPU seconds of one round (a prediction, and an update on a training row) per label and feature, and the
-# strategies' factors over binary relevance; measured on emotions and yeast (72 and 103 features, 6 and 14 labels)
-# on one pass of train_frozen (the test rows included), see docs/river.md.
-_LABEL_FEATURE_COST_S = {"pa": 1.6e-7, "lr": 9e-8, "ht": 1.6e-6}
-_STRATEGY_FACTOR = {"br": 1.0, "cc": 1.3}
-
 
 class RiverMultiLabel(OnlineLearner):
     """One river multi-label model (``strategy`` around ``classifier``, see the module docstring)."""
@@ -134,16 +128,6 @@ class RiverMultiLabel(OnlineLearner):
             self.model.order = list(self.label_keys)
         for key in self.label_keys:  # one classifier per label, in label order, before any example
             self.model[key]
-
-    @classmethod
-    def cost_per_example_s(cls, params: dict, shape: StreamShape) -> float:
-        """~80 us of protocol plus a classifier's cost per label and feature (features capped at 2000: only a
-        sparse row's nonzeros reach river, and the registry does not record them), times the strategy's factor over binary relevance:
-        a chain's classifiers also read the previous labels (1.3x), a Monte Carlo chain samples m label sets per
-        prediction (0.6 m x: emotions 10x, yeast 5x at m = 10)."""
-        factor = 0.6 * params.get("m", 10) if cls.strategy == "mcc" else _STRATEGY_FACTOR[cls.strategy]
-        features = min(shape.n_features, 2000)
-        return ROUND_OVERHEAD_S + factor * _LABEL_FEATURE_COST_S[cls.classifier] * shape.n_labels * features
 
     def _row(self, x) -> dict:
         idx, val = nonzero_entries(x, False)

@@ -85,30 +85,6 @@ class Thresholded(OnlineLearner):
         self._scores = RoundCache()
 
     @classmethod
-    def cost_per_example_s(cls, params: dict, shape: StreamShape) -> float:
-        """The scorer's cost, plus the threshold's (:meth:`_threshold_cost_s`)."""
-        scorer = cls.scorer_class.cost_per_example_s(cls._scorer_params(params), shape)
-        return scorer + cls._threshold_cost_s(params, shape)
-
-    @classmethod
-    def predict_cost_s(cls, params: dict, shape: StreamShape) -> float:
-        """The scorer's cost of a row it only predicts, plus the threshold's (:meth:`_threshold_cost_s`)."""
-        return cls.scorer_class.predict_cost_s(cls._scorer_params(params), shape) + cls._threshold_cost_s(params, shape)
-
-    @staticmethod
-    def _threshold_cost_s(params: dict, shape: StreamShape) -> float:
-        """~55 us and 0.55 us per label for a learned (ALT) threshold, none for a fixed rule.
-
-        Measured as the difference between Ada.OLMR with and without it (10 trees) on enron and cal500.
-        """
-        return 5.5e-5 + 5.5e-7 * shape.n_labels if params["threshold_rule"] in LEARNED_RULES else 0.0
-
-    @classmethod
-    def model_memory_mb(cls, params: dict, shape: StreamShape) -> float:
-        """The scorer's model (the threshold's own weights are a few vectors of q)."""
-        return cls.scorer_class.model_memory_mb(cls._scorer_params(params), shape)
-
-    @classmethod
     def check_params(cls, params: dict, shape: StreamShape) -> list[str]:
         return cls.scorer_class.check_params(cls._scorer_params(params), shape)
 

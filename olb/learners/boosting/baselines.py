@@ -12,9 +12,7 @@ from olb.learners.base import OnlineLearner, RoundCache
 from olb.learners.boosting.common import (
     ALL_FEATURES_PARAM,
     BOOSTER_PARAMS,
-    ForestCost,
     build_weak_learners,
-    weak_memory_mb,
 )
 from olb.weak import VFDTForest
 from olb.weak.river_adapter import river_hoeffding_tree
@@ -26,7 +24,7 @@ _TREE_PARAMS = {
 }
 
 
-class _TreeBaseline(ForestCost, OnlineLearner):
+class _TreeBaseline(OnlineLearner):
     """What paper 001's two tree baselines declare alike: multiclass, a class output, N trees."""
 
     task = "multiclass"
@@ -38,8 +36,6 @@ class _TreeBaseline(ForestCost, OnlineLearner):
     weak_learner: str
     params = dict(_TREE_PARAMS)
     test_params = {"num_learners": 3}
-
-    model_memory_mb = staticmethod(weak_memory_mb)  # the trees' storage
 
 
 class BestVFDT(_TreeBaseline):
@@ -61,9 +57,6 @@ class BestVFDT(_TreeBaseline):
     """
 
     name = "best_vfdt"
-    # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
-    forest_learning = 0.442
-    trees_power = 1.45
     report_metrics = {"best_tree_accuracy": False}  # higher is better
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
@@ -133,9 +126,6 @@ class OzaBoost(_TreeBaseline):
     """
 
     name = "oza"
-    # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
-    forest_learning = 0.806
-    trees_power = 1.28
     EPS_CLIP = 1e-6
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):

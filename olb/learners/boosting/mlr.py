@@ -15,19 +15,17 @@ from olb.learners.boosting.common import (
     BOOSTER_PARAMS,
     GAMMA_PARAM,
     MARGIN_PARAM,
-    ForestCost,
     build_weak_learners,
     hedge_draw,
     hedge_init,
     rounds,
-    weak_memory_mb,
 )
 from olb.learners.boosting.potentials import PairwisePotential
 
 AUTHORS_IMPORTANCE_SCALE = (3.0, 10.0)
 
 
-class MLRBooster(ForestCost, OnlineLearner):
+class MLRBooster(OnlineLearner):
     """Algorithm 1 of paper 000; subclasses choose the feedback, the cost vectors, the weights alpha and the expert."""
 
     task = "multilabel"
@@ -48,8 +46,6 @@ class MLRBooster(ForestCost, OnlineLearner):
         self.alpha = np.full(self.num_learners, self.initial_alpha)
         self.t = 0
         self._cache: RoundCache[tuple[np.ndarray, np.ndarray]] = RoundCache()
-
-    model_memory_mb = staticmethod(weak_memory_mb)  # the trees' storage
 
     def _experts(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Weak predictions H (N, k) and the states s^0..s^N (N + 1, k) of the experts."""
@@ -143,11 +139,6 @@ class OnlineBMR(FullFeedbackBooster):
     """
 
     name = "onlinebmr"
-    # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
-    forest_learning = 1.13
-    trees_power = 0.999
-    gamma_scale = 0.0738
-    gamma_power = 1.15
     initial_alpha = 1.0
     # hyperparameters (declared in ``params``)
     gamma: float

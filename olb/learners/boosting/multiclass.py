@@ -33,7 +33,6 @@ import numpy as np
 
 from olb.learners.base import OnlineLearner, Param, RoundCache
 from olb.learners.boosting.common import (
-    ForestCost,
     ALL_FEATURES_PARAM,
     BOOSTER_PARAMS,
     GAMMA_PARAM,
@@ -41,7 +40,6 @@ from olb.learners.boosting.common import (
     hedge_draw,
     hedge_init,
     rounds,
-    weak_memory_mb,
 )
 from olb.learners.boosting.potentials import baseline, mbbm_cost_matrix
 
@@ -81,7 +79,7 @@ class _Round:
     weights: np.ndarray  # (N, k): learner i's importance weight if the label is r (paper's rule)
 
 
-class MulticlassBooster(ForestCost, OnlineLearner):
+class MulticlassBooster(OnlineLearner):
     """The shared skeleton of paper 001's two boosters; subclasses choose costs, alpha and the expert."""
 
     task = "multiclass"
@@ -104,8 +102,6 @@ class MulticlassBooster(ForestCost, OnlineLearner):
         self.alpha = np.full(N, self.initial_alpha)
         self.t = 0
         self._cache: RoundCache[_Round] = RoundCache()
-
-    model_memory_mb = staticmethod(weak_memory_mb)  # the trees' storage
 
     # ------------------------------------------------------------------ one round
     def _round(self, x: np.ndarray) -> _Round:
@@ -200,9 +196,6 @@ class AdaBoostOLM(MulticlassBooster):
     """
 
     name = "adaolm"
-    # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
-    forest_learning = 1.88
-    trees_power = 0.962
     # hyperparameters (declared in ``params``)
     authors_gradient: bool
     params = {
@@ -433,11 +426,6 @@ class OnlineMBBM(MulticlassBooster):
     """
 
     name = "onlinembbm"
-    # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
-    forest_learning = 8.41
-    trees_power = 2.05
-    gamma_scale = 0.131
-    gamma_power = 2.43
     initial_alpha = 1.0
     # hyperparameters (declared in ``params``)
     gamma: float

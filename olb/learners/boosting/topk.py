@@ -90,18 +90,6 @@ class TopKBooster(MLRBooster):
             )
         return problems
 
-    weight_power = 0.0  # the trees' learning falls as weight_scale ** weight_power (fitted, like forest_learning)
-
-    @classmethod
-    def _learning(cls, params: dict) -> float:
-        """Smaller importance weights grow the trees more slowly: fewer split attempts."""
-        return super()._learning(params) * params["weight_scale"] ** cls.weight_power
-
-    @classmethod
-    def _fed_labels(cls, params: dict, shape: StreamShape) -> float:
-        """Only the relevant labels among the k revealed are fed: at most k of them."""
-        return min(super()._fed_labels(params, shape), params["k"])
-
     def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
         self.explorer = make_exploration(self.exploration, n_labels, self.k, self.rho)
@@ -164,12 +152,6 @@ class TopOpt(TopKBooster):
     """
 
     name = "topopt"
-    # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
-    forest_learning = 0.485
-    trees_power = 0.611
-    gamma_scale = 0.182
-    gamma_power = 1.58
-    weight_power = 0.599
     initial_alpha = 1.0
     # hyperparameters (declared in ``params``)
     gamma: float
@@ -220,10 +202,6 @@ class TopAda(TopKBooster):
     """
 
     name = "topada"
-    # planned CPU (ForestCost), fitted by benchmarks/calibrate_boosters.py
-    forest_learning = 0.818
-    trees_power = 1.06
-    weight_power = 0.726
     # hyperparameters (declared in ``params``)
     clip_gradient: bool
     params = {

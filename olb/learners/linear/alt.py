@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from olb.learners.base import ROUND_OVERHEAD_S, OnlineLearner, StreamShape
+from olb.learners.base import OnlineLearner
 from olb.kernels import KernelModule
 from olb.learners.linear import rows
 from olb.learners.linear.rows import NO_STATE, nonzero_entries
@@ -41,17 +41,6 @@ class _LinearALT(OnlineLearner):
     def __init__(self, n_features, n_labels, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
         self.W = np.zeros((self.n_features + int(self.bias), self.n_labels + 1))
-
-    @classmethod
-    def cost_per_example_s(cls, params: dict, shape: StreamShape) -> float:
-        """~80 us of protocol plus 0.02 us per label and 0.08 us per feature, with the features capped at 2000.
-
-        Fitted on FALT, SALT, PA-I/II-BR and OLANSGD* (rounds alike: the row's entries against a d x q matrix,
-        then a rank-one update) over ten multi-label data sets. The per-feature term is mostly the cost of
-        reading a sparse row; these learners read only its nonzeros, so a sparse data set with far more
-        features (rcv1v2) costs about as much per row as bibtex (the registry does not record nonzeros).
-        """
-        return ROUND_OVERHEAD_S + 2e-8 * shape.n_labels + 8e-8 * min(shape.n_features, 2000)
 
     def _scores(self, idx, val) -> np.ndarray:
         """Threshold score then label scores, (q + 1,)."""

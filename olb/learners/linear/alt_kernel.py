@@ -6,7 +6,6 @@ import numpy as np
 
 from olb.kernels import KernelModule
 from olb.learners.base import OnlineLearner
-from olb.learners.linear.pa import _PABRKernel
 from olb.learners.linear.support_vectors import SupportVectors
 from olb.learners.params import ETA, FEATURE_SCALING, KERNEL, REPEATS, SIGMA, with_default
 
@@ -48,8 +47,6 @@ class FALTKernel(OnlineLearner):
         "feature_scaling": with_default(FEATURE_SCALING, "minmax"),
     }
     test_params = {"eta": 0.5, "repeats": 5, "sigma": 1.0}
-    cost_per_example_s = _PABRKernel.cost_per_example_s  # a kernel row against the support vectors (fitted on both)
-    model_memory_mb = _PABRKernel.model_memory_mb  # the same support-vector store
 
     def __init__(self, n_features, n_labels, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)

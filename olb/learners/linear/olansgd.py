@@ -19,7 +19,6 @@ import numpy as np
 from olb.learners.base import OnlineLearner, Param
 from olb.kernels import KernelModule
 from olb.learners.linear import rows
-from olb.learners.linear.alt import _LinearALT
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import BIAS, ETA, FEATURE_SCALING, with_default
 
@@ -75,7 +74,6 @@ class OLANSGDStar(OnlineLearner):
         "feature_scaling": FEATURE_SCALING,
     }
     test_params: ClassVar[dict] = {"eta": 0.5}
-    cost_per_example_s = _LinearALT.cost_per_example_s  # a linear scorer's round (fitted on both)
 
     def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed=seed, **hyper)

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from olb.learners.base import MB_PER_FLOAT, ROUND_OVERHEAD_S, OnlineLearner, StreamShape
+from olb.learners.base import OnlineLearner
 from olb.kernels import KernelModule
 from olb.learners.linear import rows
-from olb.learners.linear.alt import _LinearALT
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.linear.support_vectors import SupportVectors
 from olb.learners.params import BIAS, FEATURE_SCALING, KERNEL, SIGMA, with_default
@@ -49,7 +48,6 @@ class _PABR(OnlineLearner):
     feature_scaling: str
     params = {"C": C_PARAM, "bias": BIAS, "feature_scaling": FEATURE_SCALING}
     test_params = {"C": 1.0}
-    cost_per_example_s = _LinearALT.cost_per_example_s  # the same kind of round (fitted on both)
 
     def __init__(self, n_features, n_labels, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
@@ -122,23 +120,6 @@ class _PABRKernel(OnlineLearner):
     def __init__(self, n_features, n_labels, seed=None, **hyper):
         super().__init__(n_features, n_labels, seed, **hyper)
         self.support = SupportVectors(self.n_features, self.n_labels, self.kernel, self.sigma)
-
-    @classmethod
-    def cost_per_example_s(cls, params: dict, shape: StreamShape) -> float:
-        """~80 us of protocol, 0.076 us per feature and 0.16 ns per support-vector feature: a kernel row costs
-        (support vectors) x d, and the support vectors grow with the stream, taken here as 3/4 of the
-        training rows (their stream average when most rows become support vectors).
-
-        Fitted on PA-I/II-BR(k) and FALT(k) (RBF, min-max scaled) over six multi-label data sets.
-        """
-        support_vectors = 0.75 * (shape.n_train or 0)
-        return ROUND_OVERHEAD_S + shape.n_features * (7.6e-8 + 1.6e-10 * support_vectors)
-
-    @classmethod
-    def model_memory_mb(cls, params: dict, shape: StreamShape) -> float:
-        """At most every training row as a support vector (dense, with its norm and q + 1 coefficients), twice:
-        the store doubles by copying."""
-        return 2 * MB_PER_FLOAT * (shape.n_train or 0) * (shape.n_features + shape.n_labels + 2)
 
     def predict_one(self, x):
         s = self.support.scores(self.support.kernel_row(x))

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from olb.learners.base import MB_PER_FLOAT, ROUND_OVERHEAD_S, OnlineLearner, Param, StreamShape
+from olb.learners.base import OnlineLearner, Param
 from olb.learners.neighbors.memory import RowMemory, k_nearest, vote
 from olb.learners.params import FEATURE_SCALING, INIT_FRACTION, N_NEIGHBORS
 
@@ -33,22 +33,6 @@ class NeighborLearner(OnlineLearner):
     init_fraction: float
     feature_scaling: str
     tie_break: str
-
-    @classmethod
-    def cost_per_example_s(cls, params: dict, shape: StreamShape) -> float:
-        """~80 us of protocol, 0.12 us per feature and 0.11 ns per memory-row feature (a search scans the
-        memory, rows x d); the memory grows with the stream, taken here as 3/4 of the training rows (its
-        average over a training pass and a frozen test pass).
-
-        Fitted on kNN (k = 10) over ten multi-label data sets.
-        """
-        memory = 0.75 * (shape.n_train or 0)
-        return ROUND_OVERHEAD_S + shape.n_features * (1.2e-7 + 1.1e-10 * memory)
-
-    @classmethod
-    def model_memory_mb(cls, params: dict, shape: StreamShape) -> float:
-        """Every training row in the memory, dense, with its squared norm and its label vector."""
-        return MB_PER_FLOAT * (shape.n_train or 0) * (shape.n_features + shape.n_labels + 1)
 
     @property
     def tie_rng(self) -> np.random.Generator | None:

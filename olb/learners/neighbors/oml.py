@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from olb.learners.base import MB_PER_FLOAT, Param, StreamShape
+from olb.learners.base import Param, StreamShape
 from olb.learners.neighbors.knn import VOTE_PARAMS, NeighborLearner
 from olb.learners.neighbors.memory import RowMemory, k_nearest, vote
 
@@ -149,23 +149,6 @@ class OML(NeighborLearner):
     }
     test_params: ClassVar[dict] = {"n_neighbors": 3}
     report_metrics: ClassVar[dict[str, bool]] = {"oml_lambda_capped": True}
-
-    @classmethod
-    def cost_per_example_s(cls, params: dict, shape: StreamShape) -> float:
-        """kNN's search (NeighborLearner's cost) plus ~110 us for the metric step and 6.4 ns x q x the latent
-        dimension (projections through P and V).
-
-        Fitted on OML (k = 10, latent_dim ceil(q / 2)) over ten multi-label data sets.
-        """
-        latent = params["latent_dim"] or math.ceil(shape.n_labels / 2)
-        return super().cost_per_example_s(params, shape) + 1.1e-4 + 6.4e-9 * shape.n_labels * latent
-
-    @classmethod
-    def model_memory_mb(cls, params: dict, shape: StreamShape) -> float:
-        """kNN's memory, plus the least-squares fit of P (a d x d system) and P, V, Q (d x r, q x r, r x r)."""
-        latent = params["latent_dim"] or math.ceil(shape.n_labels / 2)
-        d, q = shape.n_features, shape.n_labels
-        return super().model_memory_mb(params, shape) + MB_PER_FLOAT * (2 * d * d + (d + q + latent) * latent)
 
     @classmethod
     def check_params(cls, params: dict, shape: StreamShape) -> list[str]:

@@ -41,11 +41,11 @@ OUTPUT_CHECKS = {
 
 
 @functools.cache
-def dense_multilabel_stream() -> Dataset:
+def dense_multilabel_stream(n_train: int = N_TRAIN, n_test: int = N_TEST) -> Dataset:
     """72 Gaussian features, 6 correlated labels, ~1.9 relevant per example (emotions' shape)."""
     from olb.data.synthetic import make_multilabel_stream
 
-    return make_multilabel_stream(N_TRAIN, N_TEST, n_features=72, n_labels=6, cardinality=1.9, seed=0)
+    return make_multilabel_stream(n_train, n_test, n_features=72, n_labels=6, cardinality=1.9, seed=0)
 
 
 @functools.cache
@@ -63,18 +63,18 @@ def sparse_multilabel_stream() -> Dataset:
 
 
 @functools.cache
-def multiclass_stream() -> Dataset:
+def multiclass_stream(n_train: int = N_TRAIN, n_test: int = N_TEST) -> Dataset:
     """4 features on a 1..5 grid, 3 classes by a noisy linear rule, the largest class near half (balance's shape)."""
     rng = np.random.default_rng(2)
-    X = rng.integers(1, 6, size=(N_TRAIN + N_TEST, 4)).astype(float)
+    X = rng.integers(1, 6, size=(n_train + n_test, 4)).astype(float)
     margin = X[:, 0] * X[:, 1] - X[:, 2] * X[:, 3] + rng.normal(size=len(X))
     y = np.where(margin > 2, 0, np.where(margin < -2, 2, 1)).astype(np.int64)
-    return Dataset("synthetic-multiclass", X, y, "multiclass", ("a", "b", "c", "d"), ("L", "B", "R"), N_TRAIN)
+    return Dataset("synthetic-multiclass", X, y, "multiclass", ("a", "b", "c", "d"), ("L", "B", "R"), n_train)
 
 
-def stream_for(cls: type[OnlineLearner]) -> Dataset:
+def stream_for(cls: type[OnlineLearner], n_train: int = N_TRAIN, n_test: int = N_TEST) -> Dataset:
     """The dense stream of the learner's task."""
-    return multiclass_stream() if cls.task == "multiclass" else dense_multilabel_stream()
+    return (multiclass_stream if cls.task == "multiclass" else dense_multilabel_stream)(n_train, n_test)
 
 
 # ---------------------------------------------------------------------------------------------------

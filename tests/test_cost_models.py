@@ -1,0 +1,130 @@
+"""Every learner's cost model (olb/learners/*costs.py): found through the registry, apart from the learner classes,
+and checked by ``olb.checks`` against the CPU and the resident memory its learner measures on the synthetic stream
+(each learner in a child process of its own, once for the module)."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+from olb.checks.costs import CPU_FACTOR, MEMORY_FACTOR, CostMeasurement, measure_costs
+from olb.learners.costs import DEFAULT_COST_MODEL, CostModel
+from olb.registry import ALGORITHMS, COST_MODELS, FAMILIES, UnknownAlgorithmError, get_cost_model, register
+
+from test_learner_contract import DecayedFrequency
+
+LEARNERS = sorted(
+    (cls for family in FAMILIES for cls in importlib.import_module(family).LEARNERS), key=lambda c: c.name
+)
+COST_ATTRIBUTES = ("cost_per_example_s", "predict_cost_s", "model_memory_mb")
+
+
+@pytest.fixture(scope="module")
+def measured() -> dict[str, CostMeasurement]:
+    """Every registered learner's cost measurement."""
+    return {cls.name: measure_costs(cls) for cls in LEARNERS}
+
+
+def test_every_learner_has_its_familys_cost_model_and_no_cost_of_its_own():
+    for cls in LEARNERS:
+        model = get_cost_model(cls.name)
+        assert isinstance(model, CostModel) and model is not DEFAULT_COST_MODEL, cls.name
+        assert type(model).__module__.endswith("costs"), (cls.name, type(model).__module__)
+        assert not [name for name in COST_ATTRIBUTES if hasattr(cls, name)], cls.name
+
+
+def test_a_learner_registered_from_outside_is_planned_with_its_model_or_the_default():
+    class Flat(CostModel):
+        def model_memory_mb(self, params, shape) -> float:
+            return 7.0
+
+    try:
+        register(DecayedFrequency)
+        assert get_cost_model("decayed_frequency") is DEFAULT_COST_MODEL
+        register(DecayedFrequency, Flat())
+        assert isinstance(get_cost_model("decayed_frequency"), Flat)
+    finally:
+        ALGORITHMS.pop("decayed_frequency", None)
+        COST_MODELS.pop("decayed_frequency", None)
+    with pytest.raises(UnknownAlgorithmError, match="unknown algorithm 'decayed_frequency'"):
+        get_cost_model("decayed_frequency")
+
+
+@pytest.mark.parametrize("name", [cls.name for cls in LEARNERS])
+def test_the_cost_model_holds_on_the_synthetic_stream(measured, name):
+    """Predicted CPU per example within ``CPU_FACTOR`` (x12) and memory within ``MEMORY_FACTOR`` (x4) of the
+    measured, either way."""
+    m = measured[name]
+    assert m.rows == 400 and m.measured_us > 0 and m.measured_mb >= 0, m
+    assert not m.problems(), f"{name}: " + "; ".join(m.problems())
+
+
+def test_the_factors_are_checked_both_ways():
+    fine = CostMeasurement("x", 400, predicted_us=100.0, measured_us=50.0, predicted_mb=1.0, measured_mb=2.0)
+    assert fine.problems() == []
+    slow = CostMeasurement("x", 400, 100.0, 100.0 * CPU_FACTOR * 1.1, 1.0, 1.0)
+    big = CostMeasurement("x", 400, 100.0, 100.0, 1.0 * MEMORY_FACTOR * 1.1, 1.0)
+    assert [p.split(" predicted")[0] for p in slow.problems() + big.problems()] == ["CPU per example", "memory"]
+    tiny = CostMeasurement("x", 400, 100.0, 100.0, 0.001, 0.04)  # both under the resolution
+    assert tiny.problems() == []
+
+
+USER_MODULE = """
+import numpy as np
+
+from olb.learners import OnlineLearner, Param
+from olb.learners.costs import CostModel
+from olb.registry import register
+
+
+class Frequency(OnlineLearner):
+    name = "frequency"
+    predict_before_learn = False
+    decay: float
+    params = {"decay": Param(float, 0.9, low=0.0, high=1.0, open_low=True, doc="weight of the past")}
+
+    def __init__(self, n_features, n_labels, seed=None, **hyper):
+        super().__init__(n_features, n_labels, seed, **hyper)
+        self.frequency = np.zeros(self.n_labels)
+
+    def predict_one(self, x):
+        return self.frequency.copy()
+
+    def learn_one(self, x, y):
+        self.frequency = self.decay * self.frequency + (1 - self.decay) * np.asarray(y, float)
+
+
+class FiveMegabytes(CostModel):
+    def model_memory_mb(self, params, shape):
+        return 5.0
+
+
+register(Frequency, FiveMegabytes())
+"""
+
+
+def test_the_command_prints_the_table_and_fails_a_model_that_misses(tmp_path):
+    """A learner of the user's own module, registered with a model that predicts ~100x its memory: ``python -m
+    olb.checks --import`` names it, and passes FALT's."""
+    (tmp_path / "my_learners.py").write_text(USER_MODULE)
+    command = [sys.executable, "-m", "olb.checks", "--import", "my_learners", "frequency", "falt"]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    table = proc.stdout.split("cost models against the synthetic stream")[1].splitlines()
+    assert table[1].split()[:2] == ["learner", "rows"], proc.stdout
+    rows = {line.split()[0]: line for line in table[2:]}
+    assert rows["frequency"].endswith("<- off") and not rows["falt"].endswith("<- off"), proc.stdout
+    assert "check_learner: Frequency (frequency) passed all 8 contract checks" in proc.stdout
+    assert "frequency: cost model: memory predicted 5.000 MB" in proc.stderr, proc.stderr
+
+
+def test_the_command_names_every_unknown_algorithm_before_any_work(capsys):
+    from olb.checks.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_code:
+        main(["falt", "nope", "fal"])
+    assert exit_code.value.code == 2
+    assert "unknown algorithm(s) 'nope', 'fal' (did you mean 'falt'?); allowed: adaolm," in capsys.readouterr().err
