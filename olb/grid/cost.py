@@ -9,6 +9,8 @@ import json
 import logging
 import math
 import os
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Protocol
 
 from omegaconf import DictConfig
 
@@ -16,10 +18,21 @@ from olb.grid.config import BackendConfig
 from olb.grid.plan import Cell, GridConfigError, Plan
 from olb.registry import get_cost_model
 
+if TYPE_CHECKING:
+    from olb.data.registry import DatasetSpec
+    from olb.learners.base import StreamShape
+
 log = logging.getLogger("olb.grid")
 
 
-def registry_entry(dataset: str):
+class StartedBackend(Protocol):
+    """What :func:`check_memory` asks of a started backend."""
+
+    name: str
+    node_memory_mb: float
+
+
+def registry_entry(dataset: str) -> DatasetSpec:
     """The data set's registry entry, its file parsed once per registry (planning asks for it per cell): the
     registry's folders are named by ``$OLB_CONF_DIR`` (:func:`olb.paths.conf_dirs`), which keys the cache
     (resolving the folders themselves would cost more than the rest of a cell's planning)."""
@@ -27,13 +40,13 @@ def registry_entry(dataset: str):
 
 
 @functools.lru_cache(maxsize=256)
-def _registry_entry(dataset: str, conf_dirs: str):
+def _registry_entry(dataset: str, conf_dirs: str) -> DatasetSpec:
     from olb.data import dataset_spec
 
     return dataset_spec(dataset)
 
 
-def _stream_shape(spec):
+def _stream_shape(spec: DatasetSpec) -> StreamShape:
     """What a learner is told of the data set's stream for planning: its registered shape, the training rows
     (every row when it has no split) and its label cardinality where registered."""
     from olb.learners.base import StreamShape
@@ -51,9 +64,10 @@ def planned_stream(
     rows, a test row of ``protocol="train_frozen"`` predicted, not learned (:meth:`olb.learners.costs.CostModel.stream_cost_s`)."""
     spec = registry_entry(dataset)
     shape = _stream_shape(spec)
-    n_test = spec.shape.n_examples - shape.n_train
+    n_train = spec.n_train or spec.shape.n_examples  # every row when the data set has no split
+    n_test = spec.shape.n_examples - n_train
     cost = get_cost_model(algorithm).stream_cost_s(params, shape, n_test, loops, frozen=protocol == "train_frozen")
-    return cost, shape.n_train, loops * shape.n_train + n_test
+    return cost, n_train, loops * n_train + n_test
 
 
 PROCESS_FLOOR_MB = 500.0
@@ -87,7 +101,7 @@ def planned_memory_mb(algorithm: str, params: dict, dataset: str) -> float:
     return PROCESS_FLOOR_MB + data + model
 
 
-def planned_work(plan: Plan, unavailable=()) -> tuple[float, int]:
+def planned_work(plan: Plan, unavailable: Collection[str] = ()) -> tuple[float, int]:
     """Rough CPU seconds and number of tasks of ``plan`` (for ``backend=auto``): every cell, finished ones too
     (resume is known only once the store is open), none on the ``unavailable`` data sets; for a cross-validated
     entry, every candidate's folds (each fold streams the training split once: 9/10 learned, 1/10 tested)
@@ -96,7 +110,7 @@ def planned_work(plan: Plan, unavailable=()) -> tuple[float, int]:
     return sum(seconds for seconds, _ in pairs), sum(tasks for _, tasks in pairs)
 
 
-def planned_work_by_pair(plan: Plan, unavailable=()) -> dict[tuple[str, str], tuple[float, int]]:
+def planned_work_by_pair(plan: Plan, unavailable: Collection[str] = ()) -> dict[tuple[str, str], tuple[float, int]]:
     """(entry, data set) -> its CPU seconds and tasks as :func:`planned_work` plans them."""
     settings: dict[tuple[str, str], dict[tuple, list[Cell]]] = {}  # (entry, data set) -> setting -> its cells
     text = _params_text()
@@ -104,7 +118,7 @@ def planned_work_by_pair(plan: Plan, unavailable=()) -> dict[tuple[str, str], tu
         if cell.dataset not in unavailable:
             key = (text(cell.params), cell.loops)
             settings.setdefault((cell.entry, cell.dataset), {}).setdefault(key, []).append(cell)
-    out = {}
+    out: dict[tuple[str, str], tuple[float, int]] = {}
     for (entry, dataset), candidates in settings.items():
         streams = [
             (planned_stream(cells[0].algorithm, cells[0].params, dataset, cells[0].loops, cells[0].protocol), cells)
@@ -123,13 +137,13 @@ def planned_work_by_pair(plan: Plan, unavailable=()) -> dict[tuple[str, str], tu
     return out
 
 
-def check_memory(cfg: DictConfig, plan: Plan, unavailable, backend) -> None:
+def check_memory(cfg: DictConfig, plan: Plan, unavailable: Collection[str], backend: StartedBackend) -> None:
     """On a started Ray backend: :func:`refuse_oversized` against the largest node's memory."""
     if backend.name == "ray":
         refuse_oversized(cfg, plan, unavailable, backend.node_memory_mb)
 
 
-def refuse_oversized(cfg: DictConfig, plan: Plan, unavailable, node_memory_mb: float) -> None:
+def refuse_oversized(cfg: DictConfig, plan: Plan, unavailable: Collection[str], node_memory_mb: float) -> None:
     """GridConfigError naming every cell whose predicted peak memory (times ``backend.memory_factor``) exceeds
     ``node_memory_mb`` (a Ray node's memory to hand out), unless ``backend.refuse_oversized=false``."""
     if not cfg.backend.refuse_oversized or cfg.backend.memory_factor == 0:
@@ -144,7 +158,7 @@ def refuse_oversized(cfg: DictConfig, plan: Plan, unavailable, node_memory_mb: f
         )
 
 
-def oversized(cfg: BackendConfig, plan: Plan, unavailable, node_memory_mb: float) -> list[str]:
+def oversized(cfg: BackendConfig, plan: Plan, unavailable: Collection[str], node_memory_mb: float) -> list[str]:
     """One line per setting (label on data set) whose request exceeds ``node_memory_mb``, with its prediction."""
     lines: dict[str, str] = {}
     for cell, predicted in planned_memory_by_cell(plan, unavailable):
@@ -154,7 +168,7 @@ def oversized(cfg: BackendConfig, plan: Plan, unavailable, node_memory_mb: float
     return list(lines.values())
 
 
-def planned_memory_by_cell(plan: Plan, unavailable=()) -> list[tuple[Cell, float]]:
+def planned_memory_by_cell(plan: Plan, unavailable: Collection[str] = ()) -> list[tuple[Cell, float]]:
     """Each unique cell of ``plan`` off the ``unavailable`` data sets with its :func:`planned_memory_mb`,
     predicted once per setting."""
     memo: dict[tuple, float] = {}
@@ -181,7 +195,7 @@ def memory_request_mb(predicted_mb: float, cfg: BackendConfig, limit_mb: float) 
     return min(predicted_mb * cfg.memory_factor, limit_mb)
 
 
-def _params_text():
+def _params_text() -> Callable[[dict], str]:
     """``params`` -> their canonical text, written once per dict: a setting's cells (one per seed) share theirs,
     and the dicts live as long as the plan that holds them, so their ids stay theirs while it is read."""
     known: dict[int, str] = {}

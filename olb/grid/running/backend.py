@@ -23,6 +23,7 @@ class Backend(ABC):
     name: str  # as in backend.name
     cpus: int = 1  # tasks it runs at once (the progress bar's slots, the fan-out's efficiency)
     startup_s: float = 0.0  # what starting it cost
+    node_memory_mb: float = 0.0  # the largest node's memory Ray hands out to cells, once started (0: no limit known)
     log_dir: Path | None = None  # where a local Ray keeps the logs of lost cells (the grid's output folder)
 
     @property
