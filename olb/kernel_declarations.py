@@ -85,12 +85,36 @@ def kernel(function: F) -> F:
 
 def kernel_record(cls: R) -> R:
     """Register the ``NamedTuple`` ``cls`` as a record kernels take whole, each field annotated with a kernel
-    type (an array or a scalar; no record within a record)."""
+    type (an array or a scalar; no record within a record). Every record made (``cls(...)``, ``_make``,
+    ``_replace``, unpickling) has its fields checked against these types, so that a kernel's call checks only
+    the record's class (its arrays change only when they grow, its calls come per example)."""
     if not (issubclass(cls, tuple) and hasattr(cls, "_fields")):
         raise TypeError(f"kernel record {cls.__qualname__}: must be a NamedTuple")
-    record_types(cls)  # checked now, at import
+    checked = _fields_check(f"kernel record {cls.__qualname__}", record_types(cls)["fields"])
+    new, make = cls.__new__, cls._make.__func__  # type: ignore[attr-defined]  # a NamedTuple's
+
+    def made(record_class, *args, **kwargs):
+        return checked(new(record_class, *args, **kwargs))
+
+    def made_from(record_class, iterable):
+        return checked(make(record_class, iterable))
+
+    setattr(cls, "__new__", staticmethod(made))  # noqa: B010  # a NamedTuple's own may not be overridden
+    setattr(cls, "_make", classmethod(made_from))  # noqa: B010  # what _replace calls
     RECORDS[record_name(cls)] = cls
     return cls
+
+
+def _fields_check(what: str, fields: dict[str, str]) -> Callable:
+    specs = [(field, numba_type, argument_spec(numba_type)) for field, numba_type in fields.items()]
+
+    def checked(record):
+        for value, (field, numba_type, spec) in zip(record, specs, strict=True):
+            if not matches(value, *spec):
+                raise TypeError(f"{what}: field {field!r} must be {numba_type}, got {describe(value)}")
+        return record
+
+    return checked
 
 
 def record_name(cls: type) -> str:
@@ -150,6 +174,31 @@ def argument_spec(numba_type: str) -> tuple[np.dtype, int, bool]:
         raise ValueError(f"kernel argument type {numba_type!r}: the dtype must be one of {', '.join(DTYPES)}")
     axes = rest.rstrip("]").split(",") if rest else []
     return DTYPES[base], len(axes), bool(axes) and axes[-1].strip() == "::1"
+
+
+_INTEGERS = (int, np.integer, np.bool_)
+_NUMBERS = (*_INTEGERS, float, np.floating)
+
+
+def matches(value, dtype: np.dtype, ndim: int, c_order: bool) -> bool:
+    """Whether ``value`` is of a kernel type: an array of that dtype, dimensions and order, or (``ndim`` 0) a
+    number (an integer where the dtype is one)."""
+    if not ndim:
+        return isinstance(value, _INTEGERS if dtype.kind in "iub" else _NUMBERS)
+    return (
+        type(value) is np.ndarray
+        and value.dtype == dtype
+        and value.ndim == ndim
+        and (not c_order or value.flags.c_contiguous)
+    )
+
+
+def describe(value) -> str:
+    """What ``value`` is, for a message about a kernel argument."""
+    if isinstance(value, np.ndarray):
+        order = "C order" if value.flags.c_contiguous else "strided"
+        return f"a {value.ndim}-d {value.dtype} array ({order})"
+    return type(value).__name__
 
 
 @cache

@@ -25,8 +25,8 @@ Both run the same numba code and give the same results bit for bit (``tests/test
 covers the source of the modules that declare kernels and records, this file and :mod:`olb.kernel_declarations`,
 the Python, numpy, numba and llvmlite versions and the processor's name and features; the extension's SHA-256 is recorded beside it and checked on every load, and
 nothing is read from a folder another user could write (:mod:`olb.cache`). Arguments are checked before every
-call (dtype, dimensions, C order; a record's fields when they change), since the extension itself checks only
-the item size. The time spent building, loading or (under the JIT) compiling kernels is counted in
+call (dtype, dimensions, C order; a record's class, its fields checked when it is made), since the extension
+itself checks only the item size. The time spent building, loading or (under the JIT) compiling kernels is counted in
 :data:`LOADING`, which a cell's ``compile_s`` holds.
 """
 
@@ -49,7 +49,6 @@ import sys
 import tempfile
 import time
 import warnings
-import weakref
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -75,7 +74,9 @@ from olb.kernel_declarations import (
     ArgumentType,
     argument_spec,
     declaring_modules,
+    describe,
     kernel_modules,
+    record_types,
 )
 
 MODES = ("aot", "jit")
@@ -599,11 +600,11 @@ def _checked(name: str, function: Callable, arguments: list[ArgumentType]) -> Ca
                 or value.ndim != ndim
                 or (c_order and not value.flags.c_contiguous)
             ):
-                raise TypeError(f"{name}: argument {position} must be {arguments[position]}, got {_describe(value)}")
+                raise TypeError(f"{name}: argument {position} must be {arguments[position]}, got {describe(value)}")
         for position in integers:
             if not isinstance(args[position], int | np.integer | np.bool_):
                 raise TypeError(
-                    f"{name}: argument {position} must be {arguments[position]}, got {_describe(args[position])}"
+                    f"{name}: argument {position} must be {arguments[position]}, got {describe(args[position])}"
                 )
         for position, check in records:
             check(args[position])
@@ -615,58 +616,21 @@ def _checked(name: str, function: Callable, arguments: list[ArgumentType]) -> Ca
     return call
 
 
-_INTEGERS = (int, np.integer, np.bool_)
-_NUMBERS = (*_INTEGERS, float, np.floating)
-
-
-def _matches(value, dtype: np.dtype, ndim: int, c_order: bool) -> bool:
-    """Whether ``value`` is of a kernel type: an array of that dtype, dimensions and order, or (``ndim`` 0) a
-    number (an integer where the dtype is one)."""
-    if not ndim:
-        return isinstance(value, _INTEGERS if dtype.kind in "iub" else _NUMBERS)
-    return (
-        type(value) is np.ndarray
-        and value.dtype == dtype
-        and value.ndim == ndim
-        and (not c_order or value.flags.c_contiguous)
-    )
-
-
 class _RecordCheck:
-    """The check of a record argument: its class, and each field against its declared type. A record whose fields
-    are the very objects checked at the previous call passes without a second look (remembered by weak references,
-    so nothing is kept alive): a kernel over a forest's arrays is called per example, and its arrays change only
-    when the storage grows."""
+    """The check of a record argument: its class must be the kernel record the extension was compiled for (its
+    fields declared alike). A record checks its own fields when it is made (``@kernel_record``)."""
 
     def __init__(self, where: str, record: dict[str, Any]) -> None:
-        self.where, self.name = where, record["record"]
-        self.fields = [(field, numba_type, argument_spec(numba_type)) for field, numba_type in record["fields"].items()]
-        self.record_class: type | None = None  # the class named ``name``, once seen
-        self.last: list[Callable[[], object]] = []  # the fields of the last record checked
+        self.where, self.declared = where, record
+        self.record_class: type | None = None  # the class, once seen
 
     def __call__(self, value) -> None:
-        if type(value) is not self.record_class:
-            if f"{type(value).__module__}.{type(value).__qualname__}" != self.name:
-                raise TypeError(f"{self.where} must be a {self.name} record, got {_describe(value)}")
-            self.record_class = type(value)
-        last = self.last
-        if len(last) == len(value) and all(field() is item for field, item in zip(last, value)):
+        if type(value) is self.record_class:
             return
-        for item, (field, numba_type, spec) in zip(value, self.fields, strict=True):
-            if not _matches(item, *spec):
-                raise TypeError(f"{self.where}: field {field!r} must be {numba_type}, got {_describe(item)}")
-        self.last = [weakref.ref(item) if isinstance(item, np.ndarray) else _held(item) for item in value]
-
-
-def _held(value: object) -> Callable[[], object]:
-    return lambda: value
-
-
-def _describe(value) -> str:
-    if isinstance(value, np.ndarray):
-        order = "C order" if value.flags.c_contiguous else "strided"
-        return f"a {value.ndim}-d {value.dtype} array ({order})"
-    return type(value).__name__
+        cls = type(value)
+        if RECORDS.get(f"{cls.__module__}.{cls.__qualname__}") is not cls or record_types(cls) != self.declared:
+            raise TypeError(f"{self.where} must be a {self.declared['record']} record, got {describe(value)}")
+        self.record_class = cls
 
 
 def build(folder: Path) -> Path:

@@ -4,6 +4,7 @@ behind, and numba's JIT where the extension cannot be had (said once per machine
 
 import json
 import os
+import pickle
 import shutil
 import socket
 import subprocess
@@ -96,24 +97,22 @@ def test_arguments_are_checked_before_the_extension_sees_them():
         KernelModule("olb.weak.vfdt").route  # noqa: B018
 
 
-def test_a_record_is_checked_field_by_field_and_again_when_a_field_changes():
+def test_a_record_checks_its_fields_when_made_and_a_call_its_class():
+    forest = VFDTForest(2, 3, 2, seed=0)
+    with pytest.raises(TypeError, match=r"ForestArrays: field 'threshold' must be float64\[::1\], got a 1-d float32"):
+        forest.arrays._replace(threshold=forest.arrays.threshold.astype(np.float32))
+    with pytest.raises(TypeError, match="ForestArrays: field 'pseudo_count' must be float64, got str"):
+        forest.arrays._replace(pseudo_count="1")
+    with pytest.raises(TypeError, match=r"ForestArrays: field 'root' must be int64\[::1\], got list"):
+        type(forest.arrays)(*([[0, 1]] + list(forest.arrays[1:])))
+    assert pickle.loads(pickle.dumps(forest.arrays)).pseudo_count == 1.0
     _require_the_extension()
     route = kernels._extension()["olb.weak.vfdt_core"]["route"]
-    forest = VFDTForest(2, 3, 2, seed=0)
-    x = np.zeros(3)
-    assert route(forest.arrays, x).tolist() == [0, 1]
+    assert route(forest.arrays, np.zeros(3)).tolist() == [0, 1]
     with pytest.raises(
         TypeError, match=r"route: argument 0 must be a olb.weak.vfdt_arrays.ForestArrays record, got tuple"
     ):
-        route(tuple(forest.arrays), x)
-    wrong = forest.arrays._replace(threshold=forest.arrays.threshold.astype(np.float32))
-    with pytest.raises(
-        TypeError, match=r"route: argument 0: field 'threshold' must be float64\[::1\], got a 1-d float32"
-    ):
-        route(wrong, x)
-    assert route(forest.arrays, x).tolist() == [0, 1]  # the record checked before
-    with pytest.raises(TypeError, match="field 'pseudo_count' must be float64, got str"):
-        route(forest.arrays._replace(pseudo_count="1"), x)
+        route(tuple(forest.arrays), np.zeros(3))
 
 
 def test_an_altered_extension_is_not_loaded(tmp_path):
