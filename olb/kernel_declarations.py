@@ -99,8 +99,9 @@ def kernel_record(cls: R) -> R:
     def made_from(record_class, iterable):
         return checked(make(record_class, iterable))
 
-    setattr(cls, "__new__", staticmethod(made))  # noqa: B010  # a NamedTuple's own may not be overridden
-    setattr(cls, "_make", classmethod(made_from))  # noqa: B010  # what _replace calls
+    # set on the finished class: a NamedTuple's body may not define them
+    setattr(cls, "__new__", staticmethod(made))
+    setattr(cls, "_make", classmethod(made_from))  # what _replace calls
     RECORDS[record_name(cls)] = cls
     return cls
 

@@ -122,6 +122,7 @@ class VFDTForest(WeakLearners):
         for i in range(N):
             self.arrays.root[i] = self._new_leaf(np.zeros(n_labels), np.zeros(n_labels, bool), self._new_slot())
 
+    # the trees' parameters, kept in the record the kernels take
     @property
     def covariates(self) -> np.ndarray:
         """The features each tree sees (N, d')."""
@@ -129,10 +130,12 @@ class VFDTForest(WeakLearners):
 
     @property
     def grace(self) -> np.ndarray:
+        """Each tree's grace period."""
         return self.arrays.grace
 
     @property
     def tau(self) -> np.ndarray:
+        """Each tree's tie threshold."""
         return self.arrays.tau
 
     @property
@@ -180,6 +183,7 @@ class VFDTForest(WeakLearners):
     def _new_storage(
         self, capacity: int, covariates: np.ndarray, grace: np.ndarray, tau: np.ndarray, pseudo_count: float
     ) -> ForestArrays:
+        """Empty storage for ``capacity`` nodes, with the trees' parameters and the settings (no node yet)."""
         k, d, N = self.n_labels, self._d, self.n_learners
         self.n_nodes = self.n_slots = 0
         rows = self._POOL_LEAVES_PER_TREE * N * k
