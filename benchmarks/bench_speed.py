@@ -310,7 +310,8 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int, protocol: str
         """How many normal-CDF values the call computed (a class with weight whose range holds the threshold) and
         at most how many log2 values (a class with mass on a side: every branch entropy term; a candidate whose
         branch is too light computes none, which this count does not know)."""
-        leaves, _, slot, pair_of, _, _, g_weight, _, _, g_min, g_max = args[:11]
+        forest, leaves = args[:2]
+        slot, pair_of, g_weight, g_min, g_max = forest.slot, forest.pair_of, forest.g_weight, forest.g_min, forest.g_max
         usable, thresholds = result[2], result[-1]
         cdf = logs = 0
         for b, leaf in enumerate(leaves):
@@ -336,7 +337,7 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int, protocol: str
             elif name == "evaluate_splits":
                 counts["cdf"] += cdf_and_log_values(args, originals[name](*args[:-1], False))[0]  # every candidate
                 counts["log2"] += cdf_and_log_values(args, result)[1]  # the exactly scored leaves' only
-                counts["leaves"] += len(args[0])
+                counts["leaves"] += len(args[1])
                 counts["scored"] += int(result[2].any(axis=1).sum())
             return result
 

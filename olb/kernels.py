@@ -1,9 +1,10 @@
 """olb's compiled kernels, built ahead of time once per user and machine, so that the processes that run cells
 load neither numba nor LLVM.
 
-The kernels are numba functions in four modules (:data:`KERNEL_MODULES`); each lists the functions called from
-Python and their argument types in ``EXPORTS``. ``python -m olb.kernels`` compiles them, with numba's own
-compiler for this machine's processor, into one extension module (``numba.pycc``) in the per-user cache
+The kernels are the numba functions declared with ``@kernel`` (:mod:`olb.kernel_declarations`: their argument
+types are their annotations; the modules that declare them are found by their source, not listed). ``python -m
+olb.kernels`` compiles them, with numba's own compiler for this machine's processor, into one extension module
+(``numba.pycc``) in the per-user cache
 (``$OLB_KERNELS_DIR/<key>/``, by default ``<cache dir>/kernels/<key>/``, :func:`olb.cache.cache_dir`). A process
 then imports only that module: the same machine code numba's JIT would make, without numba's typing tables and
 LLVM's compiler, about 110 MB per process (``docs/speed.md``). :func:`kernels` returns a module's functions from
@@ -21,11 +22,12 @@ by several machines), into a private folder renamed into place whole.
   rebuild the whole extension after every edit).
 
 Both run the same numba code and give the same results bit for bit (``tests/test_kernels.py``). The key
-covers the kernel modules' source, this file, the Python, numpy, numba and llvmlite versions and the
-processor's name and features; the extension's SHA-256 is recorded beside it and checked on every load, and
+covers the source of the modules that declare kernels and records, this file and :mod:`olb.kernel_declarations`,
+the Python, numpy, numba and llvmlite versions and the processor's name and features; the extension's SHA-256 is recorded beside it and checked on every load, and
 nothing is read from a folder another user could write (:mod:`olb.cache`). Arguments are checked before every
-call (dtype, dimensions, C order), since the extension itself checks only the item size. The time spent building,
-loading or (under the JIT) compiling kernels is counted in :data:`LOADING`, which a cell's ``compile_s`` holds.
+call (dtype, dimensions, C order; a record's class, its fields checked when it is made), since the extension
+itself checks only the item size. The time spent building, loading or (under the JIT) compiling kernels is counted in
+:data:`LOADING`, which a cell's ``compile_s`` holds.
 """
 
 from __future__ import annotations
@@ -63,13 +65,20 @@ from olb.cache import (
     private_cache,
     private_dir,
 )
-
-KERNEL_MODULES = (
-    "olb.weak.vfdt_core",
-    "olb.learners.boosting.rounds",
-    "olb.learners.linear.alt_loss",
-    "olb.learners.linear.passes",
+from olb import kernel_declarations as declarations
+from olb.kernel_declarations import (
+    DTYPES,
+    KERNELS,
+    PACKAGE,
+    RECORDS,
+    ArgumentType,
+    argument_spec,
+    declaring_modules,
+    describe,
+    kernel_modules,
+    record_types,
 )
+
 MODES = ("aot", "jit")
 EXTENSION = "olb_kernels"
 BUILD_TIMEOUT_S = 1800.0  # the build (numba, then a C compiler) took 13-30 s on a 2-core machine
@@ -86,8 +95,6 @@ _SHIM = "".join(
     f"double (*{symbol}_target)(double) = 0;\ndouble {symbol}(double x) {{ return {symbol}_target(x); }}\n"
     for symbol in SCIPY_SYMBOLS
 )
-_DTYPES: dict[str, np.dtype] = {name: np.dtype(name) for name in ("float64", "int64", "int32", "int8")}
-_DTYPES["boolean"] = np.dtype(np.bool_)  # numba's name for it
 
 
 def mode() -> str:
@@ -99,12 +106,10 @@ def mode() -> str:
 
 
 class KernelModule:
-    """A kernel module's functions (its ``EXPORTS``), loaded on first use: ``vfdt_core = KernelModule(
+    """A module's kernels (its ``@kernel`` functions), loaded on first use: ``vfdt_core = KernelModule(
     "olb.weak.vfdt_core")`` at import time costs nothing; ``vfdt_core.route(...)`` loads them all."""
 
     def __init__(self, module: str) -> None:
-        if module not in KERNEL_MODULES:
-            raise ValueError(f"{module!r} is not a kernel module; they are: {', '.join(KERNEL_MODULES)}")
         self._module = module
 
     def __getattr__(self, name: str) -> Callable:
@@ -113,7 +118,7 @@ class KernelModule:
         functions = kernels(self._module)
         self.__dict__.update(functions)
         if name not in functions:
-            raise AttributeError(f"{self._module} exports no kernel {name!r} (its EXPORTS: {', '.join(functions)})")
+            raise AttributeError(f"{self._module} declares no kernel {name!r} (its kernels: {', '.join(functions)})")
         return functions[name]
 
 
@@ -126,11 +131,13 @@ STATE: dict[str, Any] = {"built_s": 0.0, "jit_because": None}
 
 
 def kernels(module: str) -> dict[str, Callable]:
-    """The functions ``module`` exports, from the extension (``aot``) or numba's JIT (``jit``, or where the
+    """The kernels ``module`` declares, from the extension (``aot``) or numba's JIT (``jit``, or where the
     extension could not be built; a line on stderr says why, once per machine)."""
     started = time.perf_counter(), time.process_time()
     _IN_KERNELS[0] += 1
     try:
+        if module not in kernel_modules():  # found by reading olb's sources, once per process
+            raise ValueError(f"{module!r} is not a kernel module; they are: {', '.join(kernel_modules())}")
         if mode() == "aot":
             extension = _extension()
             if extension is not None:
@@ -157,9 +164,9 @@ def ready() -> dict[str, Any]:
 @cache
 def _jit(module: str) -> dict[str, Callable]:
     check_cache_folders()  # numba's cache is pickle
-    loaded = importlib.import_module(module)
+    importlib.import_module(module)
     count_numba_compiling()
-    return {name: getattr(loaded, name) for name in loaded.EXPORTS}
+    return {name: declared.function for name, declared in KERNELS.get(module, {}).items()}
 
 
 @cache
@@ -226,7 +233,8 @@ def extension_folder() -> Path:
 def build_key() -> str:
     """A digest of everything the extension's machine code depends on (see the module docstring)."""
     digest = hashlib.sha256()
-    for path in [Path(__file__), *(_source(module) for module in KERNEL_MODULES)]:
+    for module, path in _key_sources().items():
+        digest.update(f"{module}\0".encode())
         digest.update(path.read_bytes())
     versions = [sys.version, np.__version__, platform.machine()]
     versions += [_package_version(name) for name in ("numba", "llvmlite")]  # not imported: LLVM is not loaded
@@ -240,11 +248,12 @@ def _package_version(name: str) -> str:
     return version(name)
 
 
-def _source(module: str) -> Path:
-    spec = importlib.util.find_spec(module)
-    if spec is None or spec.origin is None:
-        raise ImportError(f"kernel module {module} not found")
-    return Path(spec.origin)
+def _key_sources() -> dict[str, Path]:
+    """The sources the extension is compiled from, by module: this one, the declarations' and every module that
+    declares kernels or records."""
+    found = {module: path for module, (path, _) in declaring_modules().items()}
+    machinery = [Path(__file__), Path(declarations.__file__)]  # by file name: run as __main__, this one is too
+    return {**{path.name: path for path in machinery}, **found}
 
 
 def target_cpu() -> str:
@@ -566,41 +575,23 @@ def export_name(module: str, name: str) -> str:
     return f"{module.rsplit('.', 1)[1]}__{name}"
 
 
-def argument_types(text: str) -> list[str]:
-    """A kernel's ``EXPORTS`` entry as one type per argument.
-
-    >>> argument_types("float64[:, ::1], int64, boolean[::1]")
-    ['float64[:, ::1]', 'int64', 'boolean[::1]']
-    """
-    types, depth, start = [], 0, 0
-    for position, character in enumerate(text + ","):
-        depth += {"[": 1, "]": -1}.get(character, 0)
-        if character == "," and depth == 0:
-            types.append(text[start:position].strip())
-            start = position + 1
-    return types
-
-
-def argument_spec(numba_type: str) -> tuple[np.dtype, int, bool]:
-    """(dtype, dimensions, C order) of an ``EXPORTS`` type: ``float64`` (0 dimensions), ``int64[::1]``,
-    ``float64[:, ::1]`` (C order), ``float64[:]`` (any strides)."""
-    base, _, rest = numba_type.partition("[")
-    if base not in _DTYPES:
-        raise ValueError(f"kernel argument type {numba_type!r}: the dtype must be one of {', '.join(_DTYPES)}")
-    axes = rest.rstrip("]").split(",") if rest else []
-    return _DTYPES[base], len(axes), bool(axes) and axes[-1].strip() == "::1"
-
-
-def _checked(name: str, function: Callable, arguments: list[str]) -> Callable:
-    """``function`` behind a check of its arguments against their ``EXPORTS`` types: the extension would
-    misread an array of another dtype, dimension or layout instead of raising."""
-    specs = [argument_spec(argument) for argument in arguments]
-    arrays = [(position, *spec) for position, spec in enumerate(specs) if spec[1]]
-    integers = [position for position, (dtype, ndim, _) in enumerate(specs) if not ndim and dtype.kind in "iub"]
+def _checked(name: str, function: Callable, arguments: list[ArgumentType]) -> Callable:
+    """``function`` behind a check of its arguments against their declared types: the extension would misread an
+    array of another dtype, dimension or layout (or a record of other fields) instead of raising."""
+    specs = {
+        position: argument_spec(argument) for position, argument in enumerate(arguments) if isinstance(argument, str)
+    }
+    arrays = [(position, *spec) for position, spec in specs.items() if spec[1]]
+    integers = [position for position, (dtype, ndim, _) in specs.items() if not ndim and dtype.kind in "iub"]
+    records = [
+        (position, _RecordCheck(f"{name}: argument {position}", argument))
+        for position, argument in enumerate(arguments)
+        if isinstance(argument, dict)
+    ]
 
     def call(*args):
-        if len(args) != len(specs):
-            raise TypeError(f"{name} takes {len(specs)} arguments ({len(args)} given)")
+        if len(args) != len(arguments):
+            raise TypeError(f"{name} takes {len(arguments)} arguments ({len(args)} given)")
         for position, dtype, ndim, c_order in arrays:
             value = args[position]
             if (
@@ -609,29 +600,42 @@ def _checked(name: str, function: Callable, arguments: list[str]) -> Callable:
                 or value.ndim != ndim
                 or (c_order and not value.flags.c_contiguous)
             ):
-                raise TypeError(f"{name}: argument {position} must be {arguments[position]}, got {_describe(value)}")
+                raise TypeError(f"{name}: argument {position} must be {arguments[position]}, got {describe(value)}")
         for position in integers:
             if not isinstance(args[position], int | np.integer | np.bool_):
                 raise TypeError(
-                    f"{name}: argument {position} must be {arguments[position]}, got {_describe(args[position])}"
+                    f"{name}: argument {position} must be {arguments[position]}, got {describe(args[position])}"
                 )
+        for position, check in records:
+            check(args[position])
         return function(*args)
 
     call.__name__ = call.__qualname__ = name.rsplit(".", 1)[1]
-    call.__doc__ = f"{name} ({', '.join(arguments)}), compiled ahead of time."
+    described = (argument if isinstance(argument, str) else argument["record"] for argument in arguments)
+    call.__doc__ = f"{name} ({', '.join(described)}), compiled ahead of time."
     return call
 
 
-def _describe(value) -> str:
-    if isinstance(value, np.ndarray):
-        order = "C order" if value.flags.c_contiguous else "strided"
-        return f"a {value.ndim}-d {value.dtype} array ({order})"
-    return type(value).__name__
+class _RecordCheck:
+    """The check of a record argument: its class must be the kernel record the extension was compiled for (its
+    fields declared alike). A record checks its own fields when it is made (``@kernel_record``)."""
+
+    def __init__(self, where: str, record: dict[str, Any]) -> None:
+        self.where, self.declared = where, record
+        self.record_class: type | None = None  # the class, once seen
+
+    def __call__(self, value) -> None:
+        if type(value) is self.record_class:
+            return
+        cls = type(value)
+        if RECORDS.get(f"{cls.__module__}.{cls.__qualname__}") is not cls or record_types(cls) != self.declared:
+            raise TypeError(f"{self.where} must be a {self.declared['record']} record, got {describe(value)}")
+        self.record_class = cls
 
 
 def build(folder: Path) -> Path:
-    """Compile every kernel module's ``EXPORTS`` into the extension, with its manifest (the exports' argument
-    types and the extension's SHA-256), in a private folder beside ``folder`` that is then renamed to it whole
+    """Compile every declared kernel into the extension, with its manifest (the kernels' argument types and the
+    extension's SHA-256), in a private folder beside ``folder`` that is then renamed to it whole
     (:func:`_install`); every temporary file of the compilers stays in that folder, removed at the end. The
     path of the installed extension."""
     from numba.pycc import CC
@@ -656,14 +660,12 @@ def build(folder: Path) -> Path:
         compiler = _CC(EXTENSION)
         compiler.output_dir = str(scratch)
         compiler.target_cpu = target_cpu()
-        exports: dict[str, dict[str, list[str]]] = {}
-        for module in KERNEL_MODULES:
-            loaded = importlib.import_module(module)
-            exports[module] = {name: argument_types(text) for name, text in loaded.EXPORTS.items()}
-            for name, arguments in exports[module].items():
-                compiler.export(export_name(module, name), _signature(getattr(loaded, name), arguments))(
-                    getattr(loaded, name).py_func
-                )
+        exports: dict[str, dict[str, list[ArgumentType]]] = {}
+        for module in check_declarations():
+            exports[module] = {name: declared.arguments for name, declared in KERNELS[module].items()}
+            for name, declared in KERNELS[module].items():
+                signature = _signature(declared.function, declared.arguments)
+                compiler.export(export_name(module, name), signature)(declared.function.py_func)
         compiler.compile()
         built = next(scratch.glob(f"{EXTENSION}*"))
         digest = hashlib.sha256(built.read_bytes()).hexdigest()
@@ -706,24 +708,41 @@ def _install(building: Path, folder: Path) -> dict:
     raise RuntimeError(f"could not install the build in {folder}")
 
 
-def _signature(dispatcher, arguments: list[str]):
-    """numba's signature for a kernel: the argument types of ``EXPORTS``, the return type numba infers."""
-    options = {
-        name for name, value in dispatcher.targetoptions.items() if value and name not in ("cache", "nogil", "nopython")
-    }
-    if options:  # the extension compiles the function itself with numba's default options
-        raise ValueError(f"kernel {dispatcher.__name__} has options {sorted(options)}: export a plain @njit wrapper")
+def check_declarations() -> list[str]:
+    """Import every module of olb found to declare kernels or records, and check that they are all that olb
+    declares (a declaration the search missed would not be compiled, and vice versa): the kernel modules."""
+    found = declaring_modules()
+    for module in found:
+        importlib.import_module(module)
+    in_olb = {module for module in [*KERNELS, *RECORDS] if module.split(".")[0] == PACKAGE.name}
+    with_kernels = {module for module in in_olb if module in KERNELS}
+    with_records = {cls.__module__ for name, cls in RECORDS.items() if name in in_olb}
+    missed = (with_kernels - set(kernel_modules())) | (with_records - set(found))
+    if missed:
+        raise RuntimeError(f"{', '.join(sorted(missed))}: declarations without a line that starts with @kernel")
+    empty = (set(kernel_modules()) - with_kernels) | (set(found) - with_kernels - with_records)
+    if empty:
+        raise RuntimeError(f"{', '.join(sorted(empty))}: a line starts with @kernel, but nothing is declared there")
+    return kernel_modules()
+
+
+def _signature(dispatcher, arguments: list[ArgumentType]):
+    """numba's signature for a kernel: its declared argument types, the return type numba infers."""
     argument_types = tuple(_numba_type(argument) for argument in arguments)
     dispatcher.compile(argument_types)
     return dispatcher.overloads[argument_types].signature.return_type(*argument_types)
 
 
-def _numba_type(text: str):
-    """numba's type for an ``EXPORTS`` type (``float64[:, ::1]``: numba's own notation)."""
+def _numba_type(argument: ArgumentType):
+    """numba's type for a declared argument type (``float64[:, ::1]``: numba's own notation; a record: a named
+    tuple of its fields' types)."""
     from numba import types as numba_types
 
-    argument_spec(text)  # checked first: only the dtypes and layouts the argument check knows
-    return eval(text, {"__builtins__": {}}, {name: getattr(numba_types, name) for name in _DTYPES})  # noqa: S307
+    if isinstance(argument, dict):
+        fields = [_numba_type(numba_type) for numba_type in argument["fields"].values()]
+        return numba_types.NamedTuple(fields, RECORDS[argument["record"]])
+    argument_spec(argument)  # checked first: only the dtypes and layouts the argument check knows
+    return eval(argument, {"__builtins__": {}}, {name: getattr(numba_types, name) for name in DTYPES})  # noqa: S307
 
 
 def main(argv: list[str] | None = None) -> int:

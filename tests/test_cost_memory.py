@@ -57,9 +57,9 @@ def test_the_model_grows_with_what_it_holds():
 
 def _forest_bytes(forest: VFDTForest) -> int:
     """What a forest's storage holds in memory: its nodes and slots up to their capacity, and the pool rows used."""
-    node_bytes = sum(getattr(forest, name).nbytes for name in forest._NODE_ARRAYS)
-    slot_bytes = sum(getattr(forest, name).nbytes for name in forest._SLOT_ARRAYS)
-    pool_bytes = int(forest.pairs[0]) * forest._d * 8 * len(forest._POOL_ARRAYS)
+    node_bytes = sum(getattr(forest.arrays, name).nbytes for name in forest._NODE_ARRAYS)
+    slot_bytes = sum(getattr(forest.arrays, name).nbytes for name in forest._SLOT_ARRAYS)
+    pool_bytes = int(forest.arrays.pairs[0]) * forest._d * 8 * len(forest._POOL_ARRAYS)
     return node_bytes + slot_bytes + pool_bytes
 
 

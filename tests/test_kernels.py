@@ -4,6 +4,7 @@ behind, and numba's JIT where the extension cannot be had (said once per machine
 
 import json
 import os
+import pickle
 import shutil
 import socket
 import subprocess
@@ -15,9 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from olb import kernels
+from olb import kernel_declarations, kernels
 from olb.cache import CacheWarning
+from olb.kernel_declarations import Float64Array1D, Int64, kernel
 from olb.kernels import BuildLock, KernelModule
+from olb.weak import VFDTForest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,21 +80,39 @@ def test_ahead_of_time_kernels_give_the_jits_results_without_numba(require_data)
 
 def test_arguments_are_checked_before_the_extension_sees_them():
     _require_the_extension()
-    vfdt_core = kernels._extension()["olb.weak.vfdt_core"]  # also under OLB_KERNELS=jit
-    leaves, class_mass, seen = np.zeros(2, np.int64), np.ones((3, 2)), np.zeros((3, 2), bool)
-    assert vfdt_core["leaf_masses"](leaves, class_mass, seen, True).shape == (2, 2)
-    with pytest.raises(TypeError, match=r"leaf_masses: argument 1 must be float64\[:, ::1\], got a 2-d float32"):
-        vfdt_core["leaf_masses"](leaves, class_mass.astype(np.float32), seen, True)
-    with pytest.raises(TypeError, match=r"argument 1 must be float64\[:, ::1\], got a 2-d float64 array \(strided\)"):
-        vfdt_core["leaf_masses"](leaves, np.ones((3, 4))[:, ::2], seen, True)
-    with pytest.raises(TypeError, match=r"argument 0 must be int64\[::1\], got list"):
-        vfdt_core["leaf_masses"]([0, 0], class_mass, seen, True)
+    passes = kernels._extension()["olb.learners.linear.passes"]  # also under OLB_KERNELS=jit
+    W, idx, val = np.ones((3, 2)), np.array([0, 2]), np.array([1.0, 2.0])
+    assert passes["row_scores"](W, idx, val, np.empty(2)).tolist() == [3.0, 3.0]
+    with pytest.raises(TypeError, match=r"row_scores: argument 0 must be float64\[:, ::1\], got a 2-d float32"):
+        passes["row_scores"](W.astype(np.float32), idx, val, np.empty(2))
+    with pytest.raises(TypeError, match=r"argument 0 must be float64\[:, ::1\], got a 2-d float64 array \(strided\)"):
+        passes["row_scores"](np.ones((3, 4))[:, ::2], idx, val, np.empty(2))
+    with pytest.raises(TypeError, match=r"argument 1 must be int64\[::1\], got list"):
+        passes["row_scores"](W, [0, 2], val, np.empty(2))
     with pytest.raises(TypeError, match="takes 4 arguments"):
-        vfdt_core["leaf_masses"](leaves, class_mass, seen)
-    with pytest.raises(AttributeError, match="exports no kernel 'nothing'"):
+        passes["row_scores"](W, idx, val)
+    with pytest.raises(AttributeError, match="declares no kernel 'nothing'"):
         KernelModule("olb.weak.vfdt_core").nothing  # noqa: B018
-    with pytest.raises(ValueError, match="not a kernel module"):
-        KernelModule("olb.weak.vfdt")
+    with pytest.raises(ValueError, match="'olb.weak.vfdt' is not a kernel module; they are: .*olb.weak.vfdt_core"):
+        KernelModule("olb.weak.vfdt").route  # noqa: B018
+
+
+def test_a_record_checks_its_fields_when_made_and_a_call_its_class():
+    forest = VFDTForest(2, 3, 2, seed=0)
+    with pytest.raises(TypeError, match=r"ForestArrays: field 'threshold' must be float64\[::1\], got a 1-d float32"):
+        forest.arrays._replace(threshold=forest.arrays.threshold.astype(np.float32))
+    with pytest.raises(TypeError, match="ForestArrays: field 'pseudo_count' must be float64, got str"):
+        forest.arrays._replace(pseudo_count="1")
+    with pytest.raises(TypeError, match=r"ForestArrays: field 'root' must be int64\[::1\], got list"):
+        type(forest.arrays)(*([[0, 1]] + list(forest.arrays[1:])))
+    assert pickle.loads(pickle.dumps(forest.arrays)).pseudo_count == 1.0
+    _require_the_extension()
+    route = kernels._extension()["olb.weak.vfdt_core"]["route"]
+    assert route(forest.arrays, np.zeros(3)).tolist() == [0, 1]
+    with pytest.raises(
+        TypeError, match=r"route: argument 0 must be a olb.weak.vfdt_arrays.ForestArrays record, got tuple"
+    ):
+        route(tuple(forest.arrays), np.zeros(3))
 
 
 def test_an_altered_extension_is_not_loaded(tmp_path):
@@ -231,17 +252,84 @@ def test_the_mode_is_checked(monkeypatch):
         kernels.kernels("olb.weak.vfdt_core")
 
 
-def test_every_export_is_a_kernel_called_with_its_declared_types():
+def test_the_modules_found_declare_every_kernel_and_record_and_nothing_else():
+    """The modules found by their source (no list) are those whose import declares kernels and records; a record's
+    fields and a kernel's arguments are typed by their annotations."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for module in kernels.KERNEL_MODULES:
-            loaded = __import__(module, fromlist=["EXPORTS"])
-            for name, text in loaded.EXPORTS.items():
-                assert hasattr(getattr(loaded, name), "py_func"), f"{module}.{name} is not a numba function"
-                arguments = kernels.argument_types(text)
-                assert len(arguments) == getattr(loaded, name).py_func.__code__.co_argcount, f"{module}.{name}"
-                for argument in arguments:
-                    kernels.argument_spec(argument)
+        found = kernels.check_declarations()
+    assert {"olb.weak.vfdt_core", "olb.learners.boosting.rounds", "olb.learners.linear.passes"} <= set(found)
+    assert "olb.weak.vfdt_arrays" in kernel_declarations.declaring_modules() and "olb.weak.vfdt_arrays" not in found
+    route = kernel_declarations.KERNELS["olb.weak.vfdt_core"]["route"]
+    record, x = route.arguments
+    assert record["record"] == "olb.weak.vfdt_arrays.ForestArrays" and x == "float64[::1]"
+    assert record["fields"]["covariates"] == "int64[:, ::1]" and record["fields"]["pseudo_count"] == "float64"
+    for module in found:
+        for name, declared in kernel_declarations.KERNELS[module].items():
+            assert len(declared.arguments) == declared.function.py_func.__code__.co_argcount, f"{module}.{name}"
+
+
+def test_declaring_modules_are_found_by_their_source(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "loops.py").write_text("@kernel\ndef f(x: Float64Array1D):\n    pass\n")
+    (package / "records.py").write_text("@kernel_record\nclass R(NamedTuple):\n    a: Float64Array1D\n")
+    (package / "notes.py").write_text('"""How to declare one:\n\n    @kernel\n    def f(...): ..."""\n')
+    found = kernel_declarations.declaring_modules(package)
+    assert found == {
+        "pkg.records": (package / "records.py", False),
+        "pkg.sub.loops": (package / "sub" / "loops.py", True),
+    }
+
+
+def test_a_kernel_takes_its_argument_types_from_its_annotations():
+    def add_into(out: Float64Array1D, n: Int64):  # pragma: no cover - compiled
+        for i in range(out.shape[0]):
+            out[i] += n
+
+    add_into.__qualname__ = "add_into"  # as if declared in a module
+    compiled = kernel(add_into)
+    out = np.zeros(3)
+    compiled(out, 2)
+    assert out.tolist() == [2.0, 2.0, 2.0]
+    assert kernel_declarations.KERNELS[__name__]["add_into"].arguments == ["float64[::1]", "int64"]
+
+    def nested(out: Float64Array1D):  # pragma: no cover - compiled
+        pass
+
+    with pytest.raises(ValueError, match="nested: kernels are module-level functions"):
+        kernel(nested)
+
+    def untyped(out, n: Int64):  # pragma: no cover - compiled
+        pass
+
+    untyped.__qualname__ = "untyped"
+    with pytest.raises(TypeError, match="kernel .*untyped, argument 'out' has no type annotation"):
+        kernel(untyped)
+
+    def with_default(out: Float64Array1D, n: Int64 = 1):  # pragma: no cover - compiled
+        pass
+
+    with_default.__qualname__ = "with_default"
+    with pytest.raises(TypeError, match="argument 'n': a kernel takes plain positional arguments, without defaults"):
+        kernel(with_default)
+
+    def listed(out: list[float]):  # pragma: no cover - compiled
+        pass
+
+    listed.__qualname__ = "listed"
+    with pytest.raises(TypeError, match="argument 'out': list\\[float\\] is not a kernel type"):
+        kernel(listed)
+
+
+def test_the_key_changes_with_a_kernels_declaration(tmp_path, monkeypatch):
+    source = tmp_path / "loops.py"
+    source.write_text("@kernel\ndef f(x: Float64Array1D):\n    pass\n")
+    monkeypatch.setattr(kernels, "declaring_modules", lambda: {"olb.loops": (source, True)})
+    before = kernels.build_key()
+    source.write_text("@kernel\ndef f(x: Int64Array1D):\n    pass\n")
+    assert kernels.build_key() != before
 
 
 def test_a_build_refuses_sources_that_give_another_key(tmp_path):

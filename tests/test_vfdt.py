@@ -36,9 +36,9 @@ def test_trees_split_on_the_informative_feature_and_predict_it():
     X, y = _stream(400, rng)
     _train(forest, X, y)
     assert forest.n_leaves > 5
-    roots = forest.root
-    assert (forest.split_feature[roots] == 1).all()
-    assert np.allclose(forest.threshold[roots], 0.6, atol=0.1)
+    roots = forest.arrays.root
+    assert (forest.arrays.split_feature[roots] == 1).all()
+    assert np.allclose(forest.arrays.threshold[roots], 0.6, atol=0.1)
     Xt, yt = _stream(200, rng)
     predicted = np.array([forest.predict_proba(x).mean(axis=0).argmax() for x in Xt])
     assert (predicted == yt).mean() > 0.95
@@ -48,30 +48,24 @@ def _decide(class_0, class_1):
     """The compiled merit and Hoeffding test of one leaf with one covariate where class 0 lies in [0, 0.05] and
     class 1 in [0.95, 1]: every candidate threshold (1/11 .. 10/11) separates them."""
     mass = np.array([[class_0, class_1]])
-    # one pool row per label (pair_of), one covariate
-    g_weight, g_mean, g_m2 = mass.T.copy(), np.full((2, 1), 0.5), np.full((2, 1), 0.01)
-    g_min, g_max = np.array([[0.0], [0.95]]), np.array([[0.05], [1.0]])
-    splits, _, usable, per_feature, *_ = vfdt_core.evaluate_splits(
-        np.array([0]),
-        np.array([0]),
-        np.array([0]),
-        np.array([[0, 1]], np.int32),
-        mass,
-        mass > 0,
-        g_weight,
-        g_mean,
-        g_m2,
-        g_min,
-        g_max,
-        np.arange(1, 11) / 11,
-        1e-12,
-        0.01,
-        np.array([0.0, 0.0, 1.0]),
-        np.array([np.log(2.0)]),
-        np.array([0.05]),
-        *pairwise_plan(2),
-        False,  # no screen: every candidate's merit
+    # one tree, its root leaf 0 at slot 0, one pool row per label (pair_of), one covariate; delta 1/2, tau 0.05
+    arrays = VFDTForest(1, 1, 2, seed=0).arrays._replace(
+        slot=np.array([0]),
+        pair_of=np.array([[0, 1]], np.int32),
+        class_mass=mass,
+        seen=mass > 0,
+        g_weight=mass.T.copy(),
+        g_mean=np.full((2, 1), 0.5),
+        g_m2=np.full((2, 1), 0.01),
+        g_min=np.array([[0.0], [0.95]]),
+        g_max=np.array([[0.05], [1.0]]),
+        ln_inv_delta=np.array([np.log(2.0)]),
+        tau=np.array([0.05]),
     )
+    assert arrays.min_variance == 1e-12 and arrays.min_branch_fraction == 0.01
+    assert np.array_equal(arrays.fractions, np.arange(1, 11) / 11) and np.array_equal(arrays.eps_factor, [0, 0, 1])
+    no_screen = False  # every candidate's merit
+    splits, _, usable, per_feature, *_ = vfdt_core.evaluate_splits(arrays, np.array([0]), np.array([0]), no_screen)
     assert usable[0, 0]
     return per_feature[0, 0], bool(splits[0])
 
@@ -85,14 +79,9 @@ def test_info_gain_of_a_perfect_split_is_the_prior_entropy():
 def _evaluate_every_leaf(forest, screen=False):
     """evaluate_splits on every leaf of ``forest``, with or without the screen: (splits, best feature, usable,
     merits, best thresholds, thresholds)."""
-    leaves = np.flatnonzero((forest.split_feature[: forest.n_nodes] == -1))
+    leaves = np.flatnonzero((forest.arrays.split_feature[: forest.n_nodes] == -1))
     trees = np.zeros(len(leaves), np.int64)
-    args = (forest.slot, forest.pair_of, forest.class_mass, forest.seen)
-    stats = (forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max)
-    return vfdt_core.evaluate_splits(
-        leaves, trees, *args, *stats, forest._fractions, 1e-12, 0.01, forest._eps_factor,
-        forest._ln_inv_delta, forest.tau, *forest._label_sum_plan, screen,
-    )  # fmt: skip
+    return vfdt_core.evaluate_splits(forest.arrays, leaves, trees, screen)
 
 
 def _many_label_forest(n_trees, tau_range, seed=5):
@@ -129,19 +118,20 @@ def test_screened_merits_are_within_their_bound_of_the_exact_ones():
     compared); the polynomial log2 is within 2e-14 of glibc's (and its result's rounding), and 0 log2 0 is 0."""
     forest = _many_label_forest(8, tau_range=(1e-6, 1e-3))
     _, _, usable, merit_exact, *_ = _evaluate_every_leaf(forest)
-    k, n_thr = forest.n_labels, len(forest._fractions)
+    arrays = forest.arrays
+    k, n_thr = forest.n_labels, len(arrays.fractions)
     gathered = (np.empty(k, np.int64), *(np.empty(k) for _ in range(5)))
     t, masses = np.empty(n_thr), np.empty((n_thr, k))
-    leaves = np.flatnonzero(forest.split_feature[: forest.n_nodes] == -1)
-    plan = (*forest._label_sum_plan, np.empty(len(forest._label_sum_plan[0])))
+    leaves = np.flatnonzero(arrays.split_feature[: forest.n_nodes] == -1)
+    plan = (arrays.plan_starts, arrays.plan_lengths, arrays.plan_ops, np.empty(len(arrays.plan_starts)))
     for b, leaf in enumerate(leaves):
-        mass = forest.class_mass[leaf]
+        mass = arrays.class_mass[leaf]
         pre = vfdt_core._entropy(mass, mass.sum(), np.zeros(k), np.arange(k), k, np.empty(k, np.int64), plan)
-        stats = (forest.pair_of[forest.slot[leaf]], forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min,
-                 forest.g_max, 1e-12)  # fmt: skip
+        pool = (arrays.g_weight, arrays.g_mean, arrays.g_m2, arrays.g_min, arrays.g_max)
+        stats = (arrays.pair_of[arrays.slot[leaf]], *pool, arrays.min_variance)
         for f in np.flatnonzero(usable[b]):
             n_active, lo, hi = vfdt_core._gather(f, stats, gathered)
-            vfdt_core._place_thresholds(lo, hi, forest._fractions, t)
+            vfdt_core._place_thresholds(lo, hi, arrays.fractions, t)
             vfdt_core._masses_left(t, n_active, *gathered[1:], masses)
             scored = [vfdt_core._screened_merit(masses[j], gathered[1], n_active, pre, 0.01) for j in range(n_thr)]
             bounds = [bound for _, bound in scored]
@@ -196,7 +186,7 @@ def test_missing_values_are_skipped_in_statistics_and_routed():
     X, y = _stream(300, rng)
     X[::7, 0] = np.nan
     _train(forest, X, y)
-    assert np.isfinite(forest.g_mean[: forest.pairs[0]]).all()
+    assert np.isfinite(forest.arrays.g_mean[: forest.arrays.pairs[0]]).all()
     p = forest.predict_proba(np.array([np.nan, np.nan, np.nan]))
     assert np.allclose(p.sum(axis=1), 1.0)
 
@@ -224,20 +214,20 @@ def test_storage_grows_beyond_initial_capacity():
     y = (X[:, 0] * 10).astype(int) % 2  # many alternating bands need many leaves
     _train(forest, X, y)
     assert forest.n_nodes > 4
-    assert len(forest.split_feature) >= forest.n_nodes
+    assert len(forest.arrays.split_feature) >= forest.n_nodes
     # split statistics are kept for leaves only: one slot per leaf, each leaf its own
-    leaves = forest.split_feature[: forest.n_nodes] < 0
+    leaves = forest.arrays.split_feature[: forest.n_nodes] < 0
     assert forest.n_slots == forest.n_leaves == leaves.sum()
-    assert (forest.slot[: forest.n_nodes][~leaves] == -1).all()
-    assert sorted(forest.slot[: forest.n_nodes][leaves]) == list(range(forest.n_slots))
+    assert (forest.arrays.slot[: forest.n_nodes][~leaves] == -1).all()
+    assert sorted(forest.arrays.slot[: forest.n_nodes][leaves]) == list(range(forest.n_slots))
     # Gaussian statistics only for the labels a leaf has seen, in distinct pool rows; a split frees its rows
-    owned = forest.pair_of[: forest.n_slots]
+    owned = forest.arrays.pair_of[: forest.n_slots]
     rows = owned[owned >= 0]
-    assert len(set(rows)) == len(rows) == forest.pairs[0] - forest.pairs[1]
+    assert len(set(rows)) == len(rows) == forest.arrays.pairs[0] - forest.arrays.pairs[1]
     leaf_nodes = np.flatnonzero(leaves)
-    assert ((forest.pair_of[forest.slot[leaf_nodes]] >= 0) <= forest.seen[leaf_nodes]).all()
-    assert forest.pairs[0] <= 2 * forest.n_leaves  # freed rows are reused: at most one per (leaf, label)
-    assert (forest.g_weight[forest.free_pairs[: forest.pairs[1]]] == 0).all()
+    assert ((forest.arrays.pair_of[forest.arrays.slot[leaf_nodes]] >= 0) <= forest.arrays.seen[leaf_nodes]).all()
+    assert forest.arrays.pairs[0] <= 2 * forest.n_leaves  # freed rows are reused: at most one per (leaf, label)
+    assert (forest.arrays.g_weight[forest.arrays.free_pairs[: forest.arrays.pairs[1]]] == 0).all()
 
 
 def test_a_pool_that_outgrows_its_reservation_gives_the_same_trees(monkeypatch):
@@ -247,11 +237,13 @@ def test_a_pool_that_outgrows_its_reservation_gives_the_same_trees(monkeypatch):
     reserved = VFDTForest(2, 3, 2, seed=4, tau_range=(0.5, 0.9), grace_range=(1, 2))
     monkeypatch.setattr(VFDTForest, "_POOL_LEAVES_PER_TREE", 1)
     small = VFDTForest(2, 3, 2, seed=4, tau_range=(0.5, 0.9), grace_range=(1, 2))
-    assert len(small.g_weight) == 4
+    assert len(small.arrays.g_weight) == 4
     _train(reserved, X, y)
     _train(small, X, y)
-    assert len(small.g_weight) > 4 and small.n_leaves > 4
-    np.testing.assert_array_equal(reserved.threshold[: reserved.n_nodes], small.threshold[: small.n_nodes])
+    assert len(small.arrays.g_weight) > 4 and small.n_leaves > 4
+    np.testing.assert_array_equal(
+        reserved.arrays.threshold[: reserved.n_nodes], small.arrays.threshold[: small.n_nodes]
+    )
     np.testing.assert_array_equal(reserved.predict_proba(X[0]), small.predict_proba(X[0]))
 
 

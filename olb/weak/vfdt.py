@@ -55,6 +55,7 @@ import numpy as np
 
 from olb.kernels import KernelModule
 from olb.weak.base import DELTA_RANGE, GRACE_RANGE, TAU_RANGE, WeakLearners, log_uniform
+from olb.weak.vfdt_arrays import ForestArrays
 
 vfdt_core = KernelModule("olb.weak.vfdt_core")
 
@@ -105,25 +106,41 @@ class VFDTForest(WeakLearners):
                 for _ in range(N)
             ]
         ).reshape(N, 3)
-        self.delta, self.grace, self.tau = draws.T.copy()
+        self.delta, grace, tau = draws.T.copy()
         self.importance_scale = (
             rng.uniform(*importance_scale_range, size=N) if importance_scale_range is not None else None
         )
         if n_features <= num_covariates:
-            self.covariates = np.tile(np.arange(n_features), (N, 1))
+            covariates = np.tile(np.arange(n_features), (N, 1))
         else:
-            self.covariates = np.stack([rng.choice(n_features, num_covariates, replace=False) for _ in range(N)])
-        self.pseudo_count = pseudo_count
-        self._ln_inv_delta = np.log(1.0 / self.delta)
-        self._fractions = np.arange(1, _N_THRESHOLDS + 1) / (_N_THRESHOLDS + 1)
-        self._eps_factor = np.array([np.log2(c) ** 2 if c >= 2 else 0.0 for c in range(n_labels + 1)])
-        self._label_sum_plan = pairwise_plan(n_labels)
-        self._d = self.covariates.shape[1]
-        self._init_storage(capacity=4 * N)
-        self._round_leaves: tuple[np.ndarray, np.ndarray] | None = None  # (x, leaves) of the round's prediction
-        self.root = np.array(
-            [self._new_leaf(np.zeros(n_labels), np.zeros(n_labels, bool), self._new_slot()) for _ in range(N)]
+            covariates = np.stack([rng.choice(n_features, num_covariates, replace=False) for _ in range(N)])
+        self._d = covariates.shape[1]
+        self.arrays = self._new_storage(
+            capacity=4 * N, covariates=covariates, grace=grace, tau=tau, pseudo_count=pseudo_count
         )
+        self._round_leaves: tuple[np.ndarray, np.ndarray] | None = None  # (x, leaves) of the round's prediction
+        for i in range(N):
+            self.arrays.root[i] = self._new_leaf(np.zeros(n_labels), np.zeros(n_labels, bool), self._new_slot())
+
+    # the trees' parameters, kept in the record the kernels take
+    @property
+    def covariates(self) -> np.ndarray:
+        """The features each tree sees (N, d')."""
+        return self.arrays.covariates
+
+    @property
+    def grace(self) -> np.ndarray:
+        """Each tree's grace period."""
+        return self.arrays.grace
+
+    @property
+    def tau(self) -> np.ndarray:
+        """Each tree's tie threshold."""
+        return self.arrays.tau
+
+    @property
+    def pseudo_count(self) -> float:
+        return self.arrays.pseudo_count
 
     @staticmethod
     def planned_memory_mb(n_learners: int, n_covariates: int, n_labels: int, n_rows: int) -> float:
@@ -140,11 +157,12 @@ class VFDTForest(WeakLearners):
         return n_learners * per_tree / 2**20
 
     # ------------------------------------------------------------------ storage
-    # Nodes (internal and leaves) live in small per-node arrays. Every leaf has a slot (``slot[node]``): a
-    # splitting leaf hands its slot, cleared, to its left child, so there is one slot per leaf, not per node.
-    # The Gaussian statistics are kept only for the labels a leaf has seen (a leaf sees a few of the k labels):
-    # d' estimators per (slot, label) in a row of the pool (``pair_of[slot, label]``, -1: none), and a split
-    # frees its leaf's rows for reuse. The pool is reserved once, as zeros, for every label of every tree
+    # The forest's arrays are one record (``self.arrays``, olb.weak.vfdt_arrays.ForestArrays), which the kernels
+    # take whole. Nodes (internal and leaves) live in small per-node arrays. Every leaf has a slot
+    # (``slot[node]``): a splitting leaf hands its slot, cleared, to its left child, so there is one slot per leaf,
+    # not per node. The Gaussian statistics are kept only for the labels a leaf has seen (a leaf sees a few of
+    # the k labels): d' estimators per (slot, label) in a row of the pool (``pair_of[slot, label]``, -1: none), and
+    # a split frees its leaf's rows for reuse. The pool is reserved once, as zeros, for every label of every tree
     # ``_POOL_LEAVES_PER_TREE`` times over: the operating system gives memory only to the rows in use.
     _NODE_ARRAYS = (
         "split_feature",
@@ -159,69 +177,83 @@ class VFDTForest(WeakLearners):
     )
     _SLOT_ARRAYS = ("pair_of",)
     _POOL_ARRAYS = ("g_weight", "g_mean", "g_m2", "g_min", "g_max")
-    g_weight: np.ndarray  # the pool arrays (rows, d), set by name in _init_storage and _reserve_pool
-    g_mean: np.ndarray
-    g_m2: np.ndarray
-    g_min: np.ndarray
-    g_max: np.ndarray
     _POOL_LEAVES_PER_TREE = 64
     _FILL = {"split_feature": -1, "slot": -1, "pair_of": -1}
 
-    def _init_storage(self, capacity: int) -> None:
-        k, d = self.n_labels, self._d
+    def _new_storage(
+        self, capacity: int, covariates: np.ndarray, grace: np.ndarray, tau: np.ndarray, pseudo_count: float
+    ) -> ForestArrays:
+        """Empty storage for ``capacity`` nodes, with the trees' parameters and the settings (no node yet)."""
+        k, d, N = self.n_labels, self._d, self.n_learners
         self.n_nodes = self.n_slots = 0
-        self.split_feature = np.full(capacity, -1, np.int64)  # -1: leaf
-        self.threshold = np.zeros(capacity)
-        self.left = np.zeros(capacity, np.int64)
-        self.right = np.zeros(capacity, np.int64)
-        self.nan_left = np.zeros(capacity, bool)
-        self.slot = np.full(capacity, -1, np.int64)  # -1: internal node
-        self.class_mass = np.zeros((capacity, k))
-        self.seen = np.zeros((capacity, k), bool)
-        self.weight_at_last_attempt = np.zeros(capacity)
-        self.pair_of = np.full((capacity, k), -1, np.int32)
-        rows = self._POOL_LEAVES_PER_TREE * self.n_learners * k
-        for name in self._POOL_ARRAYS:
-            setattr(self, name, np.zeros((rows, d)))
-        self.free_pairs = np.zeros(rows, np.int64)
-        self.pairs = np.zeros(2, np.int64)  # rows used so far, rows free (free_pairs[:pairs[1]])
+        rows = self._POOL_LEAVES_PER_TREE * N * k
+        return ForestArrays(
+            root=np.zeros(N, np.int64),
+            covariates=covariates,
+            grace=grace,
+            ln_inv_delta=np.log(1.0 / self.delta),
+            tau=tau,
+            split_feature=np.full(capacity, -1, np.int64),
+            threshold=np.zeros(capacity),
+            left=np.zeros(capacity, np.int64),
+            right=np.zeros(capacity, np.int64),
+            nan_left=np.zeros(capacity, bool),
+            slot=np.full(capacity, -1, np.int64),
+            class_mass=np.zeros((capacity, k)),
+            seen=np.zeros((capacity, k), bool),
+            weight_at_last_attempt=np.zeros(capacity),
+            pair_of=np.full((capacity, k), -1, np.int32),
+            **{name: np.zeros((rows, d)) for name in self._POOL_ARRAYS},
+            pairs=np.zeros(2, np.int64),
+            free_pairs=np.zeros(rows, np.int64),
+            fractions=np.arange(1, _N_THRESHOLDS + 1) / (_N_THRESHOLDS + 1),
+            eps_factor=np.array([np.log2(c) ** 2 if c >= 2 else 0.0 for c in range(k + 1)]),
+            **dict(zip(("plan_starts", "plan_lengths", "plan_ops"), pairwise_plan(k), strict=True)),
+            pseudo_count=pseudo_count,
+            min_variance=_MIN_VARIANCE,
+            min_branch_fraction=_MIN_BRANCH_FRACTION,
+        )
 
     def _reserve_pool(self, rows: int) -> None:
         """Room for ``rows`` more pool rows; beyond the reservation the pool doubles, copying only the rows in use
         (and the free list), so the untouched rest stays free of memory."""
-        used, n_free = int(self.pairs[0]), int(self.pairs[1])
-        if used + rows <= len(self.g_weight):
+        arrays = self.arrays
+        used, n_free = int(arrays.pairs[0]), int(arrays.pairs[1])
+        if used + rows <= len(arrays.g_weight):
             return
-        new_size = max(2 * len(self.g_weight), used + rows)
+        new_size = max(2 * len(arrays.g_weight), used + rows)
+        grown: dict[str, np.ndarray] = {}
         for name in self._POOL_ARRAYS:
-            grown = np.zeros((new_size, self._d))
-            grown[:used] = getattr(self, name)[:used]
-            setattr(self, name, grown)
-        free_pairs = np.zeros(new_size, np.int64)
-        free_pairs[:n_free] = self.free_pairs[:n_free]
-        self.free_pairs = free_pairs
+            grown[name] = np.zeros((new_size, self._d))
+            grown[name][:used] = getattr(arrays, name)[:used]
+        grown["free_pairs"] = np.zeros(new_size, np.int64)
+        grown["free_pairs"][:n_free] = arrays.free_pairs[:n_free]
+        self.arrays = arrays._replace(**grown)  # type: ignore[arg-type]  # arrays only, no scalar field
 
     def _grow(self, names: tuple[str, ...]) -> None:
+        grown: dict[str, np.ndarray] = {}
         for name in names:
-            arr = getattr(self, name)
+            arr = getattr(self.arrays, name)
             extra = np.full((max(len(arr) // 2, 1),) + arr.shape[1:], self._FILL.get(name, 0), arr.dtype)
-            setattr(self, name, np.concatenate([arr, extra]))
+            grown[name] = np.concatenate([arr, extra])
+        self.arrays = self.arrays._replace(**grown)  # type: ignore[arg-type]  # arrays only, no scalar field
 
     def _new_slot(self) -> int:
-        if self.n_slots == len(self.pair_of):
+        if self.n_slots == len(self.arrays.pair_of):
             self._grow(self._SLOT_ARRAYS)
         self.n_slots += 1
         return self.n_slots - 1
 
     def _new_leaf(self, class_mass: np.ndarray, seen: np.ndarray, slot: int) -> int:
-        if self.n_nodes == len(self.split_feature):
+        if self.n_nodes == len(self.arrays.split_feature):
             self._grow(self._NODE_ARRAYS)
         node = self.n_nodes
         self.n_nodes += 1
-        self.slot[node] = slot
-        self.class_mass[node] = class_mass
-        self.seen[node] = seen
-        self.weight_at_last_attempt[node] = class_mass.sum()
+        arrays = self.arrays
+        arrays.slot[node] = slot
+        arrays.class_mass[node] = class_mass
+        arrays.seen[node] = seen
+        arrays.weight_at_last_attempt[node] = class_mass.sum()
         return node
 
     # ------------------------------------------------------------------ routing and prediction
@@ -231,19 +263,17 @@ class VFDTForest(WeakLearners):
         cached = self._round_leaves
         if cached is not None and cached[0] is x:
             return cached[1]
-        leaves = vfdt_core.route(
-            x, self.covariates, self.root, self.split_feature, self.threshold, self.left, self.right, self.nan_left
-        )
+        leaves = vfdt_core.route(self.arrays, x)
         self._round_leaves = (x, leaves)
         return leaves
 
     def leaf_masses(self, x: np.ndarray) -> np.ndarray:
         """Unnormalized prediction masses (N, k) of every tree's leaf for ``x``: the class masses, with 1 for
         a class the leaf has not seen (the smoothed histogram)."""
-        return vfdt_core.leaf_masses(self._leaves(x), self.class_mass, self.seen, False)
+        return vfdt_core.leaf_masses(self.arrays, self._leaves(x), False)
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
-        return vfdt_core.leaf_masses(self._leaves(x), self.class_mass, self.seen, True)
+        return vfdt_core.leaf_masses(self.arrays, self._leaves(x), True)
 
     # ------------------------------------------------------------------ learning
     def learn(self, x: np.ndarray, weights: np.ndarray) -> None:
@@ -253,92 +283,35 @@ class VFDTForest(WeakLearners):
         leaves = self._leaves(x)
         self._round_leaves = None
         self._reserve_pool(weights.size)
-        due, trees = vfdt_core.update_statistics(
-            x,
-            np.ascontiguousarray(weights, dtype=float),
-            leaves,
-            self.covariates,
-            self.slot,
-            self.pair_of,
-            self.pairs,
-            self.free_pairs,
-            self.class_mass,
-            self.seen,
-            self.g_weight,
-            self.g_mean,
-            self.g_m2,
-            self.g_min,
-            self.g_max,
-            self.pseudo_count,
-            self.weight_at_last_attempt,
-            self.grace,
-        )
+        due, trees = vfdt_core.update_statistics(self.arrays, x, np.ascontiguousarray(weights, dtype=float), leaves)
         if len(due):
             self._attempt_splits(due, trees)
 
     def _attempt_splits(self, leaves: np.ndarray, trees: np.ndarray) -> None:
         """Evaluate the candidate splits of ``leaves`` (of ``trees``) and split where the Hoeffding test says so
         (compiled)."""
-        stats = (self.g_weight, self.g_mean, self.g_m2, self.g_min, self.g_max)
         splits, feature, _, _, best_t, thresholds = vfdt_core.evaluate_splits(
+            self.arrays,
             leaves,
             trees,
-            self.slot,
-            self.pair_of,
-            self.class_mass,
-            self.seen,
-            *stats,
-            self._fractions,
-            _MIN_VARIANCE,
-            _MIN_BRANCH_FRACTION,
-            self._eps_factor,
-            self._ln_inv_delta,
-            self.tau,
-            *self._label_sum_plan,
             True,  # the screen (vfdt_core._stays_a_leaf): the same splits, sooner
         )
         n_splits = int(splits.sum())
         if not n_splits:
             return
-        branch_left, branch_right = vfdt_core.branch_masses(
-            splits, leaves, feature, best_t, thresholds, self.slot, self.pair_of, *stats, _MIN_VARIANCE
-        )
-        while self.n_nodes + 2 * n_splits > len(self.split_feature):
+        branch_left, branch_right = vfdt_core.branch_masses(self.arrays, splits, leaves, feature, best_t, thresholds)
+        while self.n_nodes + 2 * n_splits > len(self.arrays.split_feature):
             self._grow(self._NODE_ARRAYS)
-        while self.n_slots + n_splits > len(self.pair_of):
+        while self.n_slots + n_splits > len(self.arrays.pair_of):
             self._grow(self._SLOT_ARRAYS)
         self.n_nodes, self.n_slots = vfdt_core.apply_splits(
-            splits,
-            feature,
-            best_t,
-            leaves,
-            thresholds,
-            branch_left,
-            branch_right,
-            self.n_nodes,
+            self.arrays, splits, feature, best_t, leaves, thresholds, branch_left, branch_right, self.n_nodes,
             self.n_slots,
-            self.split_feature,
-            self.threshold,
-            self.left,
-            self.right,
-            self.nan_left,
-            self.slot,
-            self.pair_of,
-            self.pairs,
-            self.free_pairs,
-            self.class_mass,
-            self.seen,
-            self.weight_at_last_attempt,
-            self.g_weight,
-            self.g_mean,
-            self.g_m2,
-            self.g_min,
-            self.g_max,
-        )
+        )  # fmt: skip
 
     @property
     def n_leaves(self) -> int:
-        return int((self.split_feature[: self.n_nodes] < 0).sum())
+        return int((self.arrays.split_feature[: self.n_nodes] < 0).sum())
 
 
 def pairwise_plan(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -3,8 +3,9 @@
 The forest (:class:`olb.weak.vfdt.VFDTForest`) keeps N trees in shared arrays; these functions walk them for
 one example: :func:`route` finds every tree's leaf, :func:`update_statistics` adds the weighted labels to
 the leaves' class masses and Gaussian estimators. They do the same arithmetic, in the same order, as the
-numpy expressions they replaced, so results are bit-identical. The functions in ``EXPORTS`` are compiled ahead
-of time, once per machine, and reached through :mod:`olb.kernels` (numba's JIT under ``OLB_KERNELS=jit``).
+numpy expressions they replaced, so results are bit-identical. The ``@kernel`` functions take the forest's arrays
+as one record (:class:`olb.weak.vfdt_arrays.ForestArrays`); they are compiled ahead of time, once per machine,
+and reached through :mod:`olb.kernels` (numba's JIT under ``OLB_KERNELS=jit``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,19 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import get_cython_function_address, intrinsic
 
+from olb.kernel_declarations import (
+    Boolean,
+    BooleanArray1D,
+    Float64Array1D,
+    Float64Array2D,
+    Float64Array3D,
+    Int64,
+    Int64Array1D,
+    Int64Array2D,
+    kernel,
+)
+from olb.weak.vfdt_arrays import ForestArrays
+
 # scipy's normal CDF (the very function behind the ufunc ``scipy.special.ndtr``, bit for bit), called per value
 # from the compiled loops; bound by symbol name so that numba's on-disk cache stays usable.
 llvmlite.binding.add_symbol(
@@ -25,9 +39,11 @@ llvmlite.binding.add_symbol(
 ndtr = types.ExternalFunction("olb_scipy_ndtr", types.float64(types.float64))
 
 
-@njit(cache=True, nogil=True)
-def route(x, covariates, root, split_feature, threshold, left, right, nan_left):  # pragma: no cover - compiled
+@kernel
+def route(forest: ForestArrays, x: Float64Array1D):  # pragma: no cover - compiled
     """Leaf node of every tree for the input ``x`` (d,); a missing value goes to the ``nan_left`` side."""
+    root, covariates, split_feature = forest.root, forest.covariates, forest.split_feature
+    threshold, left, right, nan_left = forest.threshold, forest.left, forest.right, forest.nan_left
     n_trees = root.shape[0]
     leaves = np.empty(n_trees, np.int64)
     for i in range(n_trees):
@@ -43,10 +59,11 @@ def route(x, covariates, root, split_feature, threshold, left, right, nan_left):
     return leaves
 
 
-@njit(cache=True, nogil=True)
-def leaf_masses(leaves, class_mass, seen, normalize):  # pragma: no cover - compiled
+@kernel
+def leaf_masses(forest: ForestArrays, leaves: Int64Array1D, normalize: Boolean):  # pragma: no cover - compiled
     """Prediction masses (N, k) of the leaves: the class masses, with 1 for a class the leaf has not seen (the
     smoothed histogram); divided by their sum per leaf if ``normalize``."""
+    class_mass, seen = forest.class_mass, forest.seen
     n, k = leaves.shape[0], class_mass.shape[1]
     mass = np.empty((n, k))
     for i in range(n):
@@ -60,26 +77,9 @@ def leaf_masses(leaves, class_mass, seen, normalize):  # pragma: no cover - comp
     return mass
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def update_statistics(
-    x,
-    weights,
-    leaves,
-    covariates,
-    slot,
-    pair_of,
-    pairs,
-    free_pairs,
-    class_mass,
-    seen,
-    g_weight,
-    g_mean,
-    g_m2,
-    g_min,
-    g_max,
-    pseudo_count,
-    weight_at_last_attempt,
-    grace,
+    forest: ForestArrays, x: Float64Array1D, weights: Float64Array2D, leaves: Int64Array1D
 ):  # pragma: no cover - compiled
     """Feed label l to tree i's leaf with weight ``weights[i, l]`` (> 0); return the fed leaves due for a split
     attempt, in increasing node order, and their trees.
@@ -94,6 +94,12 @@ def update_statistics(
     ``pairs[0]`` (the caller keeps room for every label of every tree). A row's min/max are meaningful only
     where its weight is positive (the pool starts as zeros, not +-inf, so its untouched pages cost no memory).
     """
+    covariates, slot, pair_of, pairs, free_pairs = (
+        forest.covariates, forest.slot, forest.pair_of, forest.pairs, forest.free_pairs
+    )  # fmt: skip
+    class_mass, seen, weight_at_last_attempt = forest.class_mass, forest.seen, forest.weight_at_last_attempt
+    g_weight, g_mean, g_m2, g_min, g_max = forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max
+    pseudo_count, grace = forest.pseudo_count, forest.grace
     n_trees, k = weights.shape
     d = covariates.shape[1]
     fed = np.zeros(n_trees, np.bool_)
@@ -240,29 +246,9 @@ def planned_sum(a, plan_starts, plan_lengths, plan_ops, stack):  # pragma: no co
     return stack[0]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def evaluate_splits(
-    leaves,
-    trees,
-    slot,
-    pair_of,
-    class_mass,
-    seen,
-    g_weight,
-    g_mean,
-    g_m2,
-    g_min,
-    g_max,
-    fractions,
-    min_variance,
-    min_branch_fraction,
-    eps_factor,
-    ln_inv_delta,
-    tau,
-    plan_starts,
-    plan_lengths,
-    plan_ops,
-    screen=True,
+    forest: ForestArrays, leaves: Int64Array1D, trees: Int64Array1D, screen: Boolean
 ):  # pragma: no cover - compiled
     """Every candidate split of every leaf, its information gain, and the Hoeffding test of each leaf, in one pass.
 
@@ -272,7 +258,8 @@ def evaluate_splits(
     more than ``min_branch_fraction`` of the weight; the leaf splits when best - second best > eps or eps < tau,
     eps = sqrt(log2(#classes)^2 ln(1/delta) / (2 n)), n the leaf's weight.
 
-    Sums over the k classes are numpy's pairwise sums (``plan_*``: :func:`olb.weak.vfdt.pairwise_plan` (k)).
+    Sums over the k classes are numpy's pairwise sums (``forest.plan_*``: :func:`olb.weak.vfdt.pairwise_plan`
+    (k)).
 
     Returns per leaf whether it splits and the best feature (of exactly tied best merits the lowest covariate
     index, a rule that does not depend on the CPU, unlike numpy's argsort), and per (leaf, covariate) whether it
@@ -283,6 +270,11 @@ def evaluate_splits(
     split whatever the rounding is settled there (no split, no candidates returned), and only the others are
     scored exactly. The splits are the same with or without it.
     """
+    slot, pair_of, class_mass, seen = forest.slot, forest.pair_of, forest.class_mass, forest.seen
+    g_weight, g_mean, g_m2, g_min, g_max = forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max
+    fractions, min_variance, min_branch_fraction = forest.fractions, forest.min_variance, forest.min_branch_fraction
+    eps_factor, ln_inv_delta, tau = forest.eps_factor, forest.ln_inv_delta, forest.tau
+    plan_starts, plan_lengths, plan_ops = forest.plan_starts, forest.plan_lengths, forest.plan_ops
     n_leaves, n_thr = leaves.shape[0], fractions.shape[0]
     d, k = g_weight.shape[1], class_mass.shape[1]
     usable = np.zeros((n_leaves, d), np.bool_)
@@ -550,13 +542,19 @@ def _mass_left(t, W, mean, sigma, smallest, largest):  # pragma: no cover - comp
     return _gaussian_mass(t, W, mean, sigma)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def branch_masses(
-    splits, leaves, feature, best_threshold, thresholds, slot, pair_of, g_weight, g_mean, g_m2, g_min, g_max,
-    min_variance,
-):  # fmt: skip  # pragma: no cover - compiled
+    forest: ForestArrays,
+    splits: BooleanArray1D,
+    leaves: Int64Array1D,
+    feature: Int64Array1D,
+    best_threshold: Int64Array2D,
+    thresholds: Float64Array3D,
+):  # pragma: no cover - compiled
     """The class masses (L, k) left and right of the chosen threshold of every splitting leaf (``splits``), on
     covariate ``feature[b]``: the very numbers :func:`evaluate_splits` scored it with."""
+    slot, pair_of, min_variance = forest.slot, forest.pair_of, forest.min_variance
+    g_weight, g_mean, g_m2, g_min, g_max = forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max
     n_leaves, k = leaves.shape[0], pair_of.shape[1]
     left, right = np.zeros((n_leaves, k)), np.zeros((n_leaves, k))
     for b in range(n_leaves):
@@ -618,34 +616,18 @@ def _entropy(mass, total, terms, labels, n_labels, nonzero, plan):  # pragma: no
     return -planned_sum(terms, *plan)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def apply_splits(
-    splits,
-    feature,
-    best_threshold,
-    leaves,
-    thresholds,
-    branch_left,
-    branch_right,
-    n_nodes,
-    n_slots,
-    split_feature,
-    threshold,
-    left_child,
-    right_child,
-    nan_left,
-    slot,
-    pair_of,
-    pairs,
-    free_pairs,
-    class_mass,
-    seen,
-    weight_at_last_attempt,
-    g_weight,
-    g_mean,
-    g_m2,
-    g_min,
-    g_max,
+    forest: ForestArrays,
+    splits: BooleanArray1D,
+    feature: Int64Array1D,
+    best_threshold: Int64Array2D,
+    leaves: Int64Array1D,
+    thresholds: Float64Array3D,
+    branch_left: Float64Array2D,
+    branch_right: Float64Array2D,
+    n_nodes: Int64,
+    n_slots: Int64,
 ):  # pragma: no cover - compiled
     """Split every leaf ``leaves[b]`` with ``splits[b]`` on covariate ``feature[b]`` at its best threshold.
 
@@ -655,6 +637,21 @@ def apply_splits(
     next unused slot. Missing values will go to the heavier child. The arrays must have room for the new nodes
     and slots (the caller grows them; an unused slot maps no label: ``pair_of`` -1).
     """
+    split_feature, threshold, left_child, right_child = (
+        forest.split_feature,
+        forest.threshold,
+        forest.left,
+        forest.right,
+    )
+    nan_left, slot, pair_of, pairs, free_pairs = (
+        forest.nan_left,
+        forest.slot,
+        forest.pair_of,
+        forest.pairs,
+        forest.free_pairs,
+    )
+    class_mass, seen, weight_at_last_attempt = forest.class_mass, forest.seen, forest.weight_at_last_attempt
+    g_weight, g_mean, g_m2, g_min, g_max = forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max
     k = class_mass.shape[1]
     for b in range(splits.shape[0]):
         if not splits[b]:
@@ -687,31 +684,3 @@ def apply_splits(
         n_nodes += 2
         n_slots += 1
     return n_nodes, n_slots
-
-
-# The kernels called from Python, with their argument types (numba's notation; ``[::1]``: C order): what
-# ``python -m olb.kernels`` compiles ahead of time and what :mod:`olb.kernels` checks before each call.
-EXPORTS = {
-    "route": "float64[::1], int64[:, ::1], int64[::1], int64[::1], float64[::1], int64[::1], int64[::1], boolean[::1]",
-    "leaf_masses": "int64[::1], float64[:, ::1], boolean[:, ::1], boolean",
-    "update_statistics": (
-        "float64[::1], float64[:, ::1], int64[::1], int64[:, ::1], int64[::1], int32[:, ::1], int64[::1], "
-        "int64[::1], float64[:, ::1], boolean[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], "
-        "float64[:, ::1], float64[:, ::1], float64, float64[::1], float64[::1]"
-    ),
-    "evaluate_splits": (
-        "int64[::1], int64[::1], int64[::1], int32[:, ::1], float64[:, ::1], boolean[:, ::1], float64[:, ::1], "
-        "float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[::1], float64, float64, "
-        "float64[::1], float64[::1], float64[::1], int64[::1], int64[::1], int64[::1], boolean"
-    ),
-    "branch_masses": (
-        "boolean[::1], int64[::1], int64[::1], int64[:, ::1], float64[:, :, ::1], int64[::1], int32[:, ::1], "
-        "float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], float64[:, ::1], float64"
-    ),
-    "apply_splits": (
-        "boolean[::1], int64[::1], int64[:, ::1], int64[::1], float64[:, :, ::1], float64[:, ::1], float64[:, ::1], "
-        "int64, int64, int64[::1], float64[::1], int64[::1], int64[::1], boolean[::1], int64[::1], int32[:, ::1], "
-        "int64[::1], int64[::1], float64[:, ::1], boolean[:, ::1], float64[::1], float64[:, ::1], float64[:, ::1], "
-        "float64[:, ::1], float64[:, ::1], float64[:, ::1]"
-    ),
-}

@@ -30,6 +30,18 @@ import numpy as np
 from numba import njit, types
 from numba.extending import get_cython_function_address, intrinsic
 
+from olb.kernel_declarations import (
+    Boolean,
+    BooleanArray1D,
+    Float64,
+    Float64Array1D,
+    Float64Array2D,
+    Float64Array3D,
+    Int64,
+    Int64Array1D,
+    Int64Array2D,
+    kernel,
+)
 from olb.weak.vfdt_core import pairwise_sum
 
 llvmlite.binding.add_symbol(
@@ -56,8 +68,8 @@ def fma(typingctx, a, b, c):
 # ---------------------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
-def expert_states(alpha, H):  # pragma: no cover - compiled
+@kernel
+def expert_states(alpha: Float64Array1D, H: Float64Array2D):  # pragma: no cover - compiled
     """The experts' states s^0..s^N (N + 1, k): s^0 = 0, s^j = sum_{i<=j} alpha^i h^i (paper 000, Algorithm 1)."""
     N, k = H.shape
     states = np.zeros((N + 1, k))
@@ -68,8 +80,8 @@ def expert_states(alpha, H):  # pragma: no cover - compiled
     return states
 
 
-@njit(cache=True, nogil=True)
-def vote_states(labels, alpha, k):  # pragma: no cover - compiled
+@kernel
+def vote_states(labels: Int64Array1D, alpha: Float64Array1D, k: Int64):  # pragma: no cover - compiled
     """The votes s^0..s^N (N + 1, k) of single-label learners: s^j = sum_{i<=j} alpha^i e_{l^i} (paper 001)."""
     N = labels.shape[0]
     states = np.zeros((N + 1, k))
@@ -117,8 +129,8 @@ def projected_alpha_step(alpha, change):  # pragma: no cover - compiled
     return out
 
 
-@njit(cache=True, nogil=True)
-def hedge_index(weights, u):  # pragma: no cover - compiled
+@kernel
+def hedge_index(weights: Float64Array1D, u: Float64):  # pragma: no cover - compiled
     """The first expert whose cumulative weight reaches ``u`` times the total (the last if none does)."""
     n = weights.shape[0]
     target = u * pairwise_sum(weights, 0, n)
@@ -146,8 +158,8 @@ def hedge_update(weights, losses):  # pragma: no cover - compiled
     return new
 
 
-@njit(cache=True, nogil=True)
-def fed_weights(costs, fed, scale):  # pragma: no cover - compiled
+@kernel
+def fed_weights(costs: Float64Array2D, fed: BooleanArray1D, scale: Float64):  # pragma: no cover - compiled
     """Importance weights ``scale * (max(c^i) - c^i[l])`` for the labels l that are fed, 0 for the others
     (papers 000 and 004: each relevant label l is fed to learner i with weight max(c^i) - c^i[l])."""
     N, k = costs.shape
@@ -220,8 +232,15 @@ def rank_losses(S, relevant):  # pragma: no cover - compiled
     return out
 
 
-@njit(cache=True, nogil=True)
-def adaolmr_round(H, states, relevant, alpha, hedge, t):  # pragma: no cover - compiled
+@kernel
+def adaolmr_round(
+    H: Float64Array2D,
+    states: Float64Array2D,
+    relevant: BooleanArray1D,
+    alpha: Float64Array1D,
+    hedge: Float64Array1D,
+    t: Int64,
+):  # pragma: no cover - compiled
     """Ada.OLMR's update on one example (paper 000, Algorithm 3): returns (importance weights, alpha, Hedge).
 
     Costs c^1..c^{N+1} are the logistic gradients at s^0..s^N (eq. 8); learner i is fed the relevant labels with
@@ -244,8 +263,8 @@ def adaolmr_round(H, states, relevant, alpha, hedge, t):  # pragma: no cover - c
 # ---------------------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
-def logistic_cost_parts(S):  # pragma: no cover - compiled
+@kernel
+def logistic_cost_parts(S: Float64Array2D):  # pragma: no cover - compiled
     """For votes S (m, k): G[m, r, l] = 1 / (1 + exp(s[r] - s[l])) and rows[m, r] = sum_{l != r} G[m, r, l].
 
     The logistic cost matrix of paper 001 eq. (9) is C[r, l] = G[r, l] for l != r and C[r, r] = -rows[r].
@@ -306,8 +325,8 @@ def expected_costs(h, tie, M, out):  # pragma: no cover - compiled
         out[label] = hm + h[label] * om - (k * h[label] - tie[label])
 
 
-@njit(cache=True, nogil=True)
-def adaolm_chain(H, tie, alpha):  # pragma: no cover - compiled
+@kernel
+def adaolm_chain(H: Float64Array2D, tie: Float64Array2D, alpha: Float64Array1D):  # pragma: no cover - compiled
     """Adaboost.OLM's weak predictions l^i = argmin_l h^i . C(s^{i-1})[:, l], one learner after the other
     (paper 001, eq. 9; Algorithm 2; :func:`expected_costs`), and the votes s^0..s^N they cast: returns
     (labels, states). ``tie`` (N, k) breaks ties.
@@ -331,8 +350,17 @@ def adaolm_chain(H, tie, alpha):  # pragma: no cover - compiled
     return labels, vote_states(labels, alpha, k)
 
 
-@njit(cache=True, nogil=True)
-def adaolm_update(states, labels, experts, alpha, hedge, y, eta, authors):  # pragma: no cover - compiled
+@kernel
+def adaolm_update(
+    states: Float64Array2D,
+    labels: Int64Array1D,
+    experts: Int64Array1D,
+    alpha: Float64Array1D,
+    hedge: Float64Array1D,
+    y: Int64,
+    eta: Float64,
+    authors: Boolean,
+):  # pragma: no cover - compiled
     """Adaboost.OLM's update once the label y is known (paper 001, Algorithm 2): alpha^i takes the step
     eta f'(alpha^i), projected to [-2, 2]; Hedge's weights become v^i exp(-1(yhat^i != y)). Returns (alpha, Hedge)."""
     N = labels.shape[0]
@@ -357,8 +385,18 @@ def vector_matrix(h, M, out):  # pragma: no cover - compiled
     out[:] = np.dot(h, M)
 
 
-@njit(cache=True, nogil=True)
-def mbbm_chain(H, tie, start, node, child, matrices, weights, labels, out_weights):  # pragma: no cover - compiled
+@kernel
+def mbbm_chain(
+    H: Float64Array2D,
+    tie: Float64Array2D,
+    start: Int64,
+    node: Int64,
+    child: Int64Array2D,
+    matrices: Float64Array3D,
+    weights: Float64Array2D,
+    labels: Int64Array1D,
+    out_weights: Float64Array2D,
+):  # pragma: no cover - compiled
     """OnlineMBBM's chain of weak predictions (paper 001, Algorithm 1) from learner ``start`` at the vote state
     ``node``, over a memo of the states met so far: node v holds the learner's cost matrix ``matrices[v]`` (C or D,
     whichever the learner predicts with), the weights ``weights[v]`` and its successors ``child[v, l]`` (the state
@@ -378,11 +416,11 @@ def mbbm_chain(H, tie, start, node, child, matrices, weights, labels, out_weight
         vector_matrix(h, matrices[node], costs)
         for label in range(k):
             costs[label] = costs[label] + tie[i, label]
-        label = np.argmin(costs)
-        labels[i] = label
+        chosen = np.argmin(costs)
+        labels[i] = chosen
         if i == N - 1:
             break
-        nxt = child[node, label]
+        nxt = child[node, chosen]
         if nxt < 0:
             return i, node
         node = nxt
@@ -394,8 +432,16 @@ def mbbm_chain(H, tie, start, node, child, matrices, weights, labels, out_weight
 # ---------------------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
-def pairwise_cost_vectors(S, relevant, horizons, table, offset, top, margin):  # pragma: no cover - compiled
+@kernel
+def pairwise_cost_vectors(
+    S: Float64Array2D,
+    relevant: BooleanArray1D,
+    horizons: Int64Array1D,
+    table: Float64Array3D,
+    offset: Float64,
+    top: Float64,
+    margin: Float64,
+):  # pragma: no cover - compiled
     """OnlineBMR's exact cost vectors c[l] = phi^n(s + e_l) (paper 000, eq. 2) of every row s of ``S`` (m, k), n the
     row's entry of ``horizons``; ``relevant`` a boolean (k,) mask. Returns (m, k); zeros if |Y| is 0 or k.
 
@@ -442,8 +488,15 @@ def pairwise_cost_vectors(S, relevant, horizons, table, offset, top, margin):  #
     return C
 
 
-@njit(cache=True, nogil=True)
-def onlinebmr_round(states, relevant, table, offset, top, margin):  # pragma: no cover - compiled
+@kernel
+def onlinebmr_round(
+    states: Float64Array2D,
+    relevant: BooleanArray1D,
+    table: Float64Array3D,
+    offset: Float64,
+    top: Float64,
+    margin: Float64,
+):  # pragma: no cover - compiled
     """OnlineBMR's importance weights (N, k) on one example (paper 000, Algorithm 2): learner i's cost vector at
     s^{i-1} with horizon N - i (:func:`pairwise_cost_vectors`), each relevant label fed with weight max(c^i) - c^i[l]."""
     N = states.shape[0] - 1
@@ -459,8 +512,18 @@ def onlinebmr_round(states, relevant, table, offset, top, margin):  # pragma: no
 # ---------------------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
-def pair_cost_vectors(S, a_idx, b_idx, weights, horizons, table, offset, top, margin):  # pragma: no cover - compiled
+@kernel
+def pair_cost_vectors(
+    S: Float64Array2D,
+    a_idx: Int64Array1D,
+    b_idx: Int64Array1D,
+    weights: Float64Array1D,
+    horizons: Int64Array1D,
+    table: Float64Array3D,
+    offset: Float64,
+    top: Float64,
+    margin: Float64,
+):  # pragma: no cover - compiled
     """TopOpt's estimated cost vectors c-hat[l] = sum_p w_p Lambda^{a_p,b_p,n}(s + e_l) (paper 004, eq. 3) of every row
     s of ``S`` (m, k), n the row's entry of ``horizons``; pairs (a_p relevant, b_p irrelevant) with weights w_p.
 
@@ -534,9 +597,20 @@ def pair_rank_losses(S, a_idx, b_idx, weights):  # pragma: no cover - compiled
     return np.dot(M, w)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def topada_round(
-    H, states, a_idx, b_idx, weights, alpha, hedge, step, t, clip_gradient, fed, weight_scale
+    H: Float64Array2D,
+    states: Float64Array2D,
+    a_idx: Int64Array1D,
+    b_idx: Int64Array1D,
+    weights: Float64Array1D,
+    alpha: Float64Array1D,
+    hedge: Float64Array1D,
+    step: Float64,
+    t: Int64,
+    clip_gradient: Boolean,
+    fed: BooleanArray1D,
+    weight_scale: Float64,
 ):  # pragma: no cover - compiled
     """TopAda's update on one example with observed pairs (paper 004, Algorithm 3): returns (importance weights,
     alpha, Hedge, gradients at s^0..s^N).
@@ -561,31 +635,3 @@ def topada_round(
         losses[i] = losses[i] - least
     new_hedge = hedge_update(hedge, losses)
     return fed_weights(gradients[:N], fed, weight_scale), new_alpha, new_hedge, gradients
-
-
-# The kernels called from Python, with their argument types (numba's notation; ``[::1]``: C order): what
-# ``python -m olb.kernels`` compiles ahead of time and what :mod:`olb.kernels` checks before each call.
-EXPORTS = {
-    "adaolm_chain": "float64[:, ::1], float64[:, ::1], float64[::1]",
-    "adaolm_update": "float64[:, ::1], int64[::1], int64[::1], float64[::1], float64[::1], int64, float64, boolean",
-    "adaolmr_round": "float64[:, ::1], float64[:, ::1], boolean[::1], float64[::1], float64[::1], int64",
-    "expert_states": "float64[::1], float64[:, ::1]",
-    "fed_weights": "float64[:, ::1], boolean[::1], float64",
-    "hedge_index": "float64[::1], float64",
-    "logistic_cost_parts": "float64[:, ::1]",
-    "mbbm_chain": (
-        "float64[:, ::1], float64[:, ::1], int64, int64, int64[:, ::1], float64[:, :, ::1], float64[:, ::1], "
-        "int64[::1], float64[:, ::1]"
-    ),
-    "onlinebmr_round": "float64[:, ::1], boolean[::1], float64[:, :, ::1], float64, float64, float64",
-    "pair_cost_vectors": (
-        "float64[:, ::1], int64[::1], int64[::1], float64[::1], int64[::1], float64[:, :, ::1], float64, float64, "
-        "float64"
-    ),
-    "pairwise_cost_vectors": "float64[:, ::1], boolean[::1], int64[::1], float64[:, :, ::1], float64, float64, float64",
-    "topada_round": (
-        "float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], float64[::1], float64[::1], float64[::1], "
-        "float64, int64, boolean, boolean[::1], float64"
-    ),
-    "vote_states": "int64[::1], float64[::1], int64",
-}

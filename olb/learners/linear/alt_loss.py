@@ -12,11 +12,12 @@ coefficients of :func:`alt_coefficients`, so a first-order step is ``w_i += eta 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from olb.kernel_declarations import Float64, Float64Array1D, Int64, Int8Array1D, kernel
 
 
-@njit(cache=True)
-def alt_coefficients(s, y, c):
+@kernel
+def alt_coefficients(s: Float64Array1D, y: Int8Array1D, c: Float64Array1D):
     """Fill ``c`` (q + 1) with the ALT step coefficients at scores ``s`` (q + 1; s[0] the threshold) for 0/1
     labels ``y`` (q); return whether the loss is positive.
 
@@ -44,8 +45,8 @@ def alt_coefficients(s, y, c):
     return violated
 
 
-@njit(cache=True)
-def repeat_on_scores(s, y, step, repeats, c_sum):
+@kernel
+def repeat_on_scores(s: Float64Array1D, y: Int8Array1D, step: Float64, repeats: Int64, c_sum: Float64Array1D):
     """Up to ``repeats`` first-order ALT steps on one example, tracked on its scores alone.
 
     A step ``w_i += eta c_i x`` moves the example's own scores by ``eta c_i <x, x>`` (``eta c_i k(x, x)`` for a
@@ -62,11 +63,3 @@ def repeat_on_scores(s, y, step, repeats, c_sum):
             c_sum[i] += c[i]
             s[i] += step * c[i]
     return repeats
-
-
-# The kernels called from Python, with their argument types (numba's notation; ``[::1]``: C order): what
-# ``python -m olb.kernels`` compiles ahead of time and what :mod:`olb.kernels` checks before each call.
-EXPORTS = {
-    "alt_coefficients": "float64[::1], int8[::1], float64[::1]",
-    "repeat_on_scores": "float64[::1], int8[::1], float64, int64, float64[::1]",
-}

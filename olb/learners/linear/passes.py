@@ -14,6 +14,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from olb.kernel_declarations import (
+    Boolean,
+    Float64,
+    Float64Array1D,
+    Float64Array2D,
+    Int64,
+    Int64Array1D,
+    Int8Array1D,
+    Int8Array2D,
+    kernel,
+)
 from olb.learners.linear.alt_loss import alt_coefficients, repeat_on_scores
 from olb.learners.linear.rows import FALT, OLANSGD, PA_I, SALT
 from olb.weak.vfdt_core import pairwise_sum
@@ -33,8 +44,10 @@ def row_entries(indptr, indices, data, r, d, bias, idx, val):  # pragma: no cove
     return m
 
 
-@njit(cache=True)
-def row_scores(W, idx, val, out):  # pragma: no cover - compiled
+@kernel
+def row_scores(
+    W: Float64Array2D, idx: Int64Array1D, val: Float64Array1D, out: Float64Array1D
+):  # pragma: no cover - compiled
     """``out[i] = sum_a val[a] W[idx[a], i]``, added in the order of the entries."""
     out[:] = 0.0
     for a in range(idx.shape[0]):
@@ -62,16 +75,34 @@ def add_outer(W, idx, val, scale, coefficients):  # pragma: no cover - compiled
             W[j, i] += scale * (v * coefficients[i])
 
 
-@njit(cache=True)
-def falt_round(W, idx, val, y, eta, repeats, s, c_sum):  # pragma: no cover - compiled
+@kernel
+def falt_round(
+    W: Float64Array2D,
+    idx: Int64Array1D,
+    val: Float64Array1D,
+    y: Int8Array1D,
+    eta: Float64,
+    repeats: Int64,
+    s: Float64Array1D,
+    c_sum: Float64Array1D,
+):  # pragma: no cover - compiled
     """One FALT round on one row: its scores, up to ``repeats`` ALT steps on them, one update of W."""
     row_scores(W, idx, val, s)
     if repeat_on_scores(s, y, eta * sq_norm(val), repeats, c_sum):
         add_outer(W, idx, val, eta, c_sum)
 
 
-@njit(cache=True)
-def salt_round(W, G, idx, val, y, eta, delta, repeats):  # pragma: no cover - compiled
+@kernel
+def salt_round(
+    W: Float64Array2D,
+    G: Float64Array2D,
+    idx: Int64Array1D,
+    val: Float64Array1D,
+    y: Int8Array1D,
+    eta: Float64,
+    delta: Float64,
+    repeats: Int64,
+):  # pragma: no cover - compiled
     """Up to ``repeats`` diagonal-AdaGrad steps of the ALT loss on one row (nonzero entries ``idx``, ``val``):
     G += g^2 and W -= eta g / (delta + sqrt(G)) entry by entry, with g = -c_i x_j. Returns the steps taken.
 
@@ -105,8 +136,10 @@ def salt_round(W, G, idx, val, y, eta, delta, repeats):  # pragma: no cover - co
     return repeats
 
 
-@njit(cache=True)
-def pa_steps_into(losses, sq_norm, C, first_order, out):  # pragma: no cover - compiled
+@kernel
+def pa_steps_into(
+    losses: Float64Array1D, sq_norm: Float64, C: Float64, first_order: Boolean, out: Float64Array1D
+):  # pragma: no cover - compiled
     """PA step sizes: PA-I ``min(C, l / ||x||^2)`` (0 if ||x||^2 = 0), PA-II ``l / (||x||^2 + 1 / (2C))``."""
     for i in range(losses.shape[0]):
         if first_order:
@@ -117,8 +150,17 @@ def pa_steps_into(losses, sq_norm, C, first_order, out):  # pragma: no cover - c
     return out
 
 
-@njit(cache=True)
-def pa_round(W, idx, val, y, C, first_order, s, steps):  # pragma: no cover - compiled
+@kernel
+def pa_round(
+    W: Float64Array2D,
+    idx: Int64Array1D,
+    val: Float64Array1D,
+    y: Int8Array1D,
+    C: Float64,
+    first_order: Boolean,
+    s: Float64Array1D,
+    steps: Float64Array1D,
+):  # pragma: no cover - compiled
     """One PA-BR round on one row: hinge losses of the scores against targets 2y - 1, steps, one update of W."""
     row_scores(W, idx, val, s)
     for i in range(s.shape[0]):
@@ -130,8 +172,10 @@ def pa_round(W, idx, val, y, C, first_order, s, steps):  # pragma: no cover - co
     add_outer(W, idx, val, 1.0, steps)
 
 
-@njit(cache=True)
-def rank_gradient_into(scores, y, smoothing, grad):  # pragma: no cover - compiled
+@kernel
+def rank_gradient_into(
+    scores: Float64Array1D, y: Int8Array1D, smoothing: Float64, grad: Float64Array1D
+):  # pragma: no cover - compiled
     """OLANSGD*'s gradient (:func:`olb.learners.linear.olansgd.smoothed_rank_gradient`) into ``grad``: the pair
     weights u = clip((1 - (s_k - s_l)) / gamma, 0, 1) / (|Y| |Ybar|) in a (|Y|, |Ybar|) matrix; a relevant label
     gets minus its row's sum (numpy's pairwise order), an irrelevant one its column's sum (rows in order; pairwise
@@ -168,8 +212,19 @@ def rank_gradient_into(scores, y, smoothing, grad):  # pragma: no cover - compil
     return grad
 
 
-@njit(cache=True)
-def olansgd_round(W, idx, val, y, state, eta, regularization, smoothing, s, grad):  # pragma: no cover - compiled
+@kernel
+def olansgd_round(
+    W: Float64Array2D,
+    idx: Int64Array1D,
+    val: Float64Array1D,
+    y: Int8Array1D,
+    state: Float64Array1D,
+    eta: Float64,
+    regularization: Float64,
+    smoothing: Float64,
+    s: Float64Array1D,
+    grad: Float64Array1D,
+):  # pragma: no cover - compiled
     """One OLANSGD* step on one row; ``state`` holds [scale, t] (W's shrinkage factor, the rows seen)."""
     state[1] += 1.0
     step = eta / np.sqrt(state[1])
@@ -186,8 +241,19 @@ def olansgd_round(W, idx, val, y, state, eta, regularization, smoothing, s, grad
     add_outer(W, idx, val, -(step / state[0]), grad)
 
 
-@njit(cache=True)
-def learn_pass(rule, W, G, state, indptr, indices, data, bias, Y, hyper):  # pragma: no cover - compiled
+@kernel
+def learn_pass(
+    rule: Int64,
+    W: Float64Array2D,
+    G: Float64Array2D,
+    state: Float64Array1D,
+    indptr: Int64Array1D,
+    indices: Int64Array1D,
+    data: Float64Array1D,
+    bias: Boolean,
+    Y: Int8Array2D,
+    hyper: Float64Array1D,
+):  # pragma: no cover - compiled
     """One round of ``rule`` on every row of a block, in order, with the hyperparameters ``hyper``:
     FALT :func:`falt_round` [eta, repeats]; SALT :func:`salt_round` [eta, delta, repeats] and its squared
     gradients ``G``; PA_I/PA_II :func:`pa_round` [C]; OLANSGD :func:`olansgd_round` [eta, regularization,
@@ -207,23 +273,3 @@ def learn_pass(rule, W, G, state, indptr, indices, data, bias, Y, hyper):  # pra
             olansgd_round(W, idx[:m], val[:m], Y[r], state, hyper[0], hyper[1], hyper[2], s, work)
         else:
             pa_round(W, idx[:m], val[:m], Y[r], hyper[0], rule == PA_I, s, work)
-
-
-# The kernels called from Python, with their argument types (numba's notation; ``[::1]``: C order): what
-# ``python -m olb.kernels`` compiles ahead of time and what :mod:`olb.kernels` checks before each call.
-EXPORTS = {
-    "falt_round": "float64[:, ::1], int64[::1], float64[::1], int8[::1], float64, int64, float64[::1], float64[::1]",
-    "learn_pass": (
-        "int64, float64[:, ::1], float64[:, ::1], float64[::1], int64[::1], int64[::1], float64[::1], boolean, "
-        "int8[:, ::1], float64[::1]"
-    ),
-    "olansgd_round": (
-        "float64[:, ::1], int64[::1], float64[::1], int8[::1], float64[::1], float64, float64, float64, "
-        "float64[::1], float64[::1]"
-    ),
-    "pa_round": "float64[:, ::1], int64[::1], float64[::1], int8[::1], float64, boolean, float64[::1], float64[::1]",
-    "pa_steps_into": "float64[::1], float64, float64, boolean, float64[::1]",
-    "rank_gradient_into": "float64[::1], int8[::1], float64, float64[::1]",
-    "row_scores": "float64[:, ::1], int64[::1], float64[::1], float64[::1]",
-    "salt_round": "float64[:, ::1], float64[:, ::1], int64[::1], float64[::1], int8[::1], float64, float64, int64",
-}
