@@ -90,3 +90,22 @@ def test_a_marker_naming_what_the_results_lack_is_refused(exported, capsys):
         from olb.grid.reporting.doc_tables import TableSpec
 
         TableSpec.parse("results/tiny/table.csv colour=red", "x.md:1")
+
+
+def test_several_result_files_give_one_table_and_a_pair_given_twice_is_refused(exported, capsys):
+    root, outcome, _ = exported
+    other = root / "results" / "other"
+    other.mkdir(exist_ok=True)
+    beside = outcome.table.query("algorithm == 'Ada.OLMR'").assign(algorithm="Ada.OLMR (other run)", mean=0.5)
+    beside.to_csv(other / "table.csv", index=False)
+    sources = "results/tiny/table.csv,results/other/table.csv"
+    doc = root / "two.md"
+    columns = 'algorithms="Ada.OLMR (other run),Ada.OLMR"'  # a value with spaces, quoted
+    doc.write_text(f"<!-- olb:table {sources} metric=rank_loss {columns} -->\n<!-- /olb:table -->\n")
+    assert main(["--root", str(root), str(doc)]) == 0
+    header, _, first = doc.read_text().splitlines()[3:6]
+    assert header == "| dataset | Ada.OLMR (other run) | Ada.OLMR |"
+    assert first.startswith("| emotions | 0.5000 ± ")
+    doc.write_text("<!-- olb:table results/tiny/table.csv,results/tiny/table.csv -->\n<!-- /olb:table -->\n")
+    assert main(["--check", "--root", str(root), str(doc)]) == 2
+    assert "give emotions Ada.OLMR rank_loss more than once" in capsys.readouterr().err

@@ -1,12 +1,14 @@
 """The result tables of README.md and docs/*.md, generated from the exported results (:mod:`olb.grid.reporting.export`).
 
-A table is written between two markers; the opening one names the table.csv and how to lay it out::
+A table is written between two markers; the opening one names the table.csv (or several, comma-separated, whose
+rows are set side by side: another run's columns beside a table's) and how to lay it out::
 
     <!-- olb:table results/table3/table.csv metric=rank_loss algorithms=Ada.OLMR,OnlineBMR decimals=4 -->
     (generated: do not edit)
     <!-- /olb:table -->
 
-Options (all optional): ``metric``, ``datasets``, ``algorithms`` (comma-separated; they filter and order),
+Options (all optional; a value with spaces in double quotes): ``metric``, ``datasets``, ``algorithms``
+(comma-separated; they filter and order),
 ``rows`` and ``columns`` (axes among dataset, algorithm, metric; default dataset x algorithm), ``decimals``
 (default 4) and ``bold`` (the grid's significance marks). The layout is table.md's (:func:`pivot_markdown`).
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +48,7 @@ class TableSpec:
 
     @classmethod
     def parse(cls, spec: str, where: str) -> TableSpec:
-        source, *pairs = spec.split()
+        source, *pairs = shlex.split(spec)
         options = {}
         for pair in pairs:
             key, sep, value = pair.partition("=")
@@ -58,11 +61,23 @@ class TableSpec:
         return [v for v in self.options.get(key, "").split(",") if v]
 
     def render(self, root: Path, where: str) -> str:
-        """The table's markdown from its result file (paths relative to ``root``, the repository)."""
-        path = root / self.source
-        if not path.is_file():
-            raise DocTableError(f"{where}: result file {self.source} does not exist (export it: docs/results.md)")
-        table = pd.read_csv(path, dtype={"note": str, "selected": str})
+        """The table's markdown from its result files (paths relative to ``root``, the repository)."""
+        sources = self.source.split(",")
+        missing_files = [s for s in sources if not (root / s).is_file()]
+        if missing_files:
+            raise DocTableError(
+                f"{where}: result file {', '.join(missing_files)} does not exist (export it: docs/results.md)"
+            )
+        table = pd.concat(
+            [pd.read_csv(root / s, dtype={"note": str, "selected": str}) for s in sources], ignore_index=True
+        )
+        twice = table[table.duplicated(list(_AXES), keep=False)]
+        if not twice.empty:
+            first = twice.iloc[0]
+            raise DocTableError(
+                f"{where}: {self.source} give {first['dataset']} {first['algorithm']} {first['metric']} more than "
+                "once (label one run's algorithms apart)"
+            )
         table[["note", "selected"]] = table[["note", "selected"]].fillna("")
         for key, axis in (("metric", "metric"), ("datasets", "dataset"), ("algorithms", "algorithm")):
             wanted = self._list(key)
