@@ -109,3 +109,19 @@ def test_several_result_files_give_one_table_and_a_pair_given_twice_is_refused(e
     doc.write_text("<!-- olb:table results/tiny/table.csv,results/tiny/table.csv -->\n<!-- /olb:table -->\n")
     assert main(["--check", "--root", str(root), str(doc)]) == 2
     assert "give emotions Ada.OLMR rank_loss more than once" in capsys.readouterr().err
+
+
+def test_an_unavailable_data_sets_message_names_no_folder_of_this_machine(tmp_path):
+    data_dir = tmp_path / "my-private-data"
+    data_dir.mkdir()
+    dest = tmp_path / "results" / "partial"
+    overrides = [*OVERRIDES, "datasets=[emotions,image]", f"data_dir={data_dir}", f"export={dest}"]
+    outcome = run_grid(
+        compose([*overrides, "allow_unavailable=true"]), tmp_path / "out", overrides, stream=io.StringIO()
+    )
+    assert outcome.n_unavailable > 0
+    written = pd.read_csv(outcome.files["cells"])
+    assert written["error"].fillna("").str.contains(str(data_dir), regex=False).any()  # the grid's own copy says where
+    exported = pd.read_csv(dest / "cells.csv")["error"].fillna("")
+    assert not exported.str.contains(str(tmp_path), regex=False).any()
+    assert exported.str.contains("$OLB_DATA_DIR", regex=False).any()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from olb.grid.reporting.comparable import differences
+from olb.data.files import data_dirs
 from olb.grid.context import GridRun, Stages
 from olb.grid.reporting.coverage import cover, with_summary
 from olb.grid.running.fanout import FanoutStats
@@ -32,6 +33,7 @@ from olb.grid.reporting.references import reference_source
 from olb.grid.reporting.report import print_report, write_leaderboard, write_plots
 from olb.grid.recording.results import cells_frame
 from olb.grid.reporting.table import build_table
+from olb.grid.stages import grid_data_dir
 
 log = logging.getLogger("olb.grid")
 
@@ -135,7 +137,15 @@ def finish(run: GridRun, st: Stages) -> GridOutcome:
     """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report."""
     cells, table, markdown, files = write_outputs(run, st)
     if run.cfg.export:
-        files["export"] = export_results(Path(run.cfg.export), table, cells, markdown, run.overrides, code_version())
+        files["export"] = export_results(
+            Path(run.cfg.export),
+            table,
+            cells,
+            markdown,
+            run.overrides,
+            code_version(),
+            data_dirs(grid_data_dir(run.cfg)),
+        )
     fan = st.fan
     unique_cells = cells.drop_duplicates("cell_id")
     n_failed = int((unique_cells["status"] == Status.FAILED).sum())

@@ -33,6 +33,15 @@ def reproducing_command(overrides: list[str]) -> str:
     return " ".join(["python -m olb.grid", *_shaping(overrides)])
 
 
+def _without_folders(text: object, data_dirs: list[Path]) -> object:
+    """``text`` with each of ``data_dirs`` written ``$OLB_DATA_DIR`` (anything else as it is)."""
+    if not isinstance(text, str):
+        return text
+    for folder in sorted(map(str, data_dirs), key=len, reverse=True):  # the longest first: one may hold another
+        text = text.replace(folder, "$OLB_DATA_DIR")
+    return text
+
+
 def machine() -> dict[str, object]:
     """The CPU model, its vector extensions that change the last bits or the speed, cores, memory, OS."""
     model, flags = platform.processor() or "unknown", set()
@@ -62,12 +71,23 @@ def machine() -> dict[str, object]:
 
 
 def export_results(
-    dest: Path, table: pd.DataFrame, cells: pd.DataFrame, markdown: str, overrides: list[str], version: str
+    dest: Path,
+    table: pd.DataFrame,
+    cells: pd.DataFrame,
+    markdown: str,
+    overrides: list[str],
+    version: str,
+    data_dirs: list[Path],
 ) -> Path:
-    """Write ``dest``/table.csv, cells.csv, table.md and meta.json; ``dest`` is created (and its files replaced)."""
+    """Write ``dest``/table.csv, cells.csv, table.md and meta.json; ``dest`` is created (and its files replaced).
+    A cell's message that names one of the ``data_dirs`` (an unavailable data set's) names ``$OLB_DATA_DIR``
+    instead: the folders are this machine's."""
     dest.mkdir(parents=True, exist_ok=True)
     table.to_csv(dest / "table.csv", index=False)
-    cells.drop(columns=[c for c in _LOCAL_COLUMNS if c in cells.columns]).to_csv(dest / "cells.csv", index=False)
+    exported = cells.drop(columns=[c for c in _LOCAL_COLUMNS if c in cells.columns])
+    if "error" in exported.columns:
+        exported = exported.assign(error=exported["error"].map(lambda text: _without_folders(text, data_dirs)))
+    exported.to_csv(dest / "cells.csv", index=False)
     shown = f"Command-line overrides: `{' '.join(overrides)}`"  # as olb.grid.reporting.markdown.grid_title writes them
     (dest / "table.md").write_text(
         markdown.replace(shown, f"Command-line overrides: `{' '.join(_shaping(overrides))}`")
