@@ -8,6 +8,18 @@ The names below are imported when first used, so that a Ray worker, which import
 
 import importlib
 import importlib.util
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names' types, for a type checker (at run time each is imported when first used)
+    from olb.grid.app import run_grid as run_grid
+    from olb.grid.cli import compose as compose
+    from olb.grid.messages import GridOutcome as GridOutcome
+    from olb.grid.plan import Cell as Cell
+    from olb.grid.plan import CellKey as CellKey
+    from olb.grid.plan import GridConfigError as GridConfigError
+    from olb.grid.plan import Plan as Plan
+    from olb.grid.plan import cell_id as cell_id
+    from olb.grid.planning.expand import plan_grid as plan_grid
 
 _missing = [
     m for m in ("hydra", "ray", "mlflow", "pandas", "matplotlib", "tqdm") if importlib.util.find_spec(m) is None
@@ -32,7 +44,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name not in _EXPORTS:
         raise AttributeError(f"module 'olb.grid' has no attribute {name!r}")
     value = getattr(importlib.import_module(_EXPORTS[name]), name)

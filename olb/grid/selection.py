@@ -25,11 +25,14 @@ folds), :func:`select` turns the fold-by-setting table into a choice and the rea
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from olb.data.dataset import Dataset
+
+if TYPE_CHECKING:
+    from olb.learners.base import OnlineLearner
 
 RULES = ("majority", "best:<metric>")
 
@@ -62,7 +65,9 @@ def selection_settings(raw: object, where: str) -> dict[str, Any] | None:
     return {**SELECTION_KEYS, **dict(raw)}
 
 
-def check_selection(select: dict, cls, metrics: tuple[str, ...], n_train: int | None, where: str) -> list[str]:
+def check_selection(
+    select: dict[str, Any], cls: type[OnlineLearner], metrics: tuple[str, ...], n_train: int | None, where: str
+) -> list[str]:
     """Problems of one entry's ``select`` on one data set (checked by the planner, before any work)."""
     from olb.metrics import METRICS
     from olb.protocol import missing_outputs

@@ -124,7 +124,9 @@ class TrackingService:
         self._procs: dict[int, subprocess.Popen] = {}  # the processes this object started (reaped on stop)
 
     # -- the shell's interface ----------------------------------------------------------------------------
-    def start(self, port: int | None = None, pg_port: int | None = None, workers: int = 1, timeout_s: float = 120):
+    def start(
+        self, port: int | None = None, pg_port: int | None = None, workers: int = 1, timeout_s: float = 120
+    ) -> ServiceState:
         """Start PostgreSQL, then the MLflow server (creating both on first use); the state ``stop`` reads."""
         if (self.folder / STATE).exists() and self._alive(self.state()):
             raise ServiceError(f"a tracking server of {self.folder} is running: stop it first (stop {self.folder})")

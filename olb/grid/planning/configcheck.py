@@ -191,7 +191,9 @@ def check_settings(cfg: DictConfig, problems: Problems) -> None:
         problems.add(f"curve_every={cfg.curve_every} is out of range; allowed: an integer >= 1")
 
 
-def table_settings(cfg: DictConfig, cells: list[Cell], problems: Problems, warnings: list[str]):
+def table_settings(
+    cfg: DictConfig, cells: list[Cell], problems: Problems, warnings: list[str]
+) -> tuple[list[str], str, dict[str, bool]]:
     """The table's metrics, the metric ``best_of`` selects by, and which direction is better. When ``metrics``
     names none of ``table.metrics``, it replaces those the cells do not measure (an experiment's table follows
     ``metrics=[...]`` from the command line)."""

@@ -144,7 +144,7 @@ def _entry_settings(ctx: _Context, key: str, entry: DictConfig | None) -> _Entry
     from olb.grid.selection import selection_settings
     from olb.protocol import DEFAULT_METRICS, PROTOCOLS
 
-    def given(name: str):
+    def given(name: str) -> Any:  # a YAML value, as plain Python: its type is the config's
         return plain(getattr(entry, name)) if entry is not None else None
 
     problems = ctx.problems

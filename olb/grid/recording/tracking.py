@@ -24,7 +24,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
@@ -100,7 +100,7 @@ class MlflowTracker(Tracker):
     def _connect(self, timeout_s: float) -> None:
         """Check that the store answers, before anything is written."""
 
-    def _opening(self):
+    def _opening(self) -> AbstractContextManager[None]:
         """A context held while the store and the experiment are created."""
         return nullcontext()
 

@@ -25,8 +25,9 @@ from olb.grid.recording.tracker import FinishedRun
 if TYPE_CHECKING:
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
     from mlflow.tracking import MlflowClient
-    from sqlalchemy import Table
+    from sqlalchemy import ColumnElement, Table
     from sqlalchemy.orm import Session
+    from sqlalchemy.sql.selectable import NamedFromClause
 
     from olb.grid.recording.tracking_cells import CellRecord
 
@@ -156,7 +157,7 @@ def finished_runs(store: SqlAlchemyStore, experiment_ids: Iterable[str], kind: s
 
     runs, tag = SqlRun.__table__.c, SqlTag.__table__
 
-    def tagged(name: str, value: str | None = None):
+    def tagged(name: str, value: str | None = None) -> tuple[NamedFromClause, ColumnElement[bool]]:
         alias = tag.alias()
         on = and_(alias.c.run_uuid == runs.run_uuid, alias.c.key == name)
         return alias, on if value is None else and_(on, alias.c.value == value)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from contextlib import contextmanager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from olb.grid.recording.tracking import MlflowTracker
@@ -15,7 +16,7 @@ class MlflowSqliteTracker(MlflowTracker):
     file do not race in MLflow's schema migration), artifacts go beside the file, and writes are retried while
     another grid holds SQLite's lock (:meth:`MlflowTracker._retry`)."""
 
-    def _opening(self):
+    def _opening(self) -> AbstractContextManager[None]:
         return _sqlite_lock(self.uri)
 
     def _artifact_location(self, experiment_name: str) -> str | None:
@@ -35,7 +36,7 @@ def sqlite_artifact_location(uri: str, experiment_name: str) -> str | None:
 
 
 @contextmanager
-def _sqlite_lock(uri: str):
+def _sqlite_lock(uri: str) -> Iterator[None]:
     """An exclusive lock for a sqlite URI's database file (nothing for other stores), kept in the temp dir and
     removed when released (a driver that finds the file replaced meanwhile locks the new one)."""
     import fcntl

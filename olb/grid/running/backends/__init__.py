@@ -36,7 +36,7 @@ _CLASSES = {
 __all__ = ["LocalRayBackend", "RayBackend", "RayClusterBackend", "SerialBackend", "choose_backend", "make_backend"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name not in _CLASSES:
         raise AttributeError(f"module 'olb.grid.running.backends' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"{__name__}.{_CLASSES[name]}"), name)

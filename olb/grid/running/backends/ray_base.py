@@ -180,7 +180,7 @@ class RayBackend(Backend):
         pending = deque(tasks)
         slots = self.cpus * (1 + max(0, self.cfg.queue_per_cpu))
 
-        def refill():
+        def refill() -> None:
             while pending and len(self._in_flight) < slots:
                 task = pending.popleft()
                 self._in_flight[self._submit(task)] = task

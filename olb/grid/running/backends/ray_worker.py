@@ -19,6 +19,7 @@ import ctypes
 import functools
 import logging
 import os
+from collections.abc import Callable
 
 from olb.grid.messages import Answer, Task
 from olb.grid.running.worker import execute
@@ -62,7 +63,7 @@ def release_freed_heap() -> None:
 
 
 @functools.cache
-def _malloc_trim():
+def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's ``malloc_trim``, looked up once per process (None elsewhere)."""
     return getattr(ctypes.CDLL(None), "malloc_trim", None)
 
