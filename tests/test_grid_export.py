@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -115,7 +116,8 @@ def test_an_unavailable_data_sets_message_names_no_folder_of_this_machine(tmp_pa
     data_dir = tmp_path / "my-private-data"
     data_dir.mkdir()
     dest = tmp_path / "results" / "partial"
-    overrides = [*OVERRIDES, "datasets=[emotions,image]", f"data_dir={data_dir}", f"export={dest}"]
+    # image: no copy in data_dir; rcv1v2_industries: no checksum to download with (its message names its config)
+    overrides = [*OVERRIDES, "datasets=[emotions,image,rcv1v2_industries]", f"data_dir={data_dir}", f"export={dest}"]
     outcome = run_grid(
         compose([*overrides, "allow_unavailable=true"]), tmp_path / "out", overrides, stream=io.StringIO()
     )
@@ -123,5 +125,9 @@ def test_an_unavailable_data_sets_message_names_no_folder_of_this_machine(tmp_pa
     written = pd.read_csv(outcome.files["cells"])
     assert written["error"].fillna("").str.contains(str(data_dir), regex=False).any()  # the grid's own copy says where
     exported = pd.read_csv(dest / "cells.csv")["error"].fillna("")
+    package = str(Path(olb.__file__).resolve().parent)
+    assert written["error"].fillna("").str.contains(package, regex=False).any()
     assert not exported.str.contains(str(tmp_path), regex=False).any()
+    assert not exported.str.contains(package, regex=False).any()
     assert exported.str.contains("$OLB_DATA_DIR", regex=False).any()
+    assert exported.str.contains("(olb/conf/dataset/rcv1v2_industries.yaml)", regex=False).any()

@@ -33,12 +33,22 @@ def reproducing_command(overrides: list[str]) -> str:
     return " ".join(["python -m olb.grid", *_shaping(overrides)])
 
 
-def _without_folders(text: object, data_dirs: list[Path]) -> object:
-    """``text`` with each of ``data_dirs`` written ``$OLB_DATA_DIR`` (anything else as it is)."""
+def _local_folders(data_dirs: list[Path]) -> dict[str, str]:
+    """This machine's folders a message may name -> what the exported copy writes instead."""
+    import olb
+
+    folders = {str(folder): "$OLB_DATA_DIR" for folder in data_dirs}
+    folders[str(Path(olb.__file__).resolve().parent.parent) + os.sep] = ""  # olb/conf/dataset/x.yaml
+    folders.setdefault(str(Path.home()), "~")
+    return folders
+
+
+def _without_folders(text: object, folders: dict[str, str]) -> object:
+    """``text`` with each of ``folders`` written as it says (anything but a string as it is)."""
     if not isinstance(text, str):
         return text
-    for folder in sorted(map(str, data_dirs), key=len, reverse=True):  # the longest first: one may hold another
-        text = text.replace(folder, "$OLB_DATA_DIR")
+    for folder in sorted(folders, key=len, reverse=True):  # the longest first: one may hold another
+        text = text.replace(folder, folders[folder])
     return text
 
 
@@ -80,13 +90,14 @@ def export_results(
     data_dirs: list[Path],
 ) -> Path:
     """Write ``dest``/table.csv, cells.csv, table.md and meta.json; ``dest`` is created (and its files replaced).
-    A cell's message that names one of the ``data_dirs`` (an unavailable data set's) names ``$OLB_DATA_DIR``
-    instead: the folders are this machine's."""
+    A cell's message (an unavailable data set's) names no folder of this machine: the ``data_dirs`` are written
+    ``$OLB_DATA_DIR``, olb's own files relative to the package (``olb/conf/...``), the home folder ``~``."""
     dest.mkdir(parents=True, exist_ok=True)
     table.to_csv(dest / "table.csv", index=False)
     exported = cells.drop(columns=[c for c in _LOCAL_COLUMNS if c in cells.columns])
     if "error" in exported.columns:
-        exported = exported.assign(error=exported["error"].map(lambda text: _without_folders(text, data_dirs)))
+        folders = _local_folders(data_dirs)
+        exported = exported.assign(error=exported["error"].map(lambda text: _without_folders(text, folders)))
     exported.to_csv(dest / "cells.csv", index=False)
     shown = f"Command-line overrides: `{' '.join(overrides)}`"  # as olb.grid.reporting.markdown.grid_title writes them
     (dest / "table.md").write_text(
