@@ -11,6 +11,15 @@ Options (all optional; a value with spaces in double quotes): ``metric``, ``data
 (comma-separated; they filter and order),
 ``rows`` and ``columns`` (axes among dataset, algorithm, metric; default dataset x algorithm), ``decimals``
 (default 4) and ``bold`` (the grid's significance marks). The layout is table.md's (:func:`pivot_markdown`).
+For a paper's table in its own units and shape (:func:`paper_layout`):
+
+- ``scale=100``: every figure but a runtime multiplied (fractions as the paper's percentages);
+- ``cell=mean/paper``: an entry is "ours / the paper's", ours in italics where it misses the paper's by more
+  than the experiment's tolerance (the ``coverage`` column); the default ``cell=full`` is table.md's entry;
+- ``setting=column``: the selected setting in a column of its own (each row axis then has one too), refused
+  where a row's entries were selected differently;
+- ``summary=coverage``: instead of a table, the line counting the paper's cells within tolerance, missed, absent
+  and produced by a stand-in (:func:`olb.grid.reporting.coverage.summary_line`).
 
 ``python -m olb.grid.reporting.doc_tables FILE...`` rewrites the tables (``make docs``); with ``--check`` it changes
 nothing and fails, naming the file, the table and the first differing line, when a table differs from what its
@@ -28,11 +37,26 @@ from pathlib import Path
 
 import pandas as pd
 
-from olb.grid.reporting.markdown import pivot_markdown
+from olb.grid.plan import RUNTIME_COLUMNS
+from olb.grid.reporting.coverage import summary_line
+from olb.grid.reporting.markdown import figure_text, number_text, partial_text, pivot_markdown
 
 _BLOCK = re.compile(r"(<!-- olb:table (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(<!-- /olb:table -->)", re.DOTALL)
 _AXES = ("dataset", "algorithm", "metric")
-_OPTIONS = ("metric", "datasets", "algorithms", "rows", "columns", "decimals", "bold")
+_OPTIONS = (
+    "metric",
+    "datasets",
+    "algorithms",
+    "rows",
+    "columns",
+    "decimals",
+    "bold",
+    "scale",
+    "cell",
+    "setting",
+    "summary",
+)
+_CHOICES = {"cell": ("full", "mean/paper"), "setting": ("cell", "column"), "summary": ("coverage",)}
 
 
 class DocTableError(ValueError):
@@ -54,6 +78,8 @@ class TableSpec:
             key, sep, value = pair.partition("=")
             if not sep or key not in _OPTIONS:
                 raise DocTableError(f"{where}: marker option {pair!r} is not one of {', '.join(_OPTIONS)} (KEY=VALUE)")
+            if key in _CHOICES and value not in _CHOICES[key]:
+                raise DocTableError(f"{where}: marker option {key}={value} is not one of {', '.join(_CHOICES[key])}")
             options[key] = value
         return cls(source, options)
 
@@ -88,14 +114,60 @@ class TableSpec:
                 raise DocTableError(f"{where}: {self.source} has no {axis} {', '.join(missing)}")
             table = table[table[axis].isin(wanted)].copy()
             table[axis] = pd.Categorical(table[axis], categories=wanted, ordered=True)
-            table = table.sort_values(axis, kind="stable")
-            table[axis] = table[axis].astype(str)
         rows, columns = self._list("rows") or ["dataset"], self._list("columns") or ["algorithm"]
         unknown = sorted(set(rows + columns) - set(_AXES))
         if unknown:
             raise DocTableError(f"{where}: rows/columns {', '.join(unknown)} are not among {', '.join(_AXES)}")
-        decimals = int(self.options.get("decimals", 4))
-        return pivot_markdown(table, rows, columns, decimals, self.options.get("bold") == "true")
+        # sections, then rows, then columns, each axis in its option's order (else the file's)
+        order = [*(a for a in _AXES if a not in rows + columns), *rows, *columns]
+        table = table.sort_values(order, key=_in_order, kind="stable")
+        table[list(_AXES)] = table[list(_AXES)].astype(str)
+        if self.options.get("summary") == "coverage":
+            if "coverage" not in table.columns:
+                raise DocTableError(f"{where}: {self.source} has no coverage column (its experiment sets no tolerance)")
+            return summary_line(table) + "\n"
+        return paper_layout(table, rows, columns, self.options, where)
+
+
+def _in_order(values: pd.Series) -> pd.Series:
+    """``values`` as sort keys: a filtered axis in its option's order, any other in the order it first appears."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.codes
+    return values.map({v: i for i, v in enumerate(pd.unique(values))})
+
+
+def paper_layout(table: pd.DataFrame, rows: list[str], columns: list[str], options: dict[str, str], where: str) -> str:
+    """The table laid out as ``options`` ask: ``scale``, ``cell``, ``setting`` (the module's docstring)."""
+    decimals, bold = int(options.get("decimals", 4)), options.get("bold") == "true"
+    try:
+        scale = float(options.get("scale", 1))
+    except ValueError:
+        raise DocTableError(f"{where}: marker option scale={options['scale']} is not a number") from None
+    scaled = ~table["metric"].isin(RUNTIME_COLUMNS)
+    table.loc[scaled, ["mean", "std", "paper", "diff"]] *= scale
+    if options.get("setting") == "column":
+        n_selected = table.groupby(rows, sort=False)["selected"].nunique()
+        mixed = [key if isinstance(key, tuple) else (key,) for key in n_selected[n_selected > 1].index]
+        if mixed:
+            raise DocTableError(
+                f"{where}: setting=column, but {' / '.join(map(str, mixed[0]))} has entries "
+                "selected differently (put the metric in the columns)"
+            )
+        table = table.assign(setting=table["selected"], selected="")
+        rows = [*rows, "setting"]
+    cell = (lambda r: _mean_paper_text(r, decimals, bold)) if options.get("cell") == "mean/paper" else None
+    return pivot_markdown(table, rows, columns, decimals, bold, cell, split_rows="setting" in rows)
+
+
+def _mean_paper_text(row: dict, decimals: int, bold: bool) -> str:
+    """Ours / the paper's: ours bold when best (``bold``), in italics when outside the paper's tolerance."""
+    text = figure_text(row, decimals, bold)
+    text = f"*{text}*" if row.get("coverage") == "missed" else text
+    if not pd.isna(row["paper"]):
+        text += f" / {number_text(row['paper'], 2 if row['metric'] in RUNTIME_COLUMNS else decimals)}"
+    if row["partial"]:
+        text += f" ({partial_text(row)})"
+    return text
 
 
 def _line_number(text: str, offset: int) -> int:

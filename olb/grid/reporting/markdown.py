@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -33,18 +34,21 @@ def number_text(x: float, decimals: int) -> str:
     return f"{x:.{decimals}f}"
 
 
+def figure_text(row: dict, decimals: int, bold: bool = False) -> str:
+    """A cell's own figure: its mean (bold when ``bold`` and the best), or why it has none."""
+    if row["note"].startswith("unavailable"):
+        return "unavailable"
+    if row["n_seeds"] == 0:
+        return row["note"] or "-"
+    text = number_text(row["mean"], 2 if row["metric"] in RUNTIME_COLUMNS else decimals)
+    return f"**{text}**" if bold and row.get("best", False) else text
+
+
 def _cell_text(row: dict, decimals: int, bold: bool = False) -> str:
     d = 2 if row["metric"] in RUNTIME_COLUMNS else decimals
-    if row["note"].startswith("unavailable"):
-        text = "unavailable"
-    elif row["n_seeds"] == 0:
-        text = row["note"] or "-"
-    else:
-        text = number_text(row["mean"], d)
-        if bold and row.get("best", False):
-            text = f"**{text}**"
-        if row["n_seeds"] > 1:
-            text += f" ± {number_text(row['std'], d)}"
+    text = figure_text(row, decimals, bold)
+    if row["n_seeds"] > 1 and not row["note"].startswith("unavailable"):
+        text += f" ± {number_text(row['std'], d)}"
     if not math.isnan(row["paper"]):
         text += f" [{number_text(row['paper'], d)}]"
     if row["selected"]:
@@ -60,9 +64,19 @@ def md_table(header: list[str], body: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def pivot_markdown(table: pd.DataFrame, rows: list[str], columns: list[str], decimals: int, bold: bool = False) -> str:
+def pivot_markdown(
+    table: pd.DataFrame,
+    rows: list[str],
+    columns: list[str],
+    decimals: int,
+    bold: bool = False,
+    cell: Callable[[dict], str] | None = None,
+    split_rows: bool = False,
+) -> str:
     """The paper-style layout: ``rows`` x ``columns`` out of (dataset, algorithm, metric); any axis in
-    neither becomes one section per value."""
+    neither becomes one section per value. ``cell`` writes an entry (default: mean ± std [paper] (selected));
+    ``split_rows`` gives each row axis a column of its own (default: one column, the axes joined by " / ")."""
+    cell = cell or (lambda r: _cell_text(r, decimals, bold))
     if table.empty:
         return "(no results)"
     sections_axes = [a for a in ("metric", "dataset", "algorithm") if a not in rows and a not in columns]
@@ -75,11 +89,10 @@ def pivot_markdown(table: pd.DataFrame, rows: list[str], columns: list[str], dec
         records = part.to_dict("records")
         row_keys = list(dict.fromkeys(tuple(r[a] for a in rows) for r in records))
         col_keys = list(dict.fromkeys(tuple(r[a] for a in columns) for r in records))
-        lookup = {
-            (tuple(r[a] for a in rows), tuple(r[a] for a in columns)): _cell_text(r, decimals, bold) for r in records
-        }
-        header = [" / ".join(rows)] + [" / ".join(map(str, ck)) for ck in col_keys]
-        body = [[" / ".join(map(str, rk))] + [lookup.get((rk, ck), "") for ck in col_keys] for rk in row_keys]
+        lookup = {(tuple(r[a] for a in rows), tuple(r[a] for a in columns)): cell(r) for r in records}
+        labels = (lambda key: list(map(str, key))) if split_rows else (lambda key: [" / ".join(map(str, key))])
+        header = labels(rows) + [" / ".join(map(str, ck)) for ck in col_keys]
+        body = [labels(rk) + [lookup.get((rk, ck), "") for ck in col_keys] for rk in row_keys]
         out.append(md_table(header, body))
         out.append("")
     return "\n".join(out).rstrip() + "\n"
