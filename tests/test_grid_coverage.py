@@ -103,6 +103,14 @@ def test_misses_on_either_side(ref_cfg):
     assert md.index("Coverage of the paper's table") < md.index("## All values")
 
 
+def test_a_label_with_a_parenthesis_is_the_row_it_produced(ref_cfg):
+    entries = {"falt": {**ENTRIES["falt"], "label": "FALT (500 units)"}}
+    table = _table([("small", "FALT (500 units)", "f1", 0.515, 0.50), ("small", "FALT (500 units)", "hl", 0.1, 0.1)])
+    out = cover(table, ref_cfg, entries, ["small"], {}, LOWER)
+    mine = out[(out["dataset"] == "small") & (out["algorithm"] == "FALT (500 units)")]
+    assert sorted(mine["coverage"]) == ["within", "within"]  # not listed again as "absent: not run"
+
+
 def test_without_tolerance_the_table_is_unchanged(ref_cfg):
     table = _table([("small", "FALT", "f1", 0.515, 0.50)])
     ref_cfg.tolerance = {}

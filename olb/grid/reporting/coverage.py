@@ -125,7 +125,10 @@ def _absent_rows(
     scale = float(getattr(ref_cfg, "scale", 1.0) or 1.0)
     to_ours_data = {v: k for k, v in (ref_cfg.datasets or {}).items()}
     to_ours_metric = {v: k for k, v in (ref_cfg.metrics or {}).items()}
-    produced = {(r.dataset, r.algorithm.split(" (")[0], r.metric) for r in table.itertuples()}
+    # a row's algorithm is its entry's label, or the label and its best-of choice: "label (gamma=0.1)"
+    produced = {
+        (r.dataset, name, r.metric) for r in table.itertuples() for name in (r.algorithm, r.algorithm.split(" (")[0])
+    }
     extra = []
     for r in ref.itertuples():
         dataset, metric = to_ours_data.get(r.dataset, r.dataset), to_ours_metric.get(r.metric)
