@@ -93,3 +93,18 @@ def test_a_layout_the_results_cannot_give_is_refused_by_name(tmp_path, capsys, s
     assert main(["--check", "--root", str(ROOT), str(doc)]) == 2
     err = capsys.readouterr().err
     assert "bad.md:2: " in err and message in err
+
+
+def test_two_runs_listing_the_same_absent_paper_rows_are_set_side_by_side(tmp_path, capsys):
+    # both runs list rcv1v2's rows (not available here): only the rows a table shows must be given once
+    sources = f"{SOURCE},results/alt_osml_elm_500/table.csv"
+    doc = tmp_path / "two.md"
+    algorithms = 'algorithms="OSML-ELM (500 units),OSML-ELM" metric=f1_unlabelled1'
+    layout = "rows=algorithm columns=metric scale=100 decimals=2 cell=mean/paper"
+    doc.write_text(f"<!-- olb:table {sources} datasets=bibtex {algorithms} {layout} -->\n<!-- /olb:table -->\n")
+    assert main(["--root", str(ROOT), str(doc)]) == 0
+    rows = doc.read_text().splitlines()[5:7]  # under the section's title, the header and its rule
+    assert [row.split(" | ")[0] for row in rows] == ["| OSML-ELM (500 units)", "| OSML-ELM"]
+    doc.write_text(f"<!-- olb:table {sources} datasets=rcv1v2_topics algorithms=FALT(l) -->\n<!-- /olb:table -->\n")
+    assert main(["--check", "--root", str(ROOT), str(doc)]) == 2
+    assert "give rcv1v2_topics FALT(l) precision_unlabelled1 more than once" in capsys.readouterr().err

@@ -97,13 +97,6 @@ class TableSpec:
         table = pd.concat(
             [pd.read_csv(root / s, dtype={"note": str, "selected": str}) for s in sources], ignore_index=True
         )
-        twice = table[table.duplicated(list(_AXES), keep=False)]
-        if not twice.empty:
-            first = twice.iloc[0]
-            raise DocTableError(
-                f"{where}: {self.source} give {first['dataset']} {first['algorithm']} {first['metric']} more than "
-                "once (label one run's algorithms apart)"
-            )
         table[["note", "selected"]] = table[["note", "selected"]].fillna("")
         for key, axis in (("metric", "metric"), ("datasets", "dataset"), ("algorithms", "algorithm")):
             wanted = self._list(key)
@@ -114,6 +107,14 @@ class TableSpec:
                 raise DocTableError(f"{where}: {self.source} has no {axis} {', '.join(missing)}")
             table = table[table[axis].isin(wanted)].copy()
             table[axis] = pd.Categorical(table[axis], categories=wanted, ordered=True)
+        # among the rows the table shows: two runs may list the same paper rows they did not produce
+        twice = table[table.duplicated(list(_AXES), keep=False)]
+        if not twice.empty:
+            first = twice.iloc[0]
+            raise DocTableError(
+                f"{where}: {self.source} give {first['dataset']} {first['algorithm']} {first['metric']} more than "
+                "once (label one run's algorithms apart)"
+            )
         rows, columns = self._list("rows") or ["dataset"], self._list("columns") or ["algorithm"]
         unknown = sorted(set(rows + columns) - set(_AXES))
         if unknown:
