@@ -43,20 +43,10 @@ from olb.grid.reporting.markdown import figure_text, number_text, partial_text, 
 
 _BLOCK = re.compile(r"(<!-- olb:table (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(<!-- /olb:table -->)", re.DOTALL)
 _AXES = ("dataset", "algorithm", "metric")
-_OPTIONS = (
-    "metric",
-    "datasets",
-    "algorithms",
-    "rows",
-    "columns",
-    "decimals",
-    "bold",
-    "scale",
-    "cell",
-    "setting",
-    "summary",
-)
+_OPTIONS: tuple[str, ...] = ("metric", "datasets", "algorithms", "rows", "columns", "decimals", "bold")
+# a paper's layout (paper_layout): scale, and the options with a fixed set of values
 _CHOICES = {"cell": ("full", "mean/paper"), "setting": ("cell", "column"), "summary": ("coverage",)}
+_OPTIONS += ("scale", *_CHOICES)
 
 
 class DocTableError(ValueError):
