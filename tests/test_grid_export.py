@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 from pathlib import Path
 
 import pandas as pd
@@ -40,8 +41,10 @@ def test_export_writes_the_tables_cells_and_how_they_were_made(exported):
     cells = pd.read_csv(dest / "cells.csv")
     assert len(cells) == 4 and not {"host", "node_ip", "run_id"} & set(cells.columns)
     meta = json.loads((dest / "meta.json").read_text())
-    # the command reproduces the results: the export folder (a path of this machine) is left out
-    assert meta["command"] == "python -m olb.grid " + " ".join(OVERRIDES)
+    # the command reproduces the results, pasted into a shell: the export folder (a path of this machine) is left
+    # out, the list's brackets quoted
+    assert shlex.split(meta["command"]) == ["python", "-m", "olb.grid", *OVERRIDES]
+    assert "'algorithm.onlinebmr.params.gamma=[0.1]'" in meta["command"]
     assert meta["olb_version"].startswith(olb.__version__)
     assert meta["cells"] == meta["cells_finished"] == 4 and meta["cpu_s"] > 0
     assert meta["machine"]["cores"] >= 1 and meta["machine"]["cpu"]

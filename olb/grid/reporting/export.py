@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import platform
+import shlex
 from pathlib import Path
 
 import pandas as pd
@@ -29,8 +30,9 @@ def _shaping(overrides: list[str]) -> list[str]:
 
 
 def reproducing_command(overrides: list[str]) -> str:
-    """``python -m olb.grid`` with the overrides that shape the results."""
-    return " ".join(["python -m olb.grid", *_shaping(overrides)])
+    """``python -m olb.grid`` with the overrides that shape the results, quoted as a shell takes them (a label
+    with spaces, a list's brackets)."""
+    return shlex.join(["python", "-m", "olb.grid", *_shaping(overrides)])
 
 
 def _local_folders(data_dirs: list[Path]) -> dict[str, str]:
