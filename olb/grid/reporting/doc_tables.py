@@ -175,7 +175,7 @@ def cell_means(spec: TableSpec, root: Path, sources: list[str], where: str) -> t
 def _setting_text(value: object) -> str:
     """A parameter's value as a table shows it (2, not 2.0; ``-`` where a cell's learner has no such parameter)."""
     if isinstance(value, float):
-        return "-" if math.isnan(value) else f"{value:g}"
+        return "-" if math.isnan(value) else str(int(value)) if value.is_integer() else repr(value)
     return str(value)
 
 
