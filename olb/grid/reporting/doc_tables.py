@@ -130,7 +130,7 @@ class TableSpec:
 
 
 # A cell's identity in cells.csv, before its settings (olb.grid.plan.Cell.record: identity, parameters, loops,
-# protocol, seed), then its status and what it measured, then where its data came from.
+# protocol, seed), then its status, what it measured (numbers) and where it ran and on which data.
 _CELL_IDENTITY = ("cell_id", "label", "algorithm", "dataset")
 _CELL_NOT_MEASURED = ("data_fingerprint", "error")
 
@@ -145,14 +145,10 @@ def cell_means(spec: TableSpec, root: Path, sources: list[str], where: str) -> t
         raise DocTableError(f"{where}: bold marks a table.csv's significance tests; {spec.source} has none")
     frames, settings, measured = [], {}, {}
     for source in sources:
-        cells = pd.read_csv(root / source, keep_default_na=False, na_values=[""])
-        lacking = [c for c in (*_CELL_IDENTITY, "seed", "status") if c not in cells.columns]
-        if lacking:
-            raise DocTableError(f"{where}: {source} is not a grid's cells.csv (no column {', '.join(lacking)})")
-        columns = list(cells.columns)
-        settings.update(dict.fromkeys(columns[len(_CELL_IDENTITY) : columns.index("seed")]))
-        measured.update(dict.fromkeys(c for c in columns[columns.index("status") + 1 :] if c not in _CELL_NOT_MEASURED))
+        cells, its_settings, its_measured = _read_cells(root, source, where)
         frames.append(cells)
+        settings.update(dict.fromkeys(its_settings))
+        measured.update(dict.fromkeys(its_measured))
     cells = pd.concat(frames, ignore_index=True)
     twice = cells["cell_id"][cells["cell_id"].duplicated()].unique()
     if len(twice):
@@ -170,6 +166,18 @@ def cell_means(spec: TableSpec, root: Path, sources: list[str], where: str) -> t
     groups = long.groupby(["dataset", "algorithm", *settings, "metric"], sort=False, dropna=False)
     table = groups.apply(_seed_summary, include_groups=False).reset_index()
     return table[table["n_planned"] > 0].reset_index(drop=True), list(settings)
+
+
+def _read_cells(root: Path, source: str, where: str) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """A cells.csv, the names of its settings and of the numbers its cells measured."""
+    cells = pd.read_csv(root / source, keep_default_na=False, na_values=[""])
+    lacking = [c for c in (*_CELL_IDENTITY, "seed", "status") if c not in cells.columns]
+    if lacking:
+        raise DocTableError(f"{where}: {source} is not a grid's cells.csv (no column {', '.join(lacking)})")
+    columns = list(cells.columns)
+    after = columns[columns.index("status") + 1 :]
+    measured = [c for c in after if c not in _CELL_NOT_MEASURED and pd.api.types.is_numeric_dtype(cells[c])]
+    return cells, columns[len(_CELL_IDENTITY) : columns.index("seed")], measured
 
 
 def _setting_text(value: object) -> str:
