@@ -115,6 +115,60 @@ def test_several_result_files_give_one_table_and_a_pair_given_twice_is_refused(e
     assert "give emotions Ada.OLMR rank_loss more than once" in capsys.readouterr().err
 
 
+def _cells_doc(root, name: str, options: str, source: str = "results/tiny/cells.csv") -> Path:
+    doc = root / name
+    doc.write_text(f"<!-- olb:table {source} {options} -->\n<!-- /olb:table -->\n")
+    return doc
+
+
+def test_a_cells_marker_gives_the_mean_over_seeds_and_check_fails_on_a_hand_edit(exported, capsys):
+    root, _, _ = exported
+    cells = pd.read_csv(root / "results" / "tiny" / "cells.csv").query("label == 'OnlineBMR'")
+    doc = _cells_doc(root, "cells.md", "metric=rank_loss algorithms=OnlineBMR columns=gamma")
+    assert main(["--root", str(root), str(doc)]) == 0
+    mean, std = cells["rank_loss"].mean(), cells["rank_loss"].std(ddof=1)
+    assert f"| dataset | 0.1 |\n|---|---|\n| emotions | {mean:.4f} ± {std:.4f} |\n" in doc.read_text()
+    assert main(["--check", "--root", str(root), str(doc)]) == 0
+    doc.write_text(doc.read_text().replace(f"{mean:.4f}", f"{mean + 0.0001:.4f}"))
+    capsys.readouterr()
+    assert main(["--check", "--root", str(root), str(doc)]) == 1
+    assert "table results/tiny/cells.csv differs from its result file" in capsys.readouterr().err
+
+
+def test_a_cells_marker_names_each_setting_that_differs_and_counts_finished_cells_only(exported, capsys):
+    root, _, _ = exported
+    cells = pd.read_csv(root / "results" / "tiny" / "cells.csv")
+    bmr = cells[cells["label"] == "OnlineBMR"]
+    # a second gamma, as a sweep over gamma gives it; one of its two seeds failed
+    other = bmr.assign(gamma=0.05, cell_id=bmr["cell_id"] + "-2", rank_loss=bmr["rank_loss"] + 0.1)
+    other.loc[other.index[1], ["status", "rank_loss"]] = ["FAILED", float("nan")]
+    (root / "results" / "swept").mkdir(exist_ok=True)
+    pd.concat([cells, other]).to_csv(root / "results" / "swept" / "cells.csv", index=False)
+    source = "results/swept/cells.csv"
+
+    doc = _cells_doc(root, "swept.md", "metric=rank_loss", source)
+    assert main(["--check", "--root", str(root), str(doc)]) == 2
+    assert "cells of results/swept/cells.csv differ in gamma (OnlineBMR on emotions): name each in rows or" in (
+        capsys.readouterr().err
+    )
+    doc = _cells_doc(root, "swept.md", "metric=rank_loss algorithms=OnlineBMR columns=gamma", source)
+    assert main(["--root", str(root), str(doc)]) == 0
+    header, _, row = doc.read_text().splitlines()[3:6]
+    assert header == "| dataset | 0.05 | 0.1 |"  # by number, not by the order of the cells
+    assert row.startswith(f"| emotions | {other['rank_loss'].iloc[0]:.4f} (partial: 1/2 seeds) | ")
+
+    for options, message in [
+        ("columns=gamma", "needs metric= among the columns its cells measured (runtime_s, "),
+        ("metric=accuracy", "; accuracy is not one"),
+        ("metric=rank_loss columns=colour", "rows/columns colour are not among dataset, algorithm, metric, "),
+        ("metric=rank_loss algorithms=onlinebmr", "has no algorithm onlinebmr (it has Ada.OLMR, OnlineBMR)"),
+    ]:
+        doc = _cells_doc(root, "bad.md", options, source)
+        assert main(["--check", "--root", str(root), str(doc)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"olb.grid.reporting.doc_tables: {doc}:1: ") and message in err, (options, err)
+
+
 def test_an_unavailable_data_sets_message_names_no_folder_of_this_machine(tmp_path):
     data_dir = tmp_path / "my-private-data"
     data_dir.mkdir()

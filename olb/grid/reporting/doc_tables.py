@@ -21,6 +21,16 @@ For a paper's table in its own units and shape (:func:`paper_layout`):
 - ``summary=coverage``: instead of a table, the line counting the paper's cells within tolerance, missed, absent
   and produced by a stand-in (:func:`olb.grid.reporting.coverage.summary_line`).
 
+A marker may name a run's cells.csv instead (several: their cells together) to show what its table.csv does not,
+every setting of a swept parameter: the mean ± std over seeds of each ``metric`` (required; any column the cells
+measured, e.g. ``accuracy`` or ``cpu_s``) per data set, entry (the algorithm axis is the entry's label, as in
+table.csv) and the parameters that ``rows`` and ``columns`` name beside the three axes::
+
+    <!-- olb:table results/multiclass_table1/cells.csv metric=accuracy algorithms="Best MBBM" columns=gamma -->
+
+Only FINISHED cells count; a figure from fewer cells than were planned says so, as in table.md. A parameter whose
+value differs between the cells of one table entry must be named in ``rows`` or ``columns`` (:func:`cell_means`).
+
 ``python -m olb.grid.reporting.doc_tables FILE...`` rewrites the tables (``make docs``); with ``--check`` it changes
 nothing and fails, naming the file, the table and the first differing line, when a table differs from what its
 result file gives (``make docs-check``, run by CI).
@@ -29,6 +39,7 @@ result file gives (``make docs-check``, run by CI).
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import shlex
 import sys
@@ -84,40 +95,60 @@ class TableSpec:
             raise DocTableError(
                 f"{where}: result file {', '.join(missing_files)} does not exist (export it: docs/results.md)"
             )
+        if any(Path(s).name == "cells.csv" for s in sources):
+            table, settings = cell_means(self, root, sources, where)
+            table = self._filtered(table, where)
+        else:
+            table, settings = self._filtered(self._summaries(root, sources), where), []
+            # among the rows the table shows: two runs may list the same paper rows they did not produce
+            twice = table[table.duplicated(list(_AXES), keep=False)]
+            if not twice.empty:
+                first = twice.iloc[0]
+                raise DocTableError(
+                    f"{where}: {self.source} give {first['dataset']} {first['algorithm']} {first['metric']} more "
+                    "than once (label one run's algorithms apart)"
+                )
+        rows, columns = self._list("rows") or ["dataset"], self._list("columns") or ["algorithm"]
+        unknown = sorted(set(rows + columns) - set(_AXES) - set(settings))
+        if unknown:
+            raise DocTableError(
+                f"{where}: rows/columns {', '.join(unknown)} are not among {', '.join([*_AXES, *settings])}"
+            )
+        # sections, then rows, then columns, each axis in its option's order (else the file's)
+        order = [*(a for a in _AXES if a not in rows + columns), *rows, *columns]
+        table = table.sort_values(order, key=_in_order, kind="stable")
+        table[list(_AXES)] = table[list(_AXES)].astype(str)
+        if settings:
+            table = one_row_per_entry(table, rows + columns, settings, self.source, where)
+        if self.options.get("summary") == "coverage":
+            if "coverage" not in table.columns:
+                raise DocTableError(f"{where}: {self.source} has no coverage column (its experiment sets no tolerance)")
+            return summary_line(table) + "\n"
+        return paper_layout(table, rows, columns, self.options, where)
+
+    def _summaries(self, root: Path, sources: list[str]) -> pd.DataFrame:
+        """The rows of table.csv files."""
         table = pd.concat(
             [pd.read_csv(root / s, dtype={"note": str, "selected": str}) for s in sources], ignore_index=True
         )
         table[["note", "selected"]] = table[["note", "selected"]].fillna("")
+        return table
+
+    def _filtered(self, table: pd.DataFrame, where: str) -> pd.DataFrame:
+        """The rows of the metrics, data sets and algorithms the marker names (as ordered categories: its order)."""
         for key, axis in (("metric", "metric"), ("datasets", "dataset"), ("algorithms", "algorithm")):
             wanted = self._list(key)
             if not wanted:
                 continue
             missing = sorted(set(wanted) - set(table[axis]))
             if missing:
-                raise DocTableError(f"{where}: {self.source} has no {axis} {', '.join(missing)}")
+                raise DocTableError(
+                    f"{where}: {self.source} has no {axis} {', '.join(missing)} "
+                    f"(it has {', '.join(map(str, table[axis].unique()))})"
+                )
             table = table[table[axis].isin(wanted)].copy()
             table[axis] = pd.Categorical(table[axis], categories=wanted, ordered=True)
-        # among the rows the table shows: two runs may list the same paper rows they did not produce
-        twice = table[table.duplicated(list(_AXES), keep=False)]
-        if not twice.empty:
-            first = twice.iloc[0]
-            raise DocTableError(
-                f"{where}: {self.source} give {first['dataset']} {first['algorithm']} {first['metric']} more than "
-                "once (label one run's algorithms apart)"
-            )
-        rows, columns = self._list("rows") or ["dataset"], self._list("columns") or ["algorithm"]
-        unknown = sorted(set(rows + columns) - set(_AXES))
-        if unknown:
-            raise DocTableError(f"{where}: rows/columns {', '.join(unknown)} are not among {', '.join(_AXES)}")
-        # sections, then rows, then columns, each axis in its option's order (else the file's)
-        order = [*(a for a in _AXES if a not in rows + columns), *rows, *columns]
-        table = table.sort_values(order, key=_in_order, kind="stable")
-        table[list(_AXES)] = table[list(_AXES)].astype(str)
-        if self.options.get("summary") == "coverage":
-            if "coverage" not in table.columns:
-                raise DocTableError(f"{where}: {self.source} has no coverage column (its experiment sets no tolerance)")
-            return summary_line(table) + "\n"
-        return paper_layout(table, rows, columns, self.options, where)
+        return table
 
 
 def _in_order(values: pd.Series) -> pd.Series:
@@ -135,7 +166,7 @@ def paper_layout(table: pd.DataFrame, rows: list[str], columns: list[str], optio
     except ValueError:
         raise DocTableError(f"{where}: marker option scale={options['scale']} is not a number") from None
     scaled = ~table["metric"].isin(RUNTIME_COLUMNS)
-    table.loc[scaled, ["mean", "std", "paper", "diff"]] *= scale
+    table.loc[scaled, [c for c in ("mean", "std", "paper", "diff") if c in table]] *= scale
     if options.get("setting") == "column":
         n_selected = table.groupby(rows, sort=False)["selected"].nunique()
         mixed = [key if isinstance(key, tuple) else (key,) for key in n_selected[n_selected > 1].index]
@@ -159,6 +190,126 @@ def _mean_paper_text(row: dict, decimals: int, bold: bool) -> str:
     if row["partial"]:
         text += f" ({partial_text(row)})"
     return text
+
+
+# A cell's identity in cells.csv, before its settings (olb.grid.plan.Cell.record: identity, parameters, loops,
+# protocol, seed), then its status, what it measured (numbers) and where it ran and on which data.
+_CELL_IDENTITY = ("cell_id", "label", "algorithm", "dataset")
+_CELL_NOT_MEASURED = ("data_fingerprint", "error")
+
+
+def cell_means(spec: TableSpec, root: Path, sources: list[str], where: str) -> tuple[pd.DataFrame, list[str]]:
+    """The cells of ``sources`` (cells.csv files) as a table like table.csv: the mean and std over their FINISHED
+    cells of each metric ``spec`` names, per data set, entry label and setting (every column of a cell's settings),
+    and the names of those settings."""
+    if not all(Path(s).name == "cells.csv" for s in sources):
+        raise DocTableError(f"{where}: {spec.source}: a table comes from cells.csv files or from table.csv files")
+    if spec.options.get("bold") == "true":
+        raise DocTableError(f"{where}: bold marks a table.csv's significance tests; {spec.source} has none")
+    frames, settings, measured = [], {}, {}
+    for source in sources:
+        cells, its_settings, its_measured = _read_cells(root, source, where)
+        frames.append(cells)
+        settings.update(dict.fromkeys(its_settings))
+        measured.update(dict.fromkeys(its_measured))
+    cells = pd.concat(frames, ignore_index=True)
+    twice = cells["cell_id"][cells["cell_id"].duplicated()].unique()
+    if len(twice):
+        raise DocTableError(f"{where}: {spec.source} give cell {', '.join(twice)} more than once")
+    metrics = spec._list("metric")
+    unknown = [m for m in metrics if m not in measured]
+    if not metrics or unknown:
+        raise DocTableError(
+            f"{where}: {spec.source} needs metric= among the columns its cells measured ({', '.join(measured)})"
+            + (f"; {', '.join(unknown)} is not one" if unknown else "")
+        )
+    cells[list(settings)] = cells[list(settings)].map(_setting_text)
+    long = cells.drop(columns="algorithm").rename(columns={"label": "algorithm"})
+    long = long.melt(id_vars=["dataset", "algorithm", *settings, "status"], value_vars=metrics, var_name="metric")
+    groups = long.groupby(["dataset", "algorithm", *settings, "metric"], sort=False, dropna=False)
+    table = groups.apply(_seed_summary, include_groups=False).reset_index()
+    return table[table["n_planned"] > 0].reset_index(drop=True), list(settings)
+
+
+def _read_cells(root: Path, source: str, where: str) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """A cells.csv, the names of its settings and of the numbers its cells measured."""
+    cells = pd.read_csv(root / source, keep_default_na=False, na_values=[""])
+    lacking = [c for c in (*_CELL_IDENTITY, "seed", "status") if c not in cells.columns]
+    if lacking:
+        raise DocTableError(f"{where}: {source} is not a grid's cells.csv (no column {', '.join(lacking)})")
+    columns = list(cells.columns)
+    after = columns[columns.index("status") + 1 :]
+    measured = [c for c in after if c not in _CELL_NOT_MEASURED and pd.api.types.is_numeric_dtype(cells[c])]
+    return cells, columns[len(_CELL_IDENTITY) : columns.index("seed")], measured
+
+
+def _setting_text(value: object) -> str:
+    """A parameter's value as a table shows it (2, not 2.0; ``-`` where a cell's learner has no such parameter)."""
+    if isinstance(value, float):
+        return "-" if math.isnan(value) else str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
+
+
+def _seed_summary(group: pd.DataFrame) -> pd.Series:
+    """Mean and std (ddof 1) of one entry's FINISHED values, as table.csv gives them; ``n_planned`` 0 for a metric
+    its learner does not report (every cell finished, no value)."""
+    finished = group["status"] == "FINISHED"
+    values = group.loc[finished, "value"].dropna()
+    n, planned = len(values), len(group)
+    if n == 0 and finished.all():
+        planned = 0
+    statuses = sorted(group.loc[~finished, "status"].str.lower().str.replace("_", " ").unique())
+    return pd.Series(
+        {
+            "mean": values.mean() if n else math.nan,
+            "std": values.std(ddof=1) if n > 1 else math.nan,
+            "n_seeds": n,
+            "n_planned": planned,
+            "n_values": 1,
+            "n_values_planned": 1,
+            "partial": 0 < n < planned,
+            "paper": math.nan,
+            "selected": "",
+            "note": "" if n else ", ".join(statuses),
+        }
+    )
+
+
+def one_row_per_entry(
+    table: pd.DataFrame, axes: list[str], settings: list[str], source: str, where: str
+) -> pd.DataFrame:
+    """``table`` (:func:`cell_means`) in the order of ``axes`` (parameter values by number), once it is clear that
+    each entry of the layout is one setting: every parameter that differs within one is named."""
+    keys = ["dataset", "algorithm", "metric", *(a for a in axes if a in settings)]
+    culprits: dict[str, set[str]] = {}
+    for _, group in table.groupby(keys, sort=False):
+        for setting in settings:
+            if setting not in keys and group[setting].nunique() > 1:
+                culprits.setdefault(setting, set()).add(f"{group['algorithm'].iloc[0]} on {group['dataset'].iloc[0]}")
+    if culprits:
+        named = "; ".join(f"{s} ({', '.join(sorted(c))})" for s, c in culprits.items())
+        raise DocTableError(
+            f"{where}: the cells of {source} differ in {named}: name each in rows or columns, or leave those "
+            "algorithms out"
+        )
+    ranks = {a: _rank(table[a], by_number=a in settings) for a in axes}
+    order = pd.DataFrame(ranks).sort_values(list(axes), kind="stable").index
+    return table.loc[order].reset_index(drop=True)
+
+
+def _rank(column: pd.Series, by_number: bool) -> pd.Series:
+    """Each value's place: a parameter's by number (then text), any other axis's by first appearance."""
+    if not by_number:
+        return pd.Series(pd.factorize(column)[0], index=column.index)
+
+    def key(text: str) -> tuple[int, float, str]:
+        try:
+            return (0, float(text), "")
+        except ValueError:
+            return (1, 0.0, text)
+
+    places = {v: i for i, v in enumerate(sorted(column.unique(), key=key))}
+    return column.map(places)
 
 
 def _line_number(text: str, offset: int) -> int:
