@@ -126,8 +126,8 @@ def test_wins_count_the_data_sets_where_one_learner_is_strictly_better(tmp_path)
     source = _table(tmp_path, rows)
     lines = _rendered(tmp_path, f"{source} wins=A:B,B:A")
     assert lines[0] == "| learner | better than | f1 | hamming_loss |"
-    assert lines[2] == "| A | B | 3 of 5 (not d2, d4) | 1 of 6 (d0) |"
-    assert lines[3] == "| B | A | 1 of 5 (d4) | 5 of 6 (not d0) |"
+    assert lines[2] == "| A | B | 3 of 5 (not d2, d4; tied: d2) | 1 of 6 (d0) |"
+    assert lines[3] == "| B | A | 1 of 5 (d4; tied: d2) | 5 of 6 (not d0) |"
     assert _rendered(tmp_path, f"{source} metric=f1 datasets=d0,d1,d4 wins=A:B")[2] == "| A | B | 2 of 3 (not d4) |"
 
 

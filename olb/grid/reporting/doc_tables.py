@@ -152,8 +152,9 @@ def _better(a: float, b: float, lower_is_better: bool) -> bool:
 
 def wins_markdown(table: pd.DataFrame, pairs: list[tuple[str, str]], where: str) -> str:
     """Per pair ``(A, B)`` and metric of ``table`` (a table.csv): "k of n", A's mean strictly better than B's on k
-    of the n data sets where both have one; the fewer side named in brackets (the data sets A wins, or after
-    "not" those it does not). The metric's direction is :data:`olb.metrics.METRICS`'."""
+    of the n data sets where both have one; in brackets the fewer side (the data sets A wins, or after "not" those
+    it does not) and the data sets where the two are equal. The metric's direction is
+    :data:`olb.metrics.METRICS`'."""
     from olb.metrics import METRICS
 
     no_direction = sorted(set(table["metric"]) - set(METRICS))
@@ -174,11 +175,14 @@ def wins_markdown(table: pd.DataFrame, pairs: list[tuple[str, str]], where: str)
         for metric in metrics:
             both = means.loc[metric, [a, b]].dropna()
             won = [d for d, (x, y) in both.iterrows() if _better(x, y, METRICS[metric].lower_is_better)]
-            lost = [d for d in both.index if d not in won]
-            text = f"{len(won)} of {len(both)}"
-            if won and lost:
-                text += f" ({', '.join(won)})" if len(won) <= len(lost) else f" (not {', '.join(lost)})"
-            row.append(text)
+            not_won = [d for d in both.index if d not in won]
+            tied = [d for d, (x, y) in both.iterrows() if x == y]
+            named = []
+            if won and not_won:
+                named.append(", ".join(won) if len(won) <= len(not_won) else f"not {', '.join(not_won)}")
+            if tied:
+                named.append(f"tied: {', '.join(tied)}")
+            row.append(f"{len(won)} of {len(both)}" + (f" ({'; '.join(named)})" if named else ""))
         body.append(row)
     return md_table(["learner", "better than", *metrics], body) + "\n"
 
