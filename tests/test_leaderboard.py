@@ -5,7 +5,16 @@ import pandas as pd
 import pytest
 from scipy.stats import friedmanchisquare
 
-from olb.grid.reporting.leaderboard import board, cd_diagram, compare, ranks, runtime_quality_plot
+from olb.grid.reporting.leaderboard import (
+    RANKS_CSV,
+    RUNTIME_CSV,
+    board,
+    cd_diagram,
+    compare,
+    ranks,
+    runtime_quality_plot,
+    write_report,
+)
 
 
 def _board(seed=0, n=12):
@@ -55,6 +64,50 @@ def test_board_from_cells_and_runtime_plot(tmp_path):
     assert runtime_quality_plot(quality, runtime, "f1", False, tmp_path / "rq.png").stat().st_size > 1000
 
 
+def _long(boards: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """A table.csv's columns that the report reads, from one data set x learner board per metric."""
+    return pd.concat(
+        [
+            b.rename_axis(index="dataset", columns="algorithm").stack().rename("mean").reset_index().assign(metric=m)
+            for m, b in boards.items()
+        ]
+    )
+
+
+def test_the_report_writes_its_ranks_and_runtimes_as_data(tmp_path):
+    f1 = _board().assign(rare=np.r_[0.9, 0.9, [np.nan] * 10])  # on 2 of 12 data sets: listed, not ranked
+    loss = 1 - _board(seed=1)
+    rng = np.random.default_rng(2)
+    cells = pd.DataFrame(
+        [
+            {"status": "FINISHED", "dataset": d, "label": x, "train_us_per_example": rng.uniform(1, 100)}
+            for d in f1.index
+            for x in f1.columns
+            for _ in range(2)
+        ]
+    )
+    md, files = write_report(_long({"f1": f1, "loss": loss}), cells, {"f1": False, "loss": True}, tmp_path)
+    assert {tmp_path / RANKS_CSV, tmp_path / RUNTIME_CSV} <= set(files)
+    data = pd.read_csv(tmp_path / RANKS_CSV, dtype={"not_different": str}).fillna({"not_different": ""})
+    runtime = board(cells, "train_us_per_example", aggfunc="median")
+    for metric, b, lower in (("f1", f1, False), ("loss", loss, True)):
+        c = compare(b, metric, lower)
+        rows = data[data["metric"] == metric].set_index("learner")
+        ranked = rows.dropna(subset=["mean_rank"])
+        assert list(ranked.index) == list(c.mean_ranks.index)  # best first, as the markdown table
+        np.testing.assert_allclose(ranked["mean_rank"], c.mean_ranks)
+        assert (ranked["friedman_p"] == c.friedman_p).all() and (ranked["n_datasets"] == 12).all()
+        assert (ranked["lower_is_better"] == lower).all()
+        for learner in ranked.index:  # the Nemenyi groups the markdown shows
+            same = ranked.loc[learner, "not_different"]
+            assert f"| {learner} | {ranked.loc[learner, 'mean_rank']:.2f} | {same.replace(';', ', ') or '-'} |" in md
+        np.testing.assert_allclose(rows["train_us_per_example"], runtime.median().reindex(rows.index))
+    assert np.isnan(data.set_index(["metric", "learner"]).loc[("f1", "rare"), "mean_rank"])
+    assert "Not ranked (missing on half of the data sets or more): rare." in md
+    long = pd.read_csv(tmp_path / RUNTIME_CSV).pivot(index="dataset", columns="learner", values="train_us_per_example")
+    pd.testing.assert_frame_equal(long, runtime, check_names=False)
+
+
 def test_a_grid_writes_the_leaderboard_next_to_its_table(tmp_path, require_data):
     from olb.grid import compose, run_grid
 
@@ -73,19 +126,28 @@ def test_a_grid_writes_the_leaderboard_next_to_its_table(tmp_path, require_data)
             "metrics=[f1,hamming_loss]",
             "table.metrics=[f1,hamming_loss,cpu_s]",
             "name=board",
+            f"export={tmp_path / 'results' / 'board'}",
         ]
     )
     outcome = run_grid(cfg, tmp_path / "out")
     assert outcome.exit_code == 0
     md = outcome.files["table_md"].read_text()
     assert "## Leaderboard: mean ranks across data sets" in md and "### f1 (higher is better)" in md
-    assert {p.name for p in (tmp_path / "out" / "leaderboard").iterdir()} == {
+    written = {
         "cd_f1.png",
         "cd_hamming_loss.png",
         "runtime_vs_f1.png",
         "runtime_vs_hamming_loss.png",
+        RANKS_CSV,
+        RUNTIME_CSV,
     }
+    assert {p.name for p in (tmp_path / "out" / "leaderboard").iterdir()} == written
+    exported = tmp_path / "results" / "board" / "leaderboard"  # beside the exported table.md, which links to it
+    assert {p.name for p in exported.iterdir()} == written
+    assert (exported / RANKS_CSV).read_text() == (tmp_path / "out" / "leaderboard" / RANKS_CSV).read_text()
     table = pd.read_csv(outcome.files["table_csv"])
     f1 = table[table["metric"] == "f1"].pivot_table(index="dataset", columns="algorithm", values="mean")
     best = ranks(f1, lower_is_better=False).mean().idxmin()
     assert md.split("### f1")[1].split("| 1 | ")[1].startswith(best)  # table and ranks agree
+    data = pd.read_csv(exported / RANKS_CSV)
+    assert data[data["metric"] == "f1"].iloc[0]["learner"] == best  # and the data

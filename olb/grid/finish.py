@@ -145,6 +145,7 @@ def finish(run: GridRun, st: Stages) -> GridOutcome:
             run.overrides,
             code_version(),
             data_dirs(grid_data_dir(run.cfg)),
+            files.get("leaderboard"),
         )
     fan = st.fan
     unique_cells = cells.drop_duplicates("cell_id")

@@ -31,6 +31,14 @@ table.csv) and the parameters that ``rows`` and ``columns`` name beside the thre
 Only FINISHED cells count; a figure from fewer cells than were planned says so, as in table.md. A parameter whose
 value differs between the cells of one table entry must be named in ``rows`` or ``columns`` (:func:`cell_means`).
 
+``wins`` (pairs ``A:B``, comma-separated) turns a table.csv into counts instead: per pair and metric, on how many
+of the data sets where both have a figure A's mean is strictly better than B's (:func:`wins_markdown`), for
+sentences such as "A beats B on F1 on 9 of 10 data sets".
+
+A marker naming a leaderboard's ranks.csv (:mod:`olb.grid.reporting.leaderboard`) renders its mean ranks
+(:func:`ranks_markdown`): options ``metric``, ``algorithms`` (rows), ``decimals`` (default 2) and ``runtime``
+(``median``, or data sets whose training CPU per example, from the train_us.csv beside it, is shown).
+
 ``python -m olb.grid.reporting.doc_tables FILE...`` rewrites the tables (``make docs``); with ``--check`` it changes
 nothing and fails, naming the file, the table and the first differing line, when a table differs from what its
 result file gives (``make docs-check``, run by CI).
@@ -50,11 +58,23 @@ import pandas as pd
 
 from olb.grid.plan import RUNTIME_COLUMNS
 from olb.grid.reporting.coverage import summary_line
-from olb.grid.reporting.markdown import figure_text, number_text, partial_text, pivot_markdown
+from olb.grid.reporting.leaderboard import RANKS_CSV, RUNTIME_CSV
+from olb.grid.reporting.markdown import figure_text, md_table, number_text, partial_text, pivot_markdown
 
 _BLOCK = re.compile(r"(<!-- olb:table (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(<!-- /olb:table -->)", re.DOTALL)
 _AXES = ("dataset", "algorithm", "metric")
-_OPTIONS: tuple[str, ...] = ("metric", "datasets", "algorithms", "rows", "columns", "decimals", "bold")
+_OPTIONS: tuple[str, ...] = (
+    "metric",
+    "datasets",
+    "algorithms",
+    "rows",
+    "columns",
+    "decimals",
+    "bold",
+    "wins",
+    "runtime",
+)
+_RANKS_OPTIONS = ("metric", "algorithms", "decimals", "runtime")
 # a paper's layout (paper_layout): scale, and the options with a fixed set of values
 _CHOICES = {"cell": ("full", "mean/paper"), "setting": ("cell", "column"), "summary": ("coverage",)}
 _OPTIONS += ("scale", *_CHOICES)
@@ -90,6 +110,8 @@ class TableSpec:
     def render(self, root: Path, where: str) -> str:
         """The table's markdown from its result files (paths relative to ``root``, the repository)."""
         sources = self.source.split(",")
+        if Path(sources[0]).name == RANKS_CSV:
+            return self._render_ranks(root, where)
         missing_files = [s for s in sources if not (root / s).is_file()]
         if missing_files:
             raise DocTableError(
@@ -118,6 +140,8 @@ class TableSpec:
         order = [*(a for a in _AXES if a not in rows + columns), *rows, *columns]
         table = table.sort_values(order, key=_in_order, kind="stable")
         table[list(_AXES)] = table[list(_AXES)].astype(str)
+        if "wins" in self.options:
+            return wins_markdown(table, self._pairs(where), where)
         if settings:
             table = one_row_per_entry(table, rows + columns, settings, self.source, where)
         if self.options.get("summary") == "coverage":
@@ -149,6 +173,40 @@ class TableSpec:
             table = table[table[axis].isin(wanted)].copy()
             table[axis] = pd.Categorical(table[axis], categories=wanted, ordered=True)
         return table
+
+    def _pairs(self, where: str) -> list[tuple[str, str]]:
+        pairs = [tuple(pair.split(":")) for pair in self._list("wins")]
+        malformed = [":".join(p) for p in pairs if len(p) != 2 or not all(p)]
+        if malformed or not pairs:
+            raise DocTableError(f"{where}: wins={self.options['wins']!r}: each pair is LEARNER:LEARNER")
+        return [(a, b) for a, b in pairs]
+
+    def _render_ranks(self, root: Path, where: str) -> str:
+        unknown = sorted(set(self.options) - set(_RANKS_OPTIONS))
+        if unknown:
+            raise DocTableError(
+                f"{where}: option(s) {', '.join(unknown)} do not apply to {self.source} (it takes "
+                f"{', '.join(_RANKS_OPTIONS)})"
+            )
+        path = root / self.source
+        runtime_path = path.with_name(RUNTIME_CSV)
+        for needed in (path, *([runtime_path] if self._list("runtime") not in ([], ["median"]) else [])):
+            if not needed.is_file():
+                raise DocTableError(
+                    f"{where}: result file {needed.relative_to(root)} does not exist (a leaderboard=true run's "
+                    "export: docs/results.md)"
+                )
+        ranks = pd.read_csv(path, dtype={"not_different": str})
+        runtime = pd.read_csv(runtime_path) if runtime_path.is_file() else None
+        return ranks_markdown(
+            ranks,
+            self._list("metric"),
+            self._list("algorithms"),
+            int(self.options.get("decimals", 2)),
+            self._list("runtime"),
+            runtime,
+            f"{where}: {self.source}",
+        )
 
 
 def _in_order(values: pd.Series) -> pd.Series:
@@ -310,6 +368,105 @@ def _rank(column: pd.Series, by_number: bool) -> pd.Series:
 
     places = {v: i for i, v in enumerate(sorted(column.unique(), key=key))}
     return column.map(places)
+
+
+def _better(a: float, b: float, lower_is_better: bool) -> bool:
+    return a < b if lower_is_better else a > b
+
+
+def wins_markdown(table: pd.DataFrame, pairs: list[tuple[str, str]], where: str) -> str:
+    """Per pair ``(A, B)`` and metric of ``table`` (a table.csv): "k of n", A's mean strictly better than B's on k
+    of the n data sets where both have one; in brackets the fewer side (the data sets A wins, or after "not" those
+    it does not) and the data sets where the two are equal. The metric's direction is
+    :data:`olb.metrics.METRICS`'."""
+    from olb.metrics import METRICS
+
+    no_direction = sorted(set(table["metric"]) - set(METRICS))
+    missing = sorted({learner for pair in pairs for learner in pair} - set(table["algorithm"]))
+    if no_direction or missing:
+        raise DocTableError(
+            f"{where}: wins: "
+            + "; ".join(
+                [f"no algorithm {', '.join(missing)}"] * bool(missing)
+                + [f"{', '.join(no_direction)} has no better direction (metric=...)"] * bool(no_direction)
+            )
+        )
+    metrics = list(dict.fromkeys(table["metric"]))
+    means = table.pivot_table(index=["metric", "dataset"], columns="algorithm", values="mean", sort=False)
+    body = []
+    for a, b in pairs:
+        row = [a, b]
+        for metric in metrics:
+            both = means.loc[metric, [a, b]].dropna()
+            won = [d for d, (x, y) in both.iterrows() if _better(x, y, METRICS[metric].lower_is_better)]
+            not_won = [d for d in both.index if d not in won]
+            tied = [d for d, (x, y) in both.iterrows() if x == y]
+            named = []
+            if won and not_won:
+                named.append(", ".join(won) if len(won) <= len(not_won) else f"not {', '.join(not_won)}")
+            if tied:
+                named.append(f"tied: {', '.join(tied)}")
+            row.append(f"{len(won)} of {len(both)}" + (f" ({'; '.join(named)})" if named else ""))
+        body.append(row)
+    return md_table(["learner", "better than", *metrics], body) + "\n"
+
+
+def _microseconds(x: float) -> str:
+    if pd.isna(x):
+        return "-"
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def ranks_markdown(
+    ranks: pd.DataFrame,
+    metrics: list[str],
+    learners: list[str],
+    decimals: int,
+    runtime_of: list[str],
+    runtime: pd.DataFrame | None,
+    where: str,
+) -> str:
+    """A leaderboard's mean ranks (``ranks``: its ranks.csv) as learner x metric, the best of each metric (the
+    lowest mean rank among all it ranked) in bold, a learner left out of a metric's ranking "not ranked"; then
+    the number of data sets and the Friedman test's p per metric. Rows in the order of ``learners``, or by the
+    first metric's mean rank; ``runtime_of``: ``["median"]`` adds each learner's median training CPU per
+    training example, data set names add that data set's (``runtime``: the train_us.csv)."""
+    metrics = metrics or list(dict.fromkeys(ranks["metric"]))
+    learners = learners or list(ranks[ranks["metric"] == metrics[0]].sort_values("mean_rank", kind="stable")["learner"])
+    missing = [f"metric {m}" for m in metrics if m not in set(ranks["metric"])]
+    missing += [f"learner {x}" for x in learners if x not in set(ranks["learner"])]
+    if runtime_of != ["median"] and runtime is not None:
+        missing += [f"data set {d} (train_us.csv)" for d in runtime_of if d not in set(runtime["dataset"])]
+    if missing:
+        raise DocTableError(f"{where} has no {', '.join(missing)}")
+    by = ranks.set_index(["metric", "learner"])
+    best = ranks.groupby("metric")["mean_rank"].min()
+    header = ["learner", *metrics]
+    if runtime_of == ["median"]:
+        header.append("training CPU per example (µs, median over data sets)")
+    elif runtime_of:
+        header.append(f"training CPU per example (µs), {' / '.join(runtime_of)}")
+        per_dataset = runtime.set_index(["dataset", "learner"])["train_us_per_example"]  # type: ignore[union-attr]
+    body = []
+    for learner in learners:
+        row = [learner]
+        for metric in metrics:
+            if (metric, learner) not in by.index:
+                row.append("")
+            elif pd.isna(r := by.loc[(metric, learner), "mean_rank"]):
+                row.append("not ranked")
+            else:
+                row.append(f"**{r:.{decimals}f}**" if r == best[metric] else f"{r:.{decimals}f}")
+        if runtime_of == ["median"]:
+            row.append(_microseconds(ranks.loc[ranks["learner"] == learner, "train_us_per_example"].iloc[0]))
+        elif runtime_of:
+            row.append(" / ".join(_microseconds(per_dataset.get((d, learner), float("nan"))) for d in runtime_of))
+        body.append(row)
+    first = ranks.dropna(subset=["mean_rank"]).drop_duplicates("metric").set_index("metric")
+    extra = [""] * (len(header) - 1 - len(metrics))
+    body.append(["data sets ranked on", *[str(int(first.loc[m, "n_datasets"])) for m in metrics], *extra])
+    body.append(["Friedman p", *[f"{first.loc[m, 'friedman_p']:.2g}" for m in metrics], *extra])
+    return md_table(header, body) + "\n"
 
 
 def _line_number(text: str, offset: int) -> int:

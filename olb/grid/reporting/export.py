@@ -1,5 +1,7 @@
 """A finished grid's results as data in the repository (``export=results/NAME``): table.csv, cells.csv, table.md
-and meta.json (the command that reproduces them, olb's version, the date and the machine).
+and meta.json (the command that reproduces them, olb's version, the date and the machine), and with
+``leaderboard=true`` the leaderboard folder (its ranks and runtimes as CSV, its figures:
+:func:`olb.grid.reporting.leaderboard.write_report`).
 
 The result tables of README.md and docs/*.md are generated from these files (:mod:`olb.grid.reporting.doc_tables`), so
 every published number can be traced to the command and the cells that produced it.
@@ -12,6 +14,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -90,11 +93,17 @@ def export_results(
     overrides: list[str],
     version: str,
     data_dirs: list[Path],
+    leaderboard: Path | None = None,
 ) -> Path:
-    """Write ``dest``/table.csv, cells.csv, table.md and meta.json; ``dest`` is created (and its files replaced).
-    A cell's message (an unavailable data set's) names no folder of this machine: the ``data_dirs`` are written
-    ``$OLB_DATA_DIR``, olb's own files relative to the package (``olb/conf/...``), the home folder ``~``."""
+    """Write ``dest``/table.csv, cells.csv, table.md and meta.json, and a copy of the ``leaderboard`` folder as
+    ``dest``/leaderboard (where table.md's links to its figures point); ``dest`` is created (and its files
+    replaced). A cell's message (an unavailable data set's) names no folder of this machine: the ``data_dirs`` are
+    written ``$OLB_DATA_DIR``, olb's own files relative to the package (``olb/conf/...``), the home folder ``~``."""
     dest.mkdir(parents=True, exist_ok=True)
+    if (dest / "leaderboard").is_dir() and not (dest / "leaderboard").is_symlink():
+        shutil.rmtree(dest / "leaderboard")  # an earlier export's figures of metrics this run may not rank
+    if leaderboard is not None:
+        shutil.copytree(leaderboard, dest / "leaderboard")
     table.to_csv(dest / "table.csv", index=False)
     exported = cells.drop(columns=[c for c in _LOCAL_COLUMNS if c in cells.columns])
     if "error" in exported.columns:

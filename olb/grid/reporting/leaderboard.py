@@ -1,5 +1,7 @@
 """Learners compared across data sets: mean ranks, the Friedman test, the Nemenyi post-hoc test, the
 critical-difference diagram and a runtime-vs-quality plot, from a board of per-(data set, learner) figures.
+The report is also written as data (:data:`RANKS_CSV`, :data:`RUNTIME_CSV`) for the docs' tables
+(:mod:`olb.grid.reporting.doc_tables`).
 
 The board of one metric is a table with one row per data set and one column per learner (the mean over the
 training permutations). Ranks are taken per data set (1 = best, ties share their mean rank) over the data sets
@@ -22,6 +24,9 @@ from pathlib import Path
 import pandas as pd
 
 from olb.grid.messages import Status
+
+RANKS_CSV = "ranks.csv"  # per metric and learner: mean rank, data sets, Friedman test, Nemenyi groups, runtime
+RUNTIME_CSV = "train_us.csv"  # per data set and learner: training CPU µs per training example (median over seeds)
 
 
 def complete(board: pd.DataFrame) -> pd.DataFrame:
@@ -48,6 +53,28 @@ class Comparison:
     friedman_p: float
     nemenyi_p: pd.DataFrame  # learner x learner
 
+    def not_different(self, learner: str, alpha: float = 0.05) -> list[str]:
+        """The learners whose mean rank Nemenyi's test does not tell apart from ``learner``'s (p > ``alpha``)."""
+        return [
+            other for other in self.mean_ranks.index if other != learner and self.nemenyi_p.loc[learner, other] > alpha
+        ]
+
+    def records(self, lower_is_better: bool, alpha: float = 0.05) -> list[dict[str, object]]:
+        """One row per ranked learner, best first: what :meth:`markdown` shows, as data."""
+        return [
+            {
+                "metric": self.metric,
+                "lower_is_better": lower_is_better,
+                "learner": learner,
+                "mean_rank": r,
+                "n_datasets": self.n_datasets,
+                "friedman_chi2": self.friedman_statistic,
+                "friedman_p": self.friedman_p,
+                "not_different": ";".join(self.not_different(learner, alpha)),
+            }
+            for learner, r in self.mean_ranks.items()
+        ]
+
     def markdown(self, alpha: float = 0.05) -> str:
         lines = [
             f"Mean rank over {self.n_datasets} data sets (1 = best); Friedman chi2 = "
@@ -57,12 +84,7 @@ class Comparison:
             "|---|---|---|---|",
         ]
         for i, (learner, r) in enumerate(self.mean_ranks.items(), start=1):
-            same = [
-                other
-                for other in self.mean_ranks.index
-                if other != learner and self.nemenyi_p.loc[learner, other] > alpha
-            ]
-            lines.append(f"| {i} | {learner} | {r:.2f} | {', '.join(same) or '-'} |")
+            lines.append(f"| {i} | {learner} | {r:.2f} | {', '.join(self.not_different(learner, alpha)) or '-'} |")
         return "\n".join(lines)
 
 
@@ -116,7 +138,7 @@ def runtime_quality_plot(
     import matplotlib.pyplot as plt
 
     mean_rank = ranks(quality, lower_is_better).mean()
-    speed = runtime.median(axis=0).reindex(mean_rank.index)
+    speed = median_runtime(runtime).reindex(mean_rank.index)
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     ax.scatter(speed, mean_rank)
     for learner in mean_rank.index:
@@ -133,6 +155,11 @@ def runtime_quality_plot(
     return path
 
 
+def median_runtime(runtime: pd.DataFrame) -> pd.Series:
+    """Each learner's training CPU per training example, the median over the data sets it ran on."""
+    return runtime.median(axis=0)
+
+
 def board(cells: pd.DataFrame, metric: str, learner: str = "label", aggfunc: str = "mean") -> pd.DataFrame:
     """Data set x learner table of ``metric`` over seeds (``aggfunc``), from a grid's cells (FINISHED only)."""
     done = cells[cells["status"] == Status.FINISHED]
@@ -143,13 +170,13 @@ def write_report(
     table: pd.DataFrame, cells: pd.DataFrame, lower_is_better: dict[str, bool], out_dir: Path
 ) -> tuple[str, list[Path]]:
     """The cross-learner report of a grid: per metric, the mean-rank table (markdown) and its critical-difference
-    diagram; one runtime-vs-quality plot per metric. ``table`` is the grid's table.csv (one figure per data set
-    and learner, settings already chosen), ``cells`` its cells.csv (``train_us_per_example``: the training
-    pass's CPU per training row; scoring the test rows costs every learner the same and is left out). Metrics
-    whose board is too small are listed with the reason."""
+    diagram; one runtime-vs-quality plot per metric; the same ranks as data (:func:`write_data`). ``table`` is
+    the grid's table.csv (one figure per data set and learner, settings already chosen), ``cells`` its cells.csv
+    (``train_us_per_example``: the training pass's CPU per training row; scoring the test rows costs every
+    learner the same and is left out). Metrics whose board is too small are listed with the reason."""
     out_dir.mkdir(parents=True, exist_ok=True)
     runtime = board(cells, "train_us_per_example", aggfunc="median")
-    parts, files = ["## Leaderboard: mean ranks across data sets", ""], []
+    parts, files, rows = ["## Leaderboard: mean ranks across data sets", ""], [], []
     for metric, lower in lower_is_better.items():
         figures = table[table["metric"] == metric].pivot_table(index="dataset", columns="algorithm", values="mean")
         try:
@@ -164,6 +191,8 @@ def write_report(
             )
         )
         left_out = sorted(set(figures.columns) - set(comparison.mean_ranks.index))
+        rows += comparison.records(lower)
+        rows += [{"metric": metric, "lower_is_better": lower, "learner": learner} for learner in left_out]
         parts += [
             f"### {metric} ({'lower' if lower else 'higher'} is better)",
             "",
@@ -177,4 +206,18 @@ def write_report(
             f"![critical difference](leaderboard/cd_{metric}.png)",
             "",
         ]
+    if rows:
+        files += write_data(pd.DataFrame(rows), runtime, out_dir)
     return "\n".join(parts), files
+
+
+def write_data(rank_rows: pd.DataFrame, runtime: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """:data:`RANKS_CSV`: ``rank_rows`` (one per metric and learner; a learner left out of a metric's ranking has
+    no mean rank) with each learner's median training CPU per training example (the runtime plot's x);
+    :data:`RUNTIME_CSV`: the ``runtime`` board (data set x learner) in long form."""
+    rank_rows = rank_rows.assign(train_us_per_example=rank_rows["learner"].map(median_runtime(runtime)))
+    rank_rows.to_csv(out_dir / RANKS_CSV, index=False)
+    long = runtime.stack().rename("train_us_per_example").reset_index()
+    long.columns = ["dataset", "learner", "train_us_per_example"]
+    long.to_csv(out_dir / RUNTIME_CSV, index=False)
+    return [out_dir / RANKS_CSV, out_dir / RUNTIME_CSV]
