@@ -151,3 +151,31 @@ def test_a_grid_writes_the_leaderboard_next_to_its_table(tmp_path, require_data)
     assert md.split("### f1")[1].split("| 1 | ")[1].startswith(best)  # table and ranks agree
     data = pd.read_csv(exported / RANKS_CSV)
     assert data[data["metric"] == "f1"].iloc[0]["learner"] == best  # and the data
+
+
+_DRAW_CD = """
+import sys
+import numpy as np, pandas as pd
+from olb.grid.reporting.leaderboard import cd_diagram, compare
+rng = np.random.default_rng(3)
+shift = np.array([0.30, 0.25, 0.20, 0.15, 0.10, 0.05, 0.0, -0.05])
+data = rng.uniform(0.3, 0.6, size=(10, 1)) + shift + rng.normal(0, 0.08, size=(10, 8))
+names = ["FALT", "PA-I-BR", "PA-II-BR", "OML", "kNN", "OSML-ELM", "ELM-OMLL*", "OLANSGD*"]
+cd_diagram(compare(pd.DataFrame(data, columns=names), "f1", lower_is_better=False), sys.argv[1])
+"""
+
+
+def test_the_critical_difference_diagram_is_the_same_png_in_every_process(tmp_path):
+    """Its crossbars come from sets of learner names; a PNG that changed with the process's string hash would
+    churn every committed figure a re-export rewrites."""
+    import os
+    import subprocess
+    import sys
+
+    pngs = []
+    for hash_seed in ("1", "2", "3"):
+        path = tmp_path / f"cd{hash_seed}.png"
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        subprocess.run([sys.executable, "-c", _DRAW_CD, str(path)], env=env, check=True, timeout=120)
+        pngs.append(path.read_bytes())
+    assert pngs[0] == pngs[1] == pngs[2]

@@ -18,6 +18,7 @@ the diagram are drawn from the same ranks. Statistics come from scipy (Friedman)
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,6 +107,14 @@ def compare(board: pd.DataFrame, metric: str, lower_is_better: bool) -> Comparis
     return Comparison(metric, r.mean().sort_values(), len(full), float(statistic), float(p), nemenyi)
 
 
+class _StableLabel(str):
+    """A learner's name whose hash is the same in every process: scikit-posthocs draws a diagram's crossbars by
+    iterating sets of the labels, so with str's per-process hash the same ranks gave a different PNG each run."""
+
+    def __hash__(self) -> int:
+        return zlib.crc32(self.encode())
+
+
 def cd_diagram(comparison: Comparison, path: Path, alpha: float = 0.05) -> Path:
     """The critical-difference diagram of ``comparison`` (same mean ranks as its table) as a PNG."""
     import matplotlib
@@ -115,7 +124,12 @@ def cd_diagram(comparison: Comparison, path: Path, alpha: float = 0.05) -> Path:
     import scikit_posthocs
 
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(comparison.mean_ranks) + 1.2))
-    scikit_posthocs.critical_difference_diagram(comparison.mean_ranks, comparison.nemenyi_p, alpha=alpha, ax=ax)
+    labels = pd.Index([_StableLabel(name) for name in comparison.mean_ranks.index], dtype=object)  # not str dtype
+    mean_ranks = comparison.mean_ranks.set_axis(labels)
+    nemenyi_p = comparison.nemenyi_p.reindex(index=comparison.mean_ranks.index, columns=comparison.mean_ranks.index)
+    scikit_posthocs.critical_difference_diagram(
+        mean_ranks, nemenyi_p.set_axis(labels, axis=0).set_axis(labels, axis=1), alpha=alpha, ax=ax
+    )
     ax.set_title(
         f"{comparison.metric}: mean rank over {comparison.n_datasets} data sets (lines join learners "
         f"not significantly different, Nemenyi p > {alpha})",
