@@ -358,7 +358,7 @@ def one_row_per_entry(
 def _rank(column: pd.Series, by_number: bool) -> pd.Series:
     """Each value's place: a parameter's by number (then text), any other axis's by first appearance."""
     if not by_number:
-        return pd.Series(pd.factorize(column)[0], index=column.index)
+        return _in_order(column)
 
     def key(text: str) -> tuple[int, float, str]:
         try:
