@@ -30,10 +30,17 @@ from olb.grid.recording.writer import CellWriter
 log = logging.getLogger("olb.grid")
 
 
-def code_version() -> str:
-    """olb's version and, in a git checkout, the commit (+dirty). Read-only git calls."""
+# what a result depends on: an uncommitted change elsewhere (docs, an export in results/) leaves the version clean
+CODE_PATHS = ("olb", "conf", "pyproject.toml")
+
+
+def code_version(repo: Path | None = None) -> str:
+    """olb's version and, in a git checkout, the commit (+dirty when :data:`CODE_PATHS` differ from it).
+
+    Read-only git calls; ``repo`` defaults to the checkout olb is imported from.
+    """
     version = olb.__version__
-    repo = Path(olb.__file__).resolve().parents[1]
+    repo = repo or Path(olb.__file__).resolve().parents[1]
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
     try:
         sha = subprocess.run(
@@ -42,7 +49,11 @@ def code_version() -> str:
         if sha.returncode == 0 and sha.stdout.strip():
             dirty = (
                 subprocess.run(
-                    ["git", "diff-index", "--quiet", "HEAD", "--"], cwd=repo, capture_output=True, timeout=5, env=env
+                    ["git", "diff-index", "--quiet", "HEAD", "--", *CODE_PATHS],
+                    cwd=repo,
+                    capture_output=True,
+                    timeout=5,
+                    env=env,
                 ).returncode
                 != 0
             )
