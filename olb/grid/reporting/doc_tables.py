@@ -190,14 +190,15 @@ class TableSpec:
             )
         path = root / self.source
         runtime_path = path.with_name(RUNTIME_CSV)
-        for needed in (path, *([runtime_path] if self._list("runtime") not in ([], ["median"]) else [])):
+        per_dataset = self._list("runtime") not in ([], ["median"])  # the median is in ranks.csv itself
+        for needed in (path, *([runtime_path] if per_dataset else [])):
             if not needed.is_file():
                 raise DocTableError(
                     f"{where}: result file {needed.relative_to(root)} does not exist (a leaderboard=true run's "
                     "export: docs/results.md)"
                 )
         ranks = pd.read_csv(path, dtype={"not_different": str})
-        runtime = pd.read_csv(runtime_path) if runtime_path.is_file() else None
+        runtime = pd.read_csv(runtime_path) if per_dataset else None
         return ranks_markdown(
             ranks,
             self._list("metric"),
