@@ -78,9 +78,10 @@ def private_dir(path: Path, follow: bool = True) -> Path:
     return path
 
 
-def folder_problem(path: Path, follow: bool = True) -> str | None:
+def folder_problem(path: Path, follow: bool = True, root_ok: bool = False) -> str | None:
     """Why ``path`` may not hold what olb reads (another user's, writable by others, not a folder), or ``None``
-    (including when it does not exist: nothing is read from it). ``follow=False``: a link is refused too."""
+    (including when it does not exist: nothing is read from it). ``follow=False``: a link is refused too.
+    ``root_ok``: a folder olb only reads (configs, data) may be root's too, as a system-wide install's is."""
     try:
         info = path.stat() if follow else path.lstat()
     except FileNotFoundError:
@@ -88,22 +89,30 @@ def folder_problem(path: Path, follow: bool = True) -> str | None:
     if not stat.S_ISDIR(info.st_mode):
         kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"
         return f"is {kind}: olb made it a folder of its own; remove it"
-    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+    return owner_problem(path, info, root_ok)
+
+
+def owner_problem(path: Path, info: os.stat_result, root_ok: bool = False) -> str | None:
+    """Why the folder or file ``path`` (its ``info``) may not be read: owned by another user (root too, unless
+    ``root_ok``), or writable by others; ``None`` if it may."""
+    what = "folder" if stat.S_ISDIR(info.st_mode) else "file"
+    if hasattr(os, "getuid") and info.st_uid != os.getuid() and not (root_ok and info.st_uid == 0):
+        fix = "or one of root's" if root_ok else "(olb creates it, user-only)"
         return (
             f"is owned by uid {info.st_uid}, not by you (uid {os.getuid()}): its owner can change what olb reads; "
-            "use a folder of your own (olb creates it, user-only) or remove this one"
+            f"use a {what} of your own {fix} or remove this one"
         )
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return (
             f"is writable by other users (mode {stat.filemode(info.st_mode)}): they can change what olb reads; "
-            f"run `chmod go-w {path}` or use a folder of your own"
+            f"run `chmod go-w {path}` or use a {what} of your own"
         )
     return None
 
 
-def check_folder(path: Path, follow: bool = True, label: str = "cache folder") -> None:
+def check_folder(path: Path, follow: bool = True, label: str = "cache folder", root_ok: bool = False) -> None:
     """`CacheFolderError` if ``path`` has a :func:`folder_problem` (``label``: what names it)."""
-    problem = folder_problem(path, follow)
+    problem = folder_problem(path, follow, root_ok)
     if problem:
         raise CacheFolderError(f"{label} {path} {problem}")
 

@@ -21,6 +21,9 @@ import yaml
 
 from olb.cache import CacheFolderError, check_cache_folders
 from olb.data import DataDirs, DataError, Provenance, load_with_provenance
+from olb.data.files import data_dir_problems
+from olb.paths import conf_dirs
+from olb.trust import conf_problems
 
 if TYPE_CHECKING:
     from olb.data.dataset import Dataset
@@ -290,6 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     problem = missing_data_dirs(spec.data_dir)
     if problem:
         return _refuse(UsageError(problem))
+    refused = conf_problems(conf_dirs()) + data_dir_problems(spec.data_dir)  # what the cell reads its setup from
+    if refused:
+        for line in refused:
+            print(f"olb.run: {line}", file=sys.stderr)
+        return 2
     try:
         check_cache_folders()  # every folder olb reads code or data from: the user's own, or refused
         result = run_cell(spec)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, TextIO, cast
 
-from olb.cache import cache_dir, private_cache
+from olb.cache import cache_dir, check_folder, folder_problem, owner_problem, private_cache
 from olb.data.errors import DataDirWarning, DataError, DatasetUnavailable, DownloadError, IncompleteDataDir
 from olb.data.registry import DatasetSpec, FileSpec
 
@@ -50,6 +50,14 @@ def data_dirs(data_dir: DataDirs = None) -> list[Path]:
     return [Path(part).expanduser() for part in parts if os.fspath(part)]
 
 
+def data_dir_problems(data_dir: DataDirs = None) -> list[str]:
+    """One line per data dir (:func:`data_dirs`) another user owns (root may) or others may write to: whoever
+    can change the files there changes results; ``[]``: none."""
+    origin = "data_dir" if data_dir else "OLB_DATA_DIR"
+    found = ((root, folder_problem(root, root_ok=True)) for root in data_dirs(data_dir))
+    return [f"{origin} {root} {problem}" for root, problem in found if problem]
+
+
 def locate(spec: DatasetSpec, data_dir: DataDirs = None, verify_checksums: bool = True) -> dict[str, Path]:
     """The local path of each of the data set's files, by role (downloading into the cache if need be).
 
@@ -60,6 +68,8 @@ def locate(spec: DatasetSpec, data_dir: DataDirs = None, verify_checksums: bool 
     differs.
     """
     roots = data_dirs(data_dir)
+    for root in roots:  # olb.grid and olb-run refuse them before any work; a library call here
+        check_folder(root, label="data dir", root_ok=True)
     absent = [root for root in roots if not root.is_dir()]
     for root in roots:
         local = {role: root / file.path for role, file in spec.files.items()}
@@ -145,19 +155,26 @@ class DataFile:
 
 def open_data(path: Path) -> int:
     """A read-only descriptor of the data file ``path``; a file in the cache is opened without following a link
-    (``O_NOFOLLOW``: a link planted there is refused with a `DataError` naming it, never read)."""
+    (``O_NOFOLLOW``: a link planted there is refused with a `DataError` naming it, never read). The file opened
+    (wherever a link led) must be the user's own or root's and writable by no one else, as its folder must
+    (:func:`data_dir_problems`), or it is refused (`DataError`); the package's embedded copies are its own."""
     flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
     in_cache = _in_cache(path)
     if in_cache:
         flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        return os.open(path, flags)
+        fd = os.open(path, flags)
     except OSError as exc:
         if in_cache and exc.errno == errno.ELOOP:
             raise DataError(
                 f"{path} is a link (to {os.readlink(path)}); olb reads no link in its cache: remove it"
             ) from None
         raise
+    problem = None if Path(path).parent == EMBEDDED_DIR else owner_problem(Path(path), os.fstat(fd), root_ok=True)
+    if problem:
+        os.close(fd)
+        raise DataError(f"data file {path} {problem}")
+    return fd
 
 
 def read_file(path: Path) -> DataFile:

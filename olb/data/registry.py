@@ -100,17 +100,21 @@ class DatasetSpec:
         return dataset
 
 
-def path_problem(path: object) -> str | None:
+def path_problem(
+    path: object,
+    kind: str = "a data file's path",
+    folder: str = "the data dir",
+    example: str = "emotions/emotions-train.arff",
+) -> str | None:
     """Why ``path`` cannot be a data file's registered path (``None``: it can): it must be a relative POSIX path,
-    normalised (no ``.``, ``..`` or empty part), so that it names a file inside the data dir or the cache."""
+    normalised (no ``.``, ``..`` or empty part), so that it names a file inside the data dir or the cache. ``kind``,
+    ``folder`` and ``example`` name another path confined the same way (the grid's ``name``)."""
     if not isinstance(path, str) or not path:
-        return f"must be a relative file path, got {path!r}"
+        return f"must be a relative path, got {path!r}"
     if path.startswith("/"):
-        return (
-            f"{path!r} is absolute; a data file's path is relative to the data dir (e.g. emotions/emotions-train.arff)"
-        )
+        return f"{path!r} is absolute; {kind} is relative to {folder} (e.g. {example})"
     if any(part in ("", ".", "..") for part in path.split("/")):
-        return f"{path!r} is not normalised (no '..', '.' or empty part): it would name a file outside the data dir"
+        return f"{path!r} is not normalised (no '..', '.' or empty part): it would name a path outside {folder}"
     return None
 
 

@@ -18,13 +18,15 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 import olb
 from olb.grid.config import PRIMARY_CONFIG, register_configs
 from olb.grid.plan import GridConfigError
+from olb.grid.planning.configcheck import confined_name
 from olb.grid.app import run_grid
 from olb.grid.messages import EXIT_CONFIG
+from olb.trust import conf_problems
 
 
 def compose(overrides: list[str] | None = None) -> DictConfig:
@@ -33,11 +35,32 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
+    problems = conf_problems(config_folders(list(overrides or [])))
+    if problems:
+        raise GridConfigError("; ".join(problems))
     overrides = with_search_path(with_default_experiment(list(overrides or [])))
     import_plugins(overrides)
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(olb.conf_dirs()[0]), version_base="1.3", job_name="olb.grid"):
         return hydra_compose(config_name=PRIMARY_CONFIG, overrides=overrides)
+
+
+_CONFIG_DIR_FLAGS = ("--config-dir", "-cd", "--config-path", "-cp")
+
+
+def config_folders(args: list[str]) -> list[Path]:
+    """Every folder Hydra would read configs from for the command line ``args``: :func:`olb.conf_dirs`, and the
+    folders ``args`` add (``--config-dir``/``-cd``, ``--config-path``/``-cp``, ``file://`` entries of
+    ``hydra.searchpath=[...]``); ``pkg://`` entries are installed packages, as trusted as olb's own code."""
+    folders = list(olb.conf_dirs())
+    for i, arg in enumerate(args):
+        flag, equals, value = arg.partition("=")
+        if flag in _CONFIG_DIR_FLAGS:
+            folders.append(Path(value if equals else args[i + 1] if i + 1 < len(args) else ""))
+        elif flag.lstrip("+~") == "hydra.searchpath":
+            entries = value.strip().strip("[]").split(",")
+            folders += [Path(e.strip()[len("file://") :]) for e in entries if e.strip().startswith("file://")]
+    return folders
 
 
 _PLUGIN_KEYS = ("experiment", "imports", "hydra.searchpath")
@@ -141,6 +164,17 @@ def _remove_hydra_run_dir(run_dir: Path) -> None:
             break
 
 
+def run_folder_name(name: str) -> str:
+    """The grid's ``name`` as its run folder's (conf/config.yaml: ``outputs/${olb_name:${name}}/...``), resolved
+    before Hydra makes the folder: a name that would leave ``outputs/`` ends the command line with one line, exit 2
+    (the planner refuses it too, for :func:`compose`)."""
+    try:
+        return confined_name(name)
+    except GridConfigError as err:
+        print(f"olb.grid: error: {err}", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG) from None
+
+
 def unknown_override_keys(args: list[str]) -> list[str]:
     """One message per command-line override naming a key the grid's schema does not know, with "did you
     mean" (Hydra would only answer "Could not override" and suggest ``+key``, which the planner refuses)."""
@@ -198,6 +232,11 @@ def unknown_experiment(args: list[str]) -> str | None:
 def main() -> None:
     import hydra
 
+    refused = conf_problems(config_folders(sys.argv[1:]))  # before Hydra, which calls callbacks as it composes
+    if refused:
+        for problem in refused:
+            print(f"olb.grid: error: {problem}", file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG)
     overrides = with_search_path(with_default_experiment(sys.argv[1:]))
     import_plugins(overrides)
     problems = [p for p in [unknown_experiment(sys.argv[1:])] if p] + unknown_override_keys(sys.argv[1:])
@@ -206,6 +245,7 @@ def main() -> None:
             print(f"olb.grid: error: {problem}", file=sys.stderr)
         raise SystemExit(EXIT_CONFIG)
     sys.argv[1:] = overrides
+    OmegaConf.register_new_resolver("olb_name", run_folder_name, replace=True)
     app = hydra.main(config_path=str(olb.conf_dirs()[0]), config_name=PRIMARY_CONFIG, version_base="1.3")(_hydra_task)
     try:
         app()

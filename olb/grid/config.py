@@ -144,6 +144,8 @@ class GridBase:
     algorithms: List[str] = field(default_factory=lambda: ["adaolmr"])  # keys of ``algorithm`` (or registry names)
     datasets: List[str] = field(default_factory=lambda: ["emotions"])
     seeds: Any = 3  # a number n (seeds 0..n-1) or a list of seeds
+    # a grid of more cells is refused before it is expanded (planning holds ~0.35 kB a cell, a run several kB)
+    max_cells: int = 1_000_000
     protocol: Optional[str] = None  # None: each algorithm's default protocol
     metrics: Optional[List[str]] = None  # None: the task's default metrics
     curve_every: int = 50

@@ -143,18 +143,45 @@ def check_memory(cfg: DictConfig, plan: Plan, unavailable: Collection[str], back
         refuse_oversized(cfg, plan, unavailable, backend.node_memory_mb)
 
 
-def refuse_oversized(cfg: DictConfig, plan: Plan, unavailable: Collection[str], node_memory_mb: float) -> None:
+RAY_NODES = "any Ray node has ({mb:.0f} MB to hand out"
+THIS_MACHINE = "this machine has ({mb:.0f} MB in all"
+
+
+def machine_memory_mb() -> float:
+    """This machine's physical memory, MB."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def check_machine_memory(cfg: DictConfig, plan: Plan, unavailable: Collection[str]) -> None:
+    """Before any backend starts, on every backend whose cells run on this machine (serial, a local Ray; not a Ray
+    cluster, whose nodes :func:`check_memory` asks once started): :func:`refuse_oversized` against this machine's
+    memory, the same rule."""
+    from olb.grid.running.backends.ray_cluster import cluster_address
+
+    if cfg.backend.name == "serial" or not cluster_address(cfg.backend):
+        refuse_oversized(cfg, plan, unavailable, machine_memory_mb(), where=THIS_MACHINE)
+
+
+def refuse_oversized(
+    cfg: DictConfig,
+    plan: Plan,
+    unavailable: Collection[str],
+    node_memory_mb: float,
+    where: str = RAY_NODES,
+) -> None:
     """GridConfigError naming every cell whose predicted peak memory (times ``backend.memory_factor``) exceeds
-    ``node_memory_mb`` (a Ray node's memory to hand out), unless ``backend.refuse_oversized=false``."""
+    ``node_memory_mb`` (a Ray node's memory to hand out, or ``where`` says whose), unless
+    ``backend.refuse_oversized=false``."""
     if not cfg.backend.refuse_oversized or cfg.backend.memory_factor == 0:
         return
     lines = oversized(cfg.backend, plan, unavailable, node_memory_mb)
     if lines:
         raise GridConfigError(
-            f"{len(lines)} setting(s) need more memory than any Ray node has ({node_memory_mb:.0f} MB to hand "
-            f"out; backend.memory_factor={cfg.backend.memory_factor:g}): " + "; ".join(lines) + ". Run them "
-            "on a bigger node, lower backend.memory_factor, or set backend.refuse_oversized=false to run them "
-            "anyway (each then asks for a whole node's memory)."
+            f"{len(lines)} setting(s) need more memory than {where.format(mb=node_memory_mb)}; "
+            f"backend.memory_factor={cfg.backend.memory_factor:g}): " + "; ".join(lines) + ". Run them on a "
+            f"bigger {'node' if where == RAY_NODES else 'machine'}, lower backend.memory_factor, or set "
+            "backend.refuse_oversized=false to run them anyway"
+            + (" (each then asks for a whole node's memory)." if where == RAY_NODES else ".")
         )
 
 

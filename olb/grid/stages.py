@@ -12,10 +12,11 @@ from typing import cast
 from omegaconf import DictConfig, OmegaConf
 
 from olb.cache import check_cache_folders
-from olb.data import dataset_names
+from olb.data import DataDirs, dataset_names
+from olb.data.files import data_dir_problems
 from olb.grid.running.backend import Backend
 from olb.grid.running.backends import choose_backend, make_backend
-from olb.grid.cost import planned_work
+from olb.grid.cost import check_machine_memory, planned_work
 from olb.grid.crossval import SelectionContext, SelectionOutcome, run_selection, selected_entries
 from olb.grid.datacheck import DataCheck, check_data
 from olb.grid.planning.expand import collect_plan
@@ -45,8 +46,10 @@ def prepare(cfg: DictConfig, download: bool = True) -> tuple[Plan, DataCheck]:
     problems = Problems()
     plan = collect_plan(cfg, problems)
     missing = missing_data_dirs(plain_value(cfg.data_dir))
-    if missing:  # before the data check, whose every load would warn about the folder
-        problems.add(missing)
+    refused = data_dir_problems(cast(DataDirs, plain_value(cfg.data_dir)))
+    if missing or refused:  # before the data check, whose every load would warn about (or refuse) the folder
+        for problem in filter(None, [missing, *refused]):
+            problems.add(problem)
         problems.raise_if_any()
     datasets = (
         plan.datasets
@@ -63,6 +66,7 @@ def prepare(cfg: DictConfig, download: bool = True) -> tuple[Plan, DataCheck]:
         )
     problems.raise_if_any()
     assert plan is not None  # no problem, so a plan
+    check_machine_memory(cfg, plan, data.unavailable)
     return plan, data
 
 

@@ -59,6 +59,14 @@ def import_plugins(modules: Iterable[str] | None, problems: Problems) -> None:
 _SEEDS_ALLOWED = "allowed: a positive integer n (seeds 0..n-1) or a non-empty list of distinct integers >= 0"
 
 
+def seed_count(seeds: Any) -> int:
+    """How many seeds ``seeds`` names (before :func:`expand_seeds` lists them); 1 for a value it refuses."""
+    seeds = plain(seeds)
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        return max(seeds, 1)
+    return len(seeds) if isinstance(seeds, list) and seeds else 1
+
+
 def expand_seeds(seeds: Any) -> list[int]:
     seeds = plain(seeds)
     if isinstance(seeds, int) and not isinstance(seeds, bool) and seeds >= 1:
@@ -160,9 +168,32 @@ def selected_entries(cfg: DictConfig, entries_cfg: dict, problems: Problems) -> 
     return ok
 
 
+def confined_name(name: str) -> str:
+    """``name`` (the grid's, a folder under ``outputs/``), or GridConfigError if it would leave that folder (as a
+    data file's registered path may not leave its data dir: :func:`olb.data.registry.path_problem`)."""
+    from olb.data.registry import path_problem
+
+    problem = path_problem(name, "the grid's name", "the outputs folder", "table3")
+    if problem:
+        raise GridConfigError(f"name: {problem}")
+    return name
+
+
+def check_paths(cfg: DictConfig, problems: Problems) -> None:
+    """The grid's ``name`` stays inside ``outputs/``, and ``export`` inside the folder it names (no ``..``)."""
+    from olb.data.registry import path_problem
+
+    collect(problems, confined_name, cfg.name)
+    export = str(cfg.export or "").strip("/")
+    problem = path_problem(export, "an export folder", "the folder it names", "results/NAME") if export else None
+    if problem:
+        problems.add(f"export={cfg.export!r}: {problem}")
+
+
 def check_settings(cfg: DictConfig, problems: Problems) -> None:
     from olb.protocol import PROTOCOLS
 
+    check_paths(cfg, problems)
     METRICS = metric_info()
     if cfg.protocol is not None and cfg.protocol not in PROTOCOLS:
         problems.add(

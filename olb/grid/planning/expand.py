@@ -10,12 +10,14 @@ ranges) and ``check_params`` (its rules across parameters and against the data s
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import DictConfig
 
 from olb.grid.config import SPEC_AXES, hyperparameter_names
+from olb.grid.cost import machine_memory_mb
 from olb.grid.planning.configcheck import (
     as_list,
     check_keys,
@@ -24,6 +26,7 @@ from olb.grid.planning.configcheck import (
     datasets_checked,
     entry_configs,
     expand_seeds,
+    seed_count,
     import_plugins,
     selected_entries,
     table_settings,
@@ -34,6 +37,16 @@ from olb.data.registry import DatasetSpec
 from olb.learners.base import OnlineLearner
 from olb.registry import get_algorithm
 from olb.text import did_you_mean
+
+
+PLANNING_KB_PER_CELL = 0.35
+"""What planning holds per cell (a :class:`~olb.grid.plan.Cell`, its id and settings): 0.32-0.34 kB measured over
+grids of 100,000 and 300,000 cells."""
+
+
+def plannable_cells(max_cells: int) -> int:
+    """The cells a grid may have: ``max_cells``, at most as many as this machine's memory holds planned."""
+    return min(max_cells, int(machine_memory_mb() * 1024 / PLANNING_KB_PER_CELL))
 
 
 @dataclass(frozen=True)
@@ -79,6 +92,9 @@ class _Context:
     shorthand: dict
     problems: Problems
     curve_every: int  # read once: an OmegaConf look-up per cell costs more than the cell's own planning
+    n_seeds: int
+    max_cells: int
+    n_cells: int = 0  # the cells counted so far (past max_cells: counted, no longer expanded)
     used_shorthand: set = field(default_factory=set)
 
 
@@ -96,13 +112,14 @@ def collect_plan(cfg: DictConfig, problems: Problems) -> Plan | None:
     """The plan of ``cfg``, or ``None`` when some problem (added to ``problems``) prevents it."""
     check_keys(cfg, problems)
     import_plugins(cfg.imports, problems)
-    seeds = collect(problems, expand_seeds, cfg.seeds) or [0]
+    n_seeds, max_cells = seed_count(cfg.seeds), plannable_cells(cfg.max_cells)
+    seeds = (collect(problems, expand_seeds, cfg.seeds) or [0]) if n_seeds <= max_cells else []  # too many: unlisted
     datasets, specs = datasets_checked(cfg, problems)
     entries_cfg = entry_configs(cfg, problems)
     selected = selected_entries(cfg, entries_cfg, problems)
     check_settings(cfg, problems)
     shorthand = {name: plain(cfg[name]) for name in hyperparameter_names() if name in cfg and cfg[name] is not None}
-    ctx = _Context(cfg, seeds, datasets, specs, shorthand, problems, cfg.curve_every)
+    ctx = _Context(cfg, seeds, datasets, specs, shorthand, problems, cfg.curve_every, n_seeds, max_cells)
     cells: list[Cell] = []
     entries: dict[str, dict] = {}
     for key in selected:
@@ -111,7 +128,17 @@ def collect_plan(cfg: DictConfig, problems: Problems) -> Plan | None:
         f"{hp}={shorthand[hp]!r} applies to none of the selected algorithms ({', '.join(selected)})"
         for hp in sorted(set(shorthand) - ctx.used_shorthand)
     ]
-    if not cells and not problems.items:
+    if ctx.n_cells > ctx.max_cells:
+        planning_mb = ctx.n_cells * PLANNING_KB_PER_CELL / 1024
+        problems.add(
+            f"the grid has {ctx.n_cells:,} cells, more than max_cells={cfg.max_cells:,} (planning them would hold "
+            f"about {planning_mb:,.0f} MB, a run several times more); fewer seeds or hyperparameter values, or "
+            "max_cells=N to plan it anyway"
+            if ctx.max_cells == cfg.max_cells
+            else f"the grid has {ctx.n_cells:,} cells: planning them would hold about {planning_mb:,.0f} MB, more "
+            f"than this machine has ({machine_memory_mb():,.0f} MB); fewer seeds or hyperparameter values"
+        )
+    elif not cells and not problems.items:
         problems.add("the grid is empty: no (algorithm, data set) pair to run")
     table = table_settings(cfg, cells, problems, warnings) if cells else None
     if problems.items or table is None:
@@ -200,7 +227,10 @@ def _expand_on(ctx: _Context, e: _Entry, ds: str) -> list[Cell]:
         for problem in check_selection(e.select, e.cls, e.metrics, spec.n_train, f"algorithm.{e.key} on {ds}"):
             problems.add(problem)
     axes = _axes(ctx, e, ds)
-    return [] if axes is None else _expand_configs(ctx, e, spec, axes)
+    if axes is None:
+        return []
+    ctx.n_cells += math.prod(len(values) for values in axes.values()) * ctx.n_seeds
+    return [] if ctx.n_cells > ctx.max_cells else _expand_configs(ctx, e, spec, axes)
 
 
 def _axes(ctx: _Context, e: _Entry, ds: str) -> dict | None:
