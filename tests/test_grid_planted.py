@@ -24,26 +24,10 @@ from olb.grid.cost import machine_memory_mb, planned_memory_mb
 from olb.grid.planning.expand import plan_grid
 from olb.trust import MAX_INCLUDE_DEPTH, conf_problems
 from test_grid_trust import emotions_copy
+from test_shared_machine import OTHER, as_other, second_user
 
 ROOT = Path(__file__).resolve().parents[1]
-OTHER = 65534
 VICTIM_TEXT = "the victim's shell settings\n"
-
-second_user = pytest.mark.skipif(
-    not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("setpriv") is None,
-    reason="acting as a second user (uid 65534) needs root and setpriv",
-)
-
-
-def as_other(*command: str, stdin: str | None = None) -> None:
-    """Run ``command`` as uid/gid 65534, without root's groups."""
-    subprocess.run(
-        ["setpriv", "--reuid", str(OTHER), "--regid", str(OTHER), "--clear-groups", *command],
-        check=True,
-        capture_output=True,
-        input=stdin,
-        text=True,
-    )
 
 
 def grid_command(cwd: Path, *args: str, conf_dir: Path | None = None) -> subprocess.CompletedProcess:
@@ -64,6 +48,14 @@ def experiment(folder: Path, name: str, text: str) -> Path:
     return path
 
 
+def takeover(victim: Path) -> str:
+    """A Hydra callback that overwrites ``victim`` while Hydra launches (olb's own ``write_private``)."""
+    return (
+        "hydra:\n  callbacks:\n    x:\n      _target_: olb.grid.serve.write_private\n"
+        f"      path: {{_target_: pathlib.Path, _args_: [{victim}]}}\n      text: planted\n"
+    )
+
+
 @pytest.fixture
 def open_folder():
     """A folder in /tmp open to all (mode 0777), as a careless shared config folder would be."""
@@ -79,13 +71,13 @@ def test_a_callback_planted_in_a_config_folder_open_to_others_never_runs(open_fo
     victim = tmp_path / "home" / ".bashrc"
     victim.parent.mkdir()
     victim.write_text(VICTIM_TEXT)
-    planted = (
-        "# @package _global_\nhydra:\n  callbacks:\n    takeover:\n"
-        "      _target_: olb.grid.serve.write_private\n"
-        f"      path: {victim}\n      text: planted\n"
-    )
+    planted = "# @package _global_\n" + takeover(victim)  # without the check: the victim's file says "planted"
+    payload = open_folder / "payload"
+    payload.write_text(planted)
+    payload.chmod(0o644)
     as_other("mkdir", str(open_folder / "experiment"))
-    as_other("tee", str(open_folder / "experiment" / "default.yaml"), stdin=planted)
+    as_other("cp", str(payload), str(open_folder / "experiment" / "default.yaml"))  # the other user's file
+    payload.unlink()
     work = tmp_path / "work"
     work.mkdir()
     done = grid_command(work, conf_dir=open_folder)
@@ -106,13 +98,13 @@ def test_a_callable_in_a_config_file_of_ones_own_is_refused_naming_file_and_key(
     path = experiment(
         tmp_path / "conf",
         "default",
-        f"hydra:\n  callbacks:\n    x:\n      _target_: olb.grid.serve.write_private\n      path: {victim}\n"
-        "table:\n  metrics: {_target_: builtins.print}\n",
+        takeover(victim) + "table:\n  metrics: {_target_: builtins.print}\n",
     )
     with pytest.raises(GridConfigError) as refused:
         compose(["hydra.searchpath=[file://" + str(tmp_path / "conf") + "]"])
     message = str(refused.value)
     assert f"config file {path}: hydra.callbacks.x._target_='olb.grid.serve.write_private' names a callable" in message
+    assert "hydra.callbacks.x.path._target_='pathlib.Path' names a callable" in message
     assert "table.metrics._target_='builtins.print' names a callable" in message
     assert not victim.exists()
     assert conf_problems(olb.conf_dirs()) == []
