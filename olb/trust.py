@@ -11,6 +11,7 @@ search path; the ``defaults`` lists include no config in a loop or deeper than :
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -87,7 +88,7 @@ def _file_problems(root: Path, path: Path, configs: dict[str, tuple[Path, object
         return []
     if info.st_size > MAX_FILE_BYTES:
         return [f"config file {path} has {info.st_size:,} bytes, more than a config file may ({MAX_FILE_BYTES:,})"]
-    text = path.read_bytes()[: MAX_FILE_BYTES + 1]
+    text = path.read_bytes()
     problem = bounds_problem(text)
     if problem:
         return [f"config file {path} {problem}"]
@@ -98,7 +99,8 @@ def _file_problems(root: Path, path: Path, configs: dict[str, tuple[Path, object
         return []  # Hydra reports malformed YAML itself, with the line
     relative = path.relative_to(root).with_suffix("").as_posix()
     configs.setdefault(relative, (path, data))
-    is_global = relative == "config" or b"@package _global_" in text.split(b"\n", 3)[0]
+    header = itertools.takewhile(lambda line: line.startswith(b"#") or not line.strip(), text.splitlines())
+    is_global = relative == "config" or any(b"@package _global_" in line for line in header)  # Hydra's header
     prefix = "" if is_global else ".".join(relative.split("/")[:-1])
     return [f"config file {path}: {problem}" for problem in callable_problems(data, prefix)]
 
