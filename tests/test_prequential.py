@@ -232,3 +232,35 @@ def test_a_window_accumulator_sums_exactly_the_examples_in_its_window():
             assert window.value() == pytest.approx(expected), (name, i)
     with pytest.raises(ValueError, match="positive integer"):
         M.WindowAccumulator(M.METRICS["hamming_loss"], 0)
+
+
+def test_every_registered_learner_runs_the_prequential_protocols():
+    """Every learner of the registry (river's included) through both prequential protocols on its contract
+    stream: finite metrics and windowed curve, every row streamed."""
+    from olb.checks.contract import _make, _metrics, stream_for
+    from olb.registry import ALGORITHMS
+
+    for cls in ALGORITHMS.values():
+        data = stream_for(cls)
+        for protocol in ("prequential", "prequential_shuffled"):
+            phases = make_phases(data, protocol, rng=np.random.default_rng(4))
+            result = run_stream(_make(cls, data, seed=2), data, phases, _metrics(cls), curve_every=10**6, window=5)
+            assert all(np.isfinite(list(result.metrics.values()))) and np.isfinite(result.curve["window"][-1]), cls.name
+            assert result.phases["stream"]["n_examples"] == data.n_examples
+
+
+def test_the_command_line_and_the_grid_accept_the_protocols_and_the_window(capsys):
+    from olb.grid import GridConfigError, compose, plan_grid
+    from olb.run import main
+
+    assert (
+        main(["algorithm=falt", "dataset=emotions", "protocol=prequential", "metrics=[mlhat_micro_f1]", "window=50"])
+        == 0
+    )
+    assert "mlhat_micro_f1: 0.39" in capsys.readouterr().out
+    grid = ["algorithms=[falt,river_br_lr]", "datasets=[emotions]", "seeds=2", "metrics=[mlhat_macro_f1]"]
+    for protocol in ("prequential", "prequential_shuffled"):
+        plan = plan_grid(compose([*grid, f"protocol={protocol}", "window=50"]))
+        assert {(c.protocol, c.window, c.spec().window) for c in plan.cells} == {(protocol, 50, 50)}
+    with pytest.raises(GridConfigError, match=r"window=-1 is out of range"):
+        plan_grid(compose([*grid, "protocol=prequential", "window=-1"]))
