@@ -24,7 +24,8 @@ import olb
 from olb.grid.config import PRIMARY_CONFIG, register_configs
 from olb.grid.plan import GridConfigError
 from olb.grid.app import run_grid
-from olb.grid.messages import EXIT_CONFIG
+from olb.grid.messages import EXIT_CONFIG, EXIT_LOST
+from olb.grid.writing import DiskFull
 
 
 def compose(overrides: list[str] | None = None) -> DictConfig:
@@ -114,6 +115,8 @@ def _hydra_task(cfg: DictConfig) -> None:
         _remove_hydra_run_dir(Path(hc.runtime.output_dir))
         print(f"olb.grid: error: {err}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
+    except DiskFull:  # said in one line (olb.grid.finish), the parent run closed
+        sys.exit(EXIT_LOST)
     if cfg.dry_run:  # wrote nothing: leave no run folder either
         _remove_hydra_run_dir(Path(hc.runtime.output_dir))
     if outcome.exit_code:
