@@ -108,6 +108,7 @@ def test_a_partitioned_worker_costs_seconds_and_every_cell_is_recorded_once(part
         seconds = time.monotonic() - partitioned
         log.seek(0)
         out = log.read()
+    print(f"the grid ended {seconds:.1f} s after the partition")  # shown with pytest -s
     assert code == 0, out[-4000:] + cluster.logs()
     assert seconds < 120, (seconds, out[-3000:])
     lost = [line for line in out.splitlines() if f"node {WORKER_IP} lost:" in line]

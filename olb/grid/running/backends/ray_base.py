@@ -7,8 +7,9 @@ default retries those without end); a cell that raises is not retried (it fails 
 memory each time is recorded as failed with "out of memory", its memory use when killed and the node's limit
 (:mod:`olb.grid.running.backends.ray_lost`). While cells run the Ray head is polled: one silent for
 ``backend.head_timeout_s`` ends the grid (:class:`olb.grid.lost.RayLost`), and the cells of a node Ray declares
-dead are cancelled and submitted again at once (:mod:`olb.grid.running.backends.ray_node_loss`). A worker that still holds more than
-``backend.worker_memory_mb`` after a cell ends once its result is stored (:mod:`olb.grid.running.backends.ray_worker`), so
+dead are cancelled and submitted again at once (:mod:`olb.grid.running.backends.ray_node_loss`). A worker that
+still holds more than ``backend.worker_memory_mb`` after a cell ends once its result is stored
+(:mod:`olb.grid.running.backends.ray_worker`), so
 a node's memory is what Ray reserved for the cells it runs, not what earlier cells left behind.
 """
 
