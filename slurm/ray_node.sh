@@ -136,6 +136,12 @@ unset RAY_AUTH_TOKEN  # it would win over the file
 # Ray's own switch for a one-machine Ray: 127.0.0.1 is the node's address (not rewritten to the host's) and
 # every server binds it.
 [ "$node_ip" = 127.0.0.1 ] && export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
+# A node cut off from the head is declared dead within 5 x (3 + 2) = 25 s, not Ray's 5 x (10 + 3) = 65 s: the
+# head's health check of each node every 2 s, each given 3 s, 5 failed in a row (the grid then resubmits the
+# node's cells). Set on every node (only the head's GCS reads them); the environment's values win.
+export RAY_health_check_period_ms="${RAY_health_check_period_ms:-2000}"
+export RAY_health_check_timeout_ms="${RAY_health_check_timeout_ms:-3000}"
+export RAY_health_check_failure_threshold="${RAY_health_check_failure_threshold:-5}"
 # Stop at once on SIGTERM instead of draining for 30 s (Slurm gives a job little time after its signal).
 export RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="${RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S:-0}"
 unset RAY_ADDRESS

@@ -232,6 +232,19 @@ def test_progress_lines_count_in_their_unit():
     progress.close()
 
 
+def test_progress_says_a_lost_node_at_once_and_counts_it():
+    import io
+
+    from olb.grid.running.progress import Progress
+
+    out = io.StringIO()
+    progress = Progress(4, stream=out)
+    progress.node_lost("10.200.0.2", 2, running=1)
+    assert out.getvalue().splitlines()[-1] == "[olb.grid] node 10.200.0.2 lost: 2 cells resubmitted"
+    assert progress.line().endswith(" nodes_lost=1") and "running=1" in progress.line()
+    progress.close()
+
+
 def test_progress_speaks_at_once_and_its_eta_leaves_compiling_out(monkeypatch):
     import io
 

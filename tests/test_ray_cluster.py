@@ -57,7 +57,11 @@ def _reachable(host: str, port: int) -> bool:
 
 
 class TwoNodes:
-    def __init__(self):
+    """A head and a worker started with slurm/ray_node.sh, one CPU each unless told; the worker's command runs
+    after ``worker_prefix`` (e.g. ``ip netns exec NAME``, a node in a network namespace of its own)."""
+
+    def __init__(self, head_ip: str = HEAD_IP, worker_ip: str = WORKER_IP, worker_prefix: tuple[str, ...] = ()):
+        self.head_ip, self.worker_ip, self.worker_prefix = head_ip, worker_ip, worker_prefix
         self.root = Path(tempfile.mkdtemp(prefix="olbrt-", dir="/tmp"))  # short: Ray's sockets live below it
         (self.root / "pylib").mkdir()
         (self.root / "probe").mkdir()
@@ -74,19 +78,20 @@ class TwoNodes:
         self.worker_base = local_cluster.free_port_base()
         while abs(self.worker_base - self.head_base) < 400:
             self.worker_base = local_cluster.free_port_base()
-        self.address = f"{HEAD_IP}:{self.head_base}"
+        self.address = f"{head_ip}:{self.head_base}"
         self.procs: dict[str, subprocess.Popen] = {}
         self.stopped = False
 
-    def _node(self, name: str, *args: str) -> None:
+    def _node(self, name: str, *args: str, prefix: tuple[str, ...] = (), cpus: int = 1) -> None:
         log = open(self.root / f"{name}.log", "wb")
         self.procs[name] = subprocess.Popen(
             [
+                *prefix,
                 "bash",
                 str(RAY_NODE),
                 *args,
                 "--num-cpus",
-                "1",
+                str(cpus),
                 "--temp-dir",
                 str(self.root / name),
                 "--pid-file",
@@ -100,15 +105,24 @@ class TwoNodes:
         )
         log.close()
 
-    def start(self) -> None:
-        self._node("head", "head", "--port-base", str(self.head_base), "--node-ip", HEAD_IP)
+    def start(self, worker_cpus: int = 1) -> None:
+        self._node("head", "head", "--port-base", str(self.head_base), "--node-ip", self.head_ip)
         deadline = time.monotonic() + 90
-        while not _reachable(HEAD_IP, self.head_base):
+        while not _reachable(self.head_ip, self.head_base):
             assert self.procs["head"].poll() is None, self.logs()
             assert time.monotonic() < deadline, "the head did not open its port\n" + self.logs()
             time.sleep(0.5)
         self._node(
-            "worker", "worker", "--port-base", str(self.worker_base), "--node-ip", WORKER_IP, "--head", self.address
+            "worker",
+            "worker",
+            "--port-base",
+            str(self.worker_base),
+            "--node-ip",
+            self.worker_ip,
+            "--head",
+            self.address,
+            prefix=self.worker_prefix,
+            cpus=worker_cpus,
         )
 
     def wait(self, nodes: int, timeout: float) -> subprocess.CompletedProcess:

@@ -20,7 +20,7 @@ from ray_probe import listeners
 from support import local_cluster
 
 from olb.grid.auth import private_dir, token_env, write_token
-from olb.grid.running.backends.ray_local import fresh_temp_dir
+from olb.grid.running.backends.ray_local import fresh_temp_dir, remove_stale_temp_dirs
 from olb.grid.running.backends.ray_lost import keep_logs
 from olb.grid.lost import answers
 
@@ -158,6 +158,50 @@ def test_a_local_grids_temp_dir_is_fresh_and_private_whatever_others_made(tmp_pa
     finally:
         for path in squatted:
             shutil.rmtree(path, ignore_errors=True)
+
+
+def _temp_dir(base: Path, pid: int, suffix: str, mode: int = 0o700) -> Path:
+    """A local grid's temp dir as process ``pid`` would have made it in ``base``, with a token."""
+    path = base / f"olb-ray-{pid}-{suffix}"
+    path.mkdir()
+    (path / "ray_token").write_text("0" * 64)
+    path.chmod(mode)
+    return path
+
+
+@second_user
+def test_temp_dirs_left_by_killed_grids_are_removed_and_no_other(shared):
+    """A local grid killed outright leaves its temp dir (its token in it); the next one removes those whose
+    process has ended, and only those that are the user's own, private, no link, and that no process names."""
+    base, secret = shared
+    pattern = f"{base}/olb-ray-{{pid}}"
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    running = subprocess.Popen(["sleep", "60"])
+    try:
+        stale = _temp_dir(base, ended.pid, "k3v9x1_q")
+        kept = [_temp_dir(base, running.pid, "alive"), _temp_dir(base, ended.pid, "open", 0o755)]
+        kept.append(base / f"olb-ray-{ended.pid}-link")
+        kept[2].symlink_to(secret.parent)
+        as_other("mkdir", "-m", "700", str(base / f"olb-ray-{ended.pid}-theirs"))
+        kept.append(base / f"olb-ray-{ended.pid}-theirs")
+        named = _temp_dir(base, ended.pid, "named")  # a process still uses it (Ray's processes name their folder)
+        user = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(named)])
+        try:
+            deadline = time.monotonic() + 10  # its command line reads empty for a moment while it starts
+            while str(named).encode() not in Path(f"/proc/{user.pid}/cmdline").read_bytes():
+                assert time.monotonic() < deadline, "the process naming the folder did not start"
+                time.sleep(0.01)
+            assert remove_stale_temp_dirs(pattern) == [stale]
+            made = Path(fresh_temp_dir(pattern))  # the next grid: removes what is stale, makes its own
+        finally:
+            user.kill()
+            user.wait()
+        assert not stale.exists() and all(path.exists() or path.is_symlink() for path in [*kept, named, made])
+        assert secret.read_text() == SECRET
+    finally:
+        running.kill()
+        running.wait()
 
 
 @pytest.mark.slow

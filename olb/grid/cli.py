@@ -25,7 +25,8 @@ from olb.grid.config import PRIMARY_CONFIG, register_configs
 from olb.grid.plan import GridConfigError
 from olb.grid.planning.configcheck import confined_name
 from olb.grid.app import run_grid
-from olb.grid.messages import EXIT_CONFIG
+from olb.grid.messages import EXIT_CONFIG, EXIT_LOST
+from olb.grid.writing import DiskFull
 from olb.trust import conf_problems
 
 
@@ -137,6 +138,8 @@ def _hydra_task(cfg: DictConfig) -> None:
         _remove_hydra_run_dir(Path(hc.runtime.output_dir))
         print(f"olb.grid: error: {err}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
+    except DiskFull:  # said in one line (olb.grid.finish), the parent run closed
+        sys.exit(EXIT_LOST)
     if cfg.dry_run:  # wrote nothing: leave no run folder either
         _remove_hydra_run_dir(Path(hc.runtime.output_dir))
     if outcome.exit_code:

@@ -1,6 +1,7 @@
 """The last stage of a grid run: the output files (cells.csv, table.csv, table.md with the chosen settings and
 the leaderboard, the plots), the parent run closed with the grid's status, the exit code, the report on the
-console."""
+console. A full disk ends it with :class:`~olb.grid.writing.DiskFull` (exit 4), the parent run closed FAILED
+where the store can still take it, and the files as they were before (each is written whole or not at all)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from olb.grid.reporting.report import print_report, write_leaderboard, write_plo
 from olb.grid.recording.results import cells_frame
 from olb.grid.reporting.table import build_table
 from olb.grid.stages import grid_data_dir
+from olb.grid.writing import DiskFull, disk_full, write_csv, write_text
 
 log = logging.getLogger("olb.grid")
 
@@ -48,8 +50,8 @@ def write_outputs(run: GridRun, st: Stages) -> tuple[pd.DataFrame, pd.DataFrame,
     )
     table = cover(table, cfg.reference, plan.entries, plan.datasets, run.data.unavailable, plan.lower_is_better)
     files = {"cells": out / "cells.csv", "table_csv": out / "table.csv", "table_md": out / "table.md"}
-    cells.to_csv(files["cells"], index=False)
-    table.to_csv(files["table_csv"], index=False)
+    write_csv(files["cells"], cells)
+    write_csv(files["table_csv"], table)
     markdown = table_markdown(
         table,
         grid_title(cfg, plan, run.overrides),
@@ -64,7 +66,7 @@ def write_outputs(run: GridRun, st: Stages) -> tuple[pd.DataFrame, pd.DataFrame,
         markdown += "\n" + board_md
         if board_files:
             files["leaderboard"] = out / "leaderboard"
-    files["table_md"].write_text(markdown)
+    write_text(files["table_md"], markdown)
     plot_paths = write_plots(plan, st.outcomes, table, cells, run.tracker.curve, out / "plots") if cfg.plots else []
     if plot_paths:
         files["plots"] = out / "plots"
@@ -133,20 +135,46 @@ def _finish_parent(run: GridRun, st: Stages, outcome: GridOutcome, n_finished: i
     return True
 
 
-def finish(run: GridRun, st: Stages) -> GridOutcome:
-    """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report."""
-    cells, table, markdown, files = write_outputs(run, st)
-    if run.cfg.export:
-        files["export"] = export_results(
-            Path(run.cfg.export),
-            table,
-            cells,
-            markdown,
-            run.overrides,
-            code_version(),
-            data_dirs(grid_data_dir(run.cfg)),
-            files.get("leaderboard"),
+def _end_on_full_disk(run: GridRun, st: Stages, full: DiskFull) -> None:
+    """Say that the disk is full (unless the fan-out ended on a full disk and said so) and close the parent run
+    FAILED; a store on the full disk cannot take that: the next run marks it KILLED."""
+    if not isinstance(st.fan.lost, DiskFull):
+        log.error("olb.grid: %s", full)
+    mlflow_log = logging.getLogger("mlflow")
+    level = mlflow_log.level
+    mlflow_log.setLevel(logging.CRITICAL)  # not MLflow's traceback of the same full disk: one line says it below
+    try:
+        run.tracker.finish_parent(Status.FAILED, {"n_run": st.fan.n_done}, [], {"olb.ended_by": str(full)})
+    except Exception as err:  # noqa: BLE001 - said in the line below; the next run closes it
+        log.warning(
+            "olb.grid: the parent run stays RUNNING until the next run marks it KILLED (%s)", type(err).__name__
         )
+    finally:
+        mlflow_log.setLevel(level)
+
+
+def finish(run: GridRun, st: Stages) -> GridOutcome:
+    """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report; DiskFull
+    (said in one line, the parent run closed) when the disk cannot take them."""
+    try:
+        cells, table, markdown, files = write_outputs(run, st)
+        if run.cfg.export:
+            files["export"] = export_results(
+                Path(run.cfg.export),
+                table,
+                cells,
+                markdown,
+                run.overrides,
+                code_version(),
+                data_dirs(grid_data_dir(run.cfg)),
+                files.get("leaderboard"),
+            )
+    except (DiskFull, OSError) as err:
+        full = disk_full(err, run.out)
+        if full is None:
+            raise
+        _end_on_full_disk(run, st, full)
+        raise full from None
     fan = st.fan
     unique_cells = cells.drop_duplicates("cell_id")
     n_failed = int((unique_cells["status"] == Status.FAILED).sum())

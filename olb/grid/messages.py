@@ -41,7 +41,7 @@ class Status(StrEnum):
 EXIT_OK, EXIT_FAILED_CELLS, EXIT_CONFIG, EXIT_NOTHING_COMPUTED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
-EXIT_LOST = 4  # the Ray head or the tracking server stopped answering (olb/grid/lost.py)
+EXIT_LOST = 4  # the Ray head or the tracking server stopped answering (olb/grid/lost.py), or a disk is full
 # the rest finished, but cells of the grid's own plan were unavailable (no data) and the command line did not say
 # allow_unavailable=true (an experiment file that sets it lets the grid run the rest, not succeed without them)
 EXIT_UNAVAILABLE = 5

@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 
 import olb
 from olb.grid.config import TrackingConfig
-from olb.grid.lost import TrackingLost
+from olb.grid.lost import InfrastructureLost
 from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, matches_data, provenance_tags
 from olb.grid.messages import CellFailure, CellOutcome, CellResult
 from olb.grid.plan import GridConfigError, Plan
@@ -26,6 +26,7 @@ from olb.grid.recording.results import (
 from olb.grid.recording.tracker import FinishedRun, Tracker
 from olb.grid.recording.tracking_noop import NoopTracker
 from olb.grid.recording.writer import CellWriter
+from olb.grid.writing import write_csv
 
 log = logging.getLogger("olb.grid")
 
@@ -139,18 +140,18 @@ class Recorder:
             log.error("olb.grid: cell %s (%s) FAILED: %s", cell.cell_id, cell.run_name, message.error)
         try:
             self.writer.put((cell, message, tags))
-        except TrackingLost:  # the grid ends (fan_out); this cell's result stays in cells.csv
+        except InfrastructureLost:  # the grid ends (fan_out); this cell's result stays in cells.csv
             self.untracked.append(cell.cell_id)
             raise
         if time.perf_counter() > self.next_csv:  # a local copy of the progress, besides MLflow
             t0 = time.perf_counter()
-            cells_frame(self.plan, self.outcomes, self.data).to_csv(self.out / "cells.csv", index=False)
+            write_csv(self.out / "cells.csv", cells_frame(self.plan, self.outcomes, self.data))
             now = time.perf_counter()
             self.next_csv = now + max(self.csv_every_s, 20 * (now - t0))
 
     def flush(self) -> None:
         """Wait until every result handed over is written (or reported untracked); TrackingLost if the tracking
-        server was lost."""
+        server was lost, DiskFull if the store's disk is full."""
         self.writer.close()
 
     def _written(self, cell_id: str, run_id: str | None) -> None:
@@ -158,7 +159,7 @@ class Recorder:
 
     def _untracked(self, cell_id: str, err: Exception) -> None:
         self.untracked.append(cell_id)
-        if not isinstance(err, TrackingLost):  # a lost server is reported once, by the grid's end
+        if not isinstance(err, InfrastructureLost):  # a lost server or full disk is reported once, by the grid's end
             log.error(
                 "olb.grid: could not record cell %s in MLflow (%s: %s); a rerun will run it again",
                 cell_id,

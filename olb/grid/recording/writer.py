@@ -5,7 +5,8 @@ The queue is bounded (``tracking.queue_cells``): a store slower than the cells m
 hold every result in memory. Whatever waits in the queue is written in batches of up to ``tracking.batch_cells``
 (:meth:`~olb.grid.recording.tracker.Tracker.log_cells`: one transaction on a SQL store). A batch that fails is written again
 cell by cell, so one bad cell does not leave the others unrecorded; a cell that cannot be recorded is reported
-through ``on_untracked``. A lost tracking server (:class:`~olb.grid.lost.TrackingLost`) stops the writer: every
+through ``on_untracked``. A lost tracking server (:class:`~olb.grid.lost.TrackingLost`), or a store whose disk is full
+(:class:`~olb.grid.writing.DiskFull`), stops the writer: every
 cell not yet written is reported, and the loss is raised in the driver by the next :meth:`CellWriter.put` or by
 :meth:`CellWriter.close`. A driver killed with results still queued loses only their records; resume runs those
 cells again.
@@ -20,8 +21,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from olb.grid.lost import TrackingLost
+from pathlib import Path
+
+from olb.grid.lost import InfrastructureLost, TrackingLost
 from olb.grid.recording.tracker import Tracker
+from olb.grid.writing import disk_full
 
 log = logging.getLogger("olb.grid")
 
@@ -56,7 +60,7 @@ class CellWriter:
         self.tracker, self.on_written, self.on_untracked = tracker, on_written, on_untracked
         self.batch_cells = max(1, int(batch_cells))
         self.queue: queue.Queue = queue.Queue(maxsize=max(1, int(queue_cells)))
-        self.lost: TrackingLost | None = None
+        self.lost: InfrastructureLost | None = None
         self.stats = WriterStats()
         self.thread = threading.Thread(target=self._run, name="olb-tracking-writer", daemon=True)
         self.thread.start()
@@ -110,6 +114,11 @@ class CellWriter:
             self._untracked(batch, err)
             return
         except Exception as err:  # noqa: BLE001 - find the cells that cannot be recorded, record the others
+            full = disk_full(err, _store_folder(self.tracker.uri))
+            if full is not None:  # no other cell fits either
+                self.lost = full
+                self._untracked(batch, full)
+                return
             failed: Exception | None = err
         else:
             failed = None
@@ -131,3 +140,9 @@ class CellWriter:
     def _untracked(self, batch: list[tuple], err: Exception) -> None:
         for cell, _, _ in batch:
             self.on_untracked(cell.cell_id, err)
+
+
+def _store_folder(uri: str | None) -> str:
+    """The folder of a SQLite store's file, else the store's URI (what a full disk is named by)."""
+    path = uri[len("sqlite:///") :].split("?")[0] if uri and uri.startswith("sqlite:///") else ""
+    return str(Path(path).resolve().parent) if path else uri or "the tracking store"

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from olb.grid.writing import write_csv, write_text
+
 # Columns of cells.csv that say where and under which tracking run a cell ran, not what it computed: they differ
 # between machines and stores (and name private hosts), so the exported copy leaves them out.
 _LOCAL_COLUMNS = ("host", "node_ip", "run_id", "source")
@@ -104,16 +106,14 @@ def export_results(
         shutil.rmtree(dest / "leaderboard")  # an earlier export's figures of metrics this run may not rank
     if leaderboard is not None:
         shutil.copytree(leaderboard, dest / "leaderboard")
-    table.to_csv(dest / "table.csv", index=False)
+    write_csv(dest / "table.csv", table)
     exported = cells.drop(columns=[c for c in _LOCAL_COLUMNS if c in cells.columns])
     if "error" in exported.columns:
         folders = _local_folders(data_dirs)
         exported = exported.assign(error=exported["error"].map(lambda text: _without_folders(text, folders)))
-    exported.to_csv(dest / "cells.csv", index=False)
+    write_csv(dest / "cells.csv", exported)
     shown = f"Command-line overrides: `{' '.join(overrides)}`"  # as olb.grid.reporting.markdown.grid_title writes them
-    (dest / "table.md").write_text(
-        markdown.replace(shown, f"Command-line overrides: `{' '.join(_shaping(overrides))}`")
-    )
+    write_text(dest / "table.md", markdown.replace(shown, f"Command-line overrides: `{' '.join(_shaping(overrides))}`"))
     finished = cells.drop_duplicates("cell_id")
     meta = {
         "command": reproducing_command(overrides),
@@ -124,5 +124,5 @@ def export_results(
         "cells_finished": int((finished["status"] == "FINISHED").sum()),
         "cpu_s": round(float(finished["cpu_s"].sum()), 1) if "cpu_s" in finished else None,
     }
-    (dest / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    write_text(dest / "meta.json", json.dumps(meta, indent=2) + "\n")
     return dest

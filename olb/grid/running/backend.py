@@ -9,11 +9,20 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from olb.grid.messages import Answer, Task
 
 HEARTBEAT = None  # yielded when nothing finished within a second, so that the progress bar can refresh
+
+
+@dataclass(frozen=True)
+class NodeLost:
+    """Yielded when a node was declared dead: its IP and how many of its running tasks were submitted again."""
+
+    ip: str
+    resubmitted: int
 
 
 class Backend(ABC):
@@ -44,6 +53,7 @@ class Backend(ABC):
         """Drop the tasks still queued or running (Ctrl-C, a lost head or tracker)."""
 
     @abstractmethod
-    def run(self, tasks: Sequence[Task]) -> Iterator[Answer | None]:
-        """Each task's answer as it finishes, in any order; :data:`HEARTBEAT` when nothing finished for a while.
+    def run(self, tasks: Sequence[Task]) -> Iterator[Answer | NodeLost | None]:
+        """Each task's answer as it finishes, in any order; :data:`HEARTBEAT` when nothing finished for a while,
+        a :class:`NodeLost` when a node was lost (its tasks are run again elsewhere).
         A task whose worker died answers with a ``CellFailure`` (``CVFailure``) saying why (the backend builds it)."""

@@ -4,7 +4,8 @@ The loop knows nothing of plans or tables: any stage that produces cell tasks (t
 cross-validation stage) runs them through :func:`fan_out` with its own ``on_result``, on the same backend:
 starting it is idempotent, and stopping it is the caller's (once, after its last stage). Ctrl-C and SIGTERM
 end it cleanly: what finished so far has been handed over, the cells still in flight are cancelled. So does a
-lost Ray head or tracking server (:mod:`olb.grid.lost`): ``FanoutStats.lost`` then says what was lost.
+lost Ray head or tracking server (:mod:`olb.grid.lost`): ``FanoutStats.lost`` then says what was lost. A lost
+Ray node does not end it: the backend runs that node's cells again and the progress says so.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from olb.grid.running.backend import HEARTBEAT, Backend
+from olb.grid.running.backend import HEARTBEAT, Backend, NodeLost
 from olb.grid.lost import InfrastructureLost
 from olb.grid.messages import Answer, CellResult, Status, Task
 from olb.grid.running.progress import Progress
@@ -57,6 +58,9 @@ def fan_out(
         for message in backend.run(tasks):
             if message is HEARTBEAT:
                 progress.heartbeat(backend.running)
+                continue
+            if isinstance(message, NodeLost):
+                progress.node_lost(message.ip, message.resubmitted, backend.running)
                 continue
             on_result(message)
             stats.n_done += 1

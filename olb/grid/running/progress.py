@@ -1,5 +1,6 @@
 """Progress of a grid: a tqdm bar on a terminal (cells done, failed, running, ETA), otherwise (CI, batch jobs)
 a line at the start, after the first result and every :attr:`Progress.every_s` seconds, and a summary line at the end.
+A lost node is said at once, in a line of its own, and counted in the lines after it (``nodes_lost=``).
 
 The ETA extrapolates the time per finished cell without the time the workers spent compiling (each result's
 ``compile_s``: numba compiles its kernels once per process, in the first cells), so that one slow first cell
@@ -41,6 +42,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self.total, self.skipped = total, skipped
         self.done = self.failed = self.running = 0
+        self.nodes_lost = 0
         self.compile_s = 0.0  # summed over the finished cells
         self.slots = max(1, slots)
         self.t0 = self._last = time.perf_counter()
@@ -75,7 +77,8 @@ class Progress:
 
     def _postfix(self) -> None:
         self.bar.set_postfix_str(
-            f"done={self.skipped + self.done} failed={self.failed} running={self.running} eta={_hms(self.eta())}",
+            f"done={self.skipped + self.done} failed={self.failed} running={self.running} eta={_hms(self.eta())}"
+            + (f" nodes_lost={self.nodes_lost}" if self.nodes_lost else ""),
             refresh=False,
         )
 
@@ -96,6 +99,17 @@ class Progress:
         self.bar.refresh()
         self._maybe_line()
 
+    def node_lost(self, ip: str, resubmitted: int, running: int) -> None:
+        """A node was declared dead; ``resubmitted`` of its cells run again elsewhere."""
+        self.nodes_lost += 1
+        self.running = running
+        self._postfix()
+        said = f"[olb.grid] node {ip} lost: {resubmitted} {self.unit}{'' if resubmitted == 1 else 's'} resubmitted"
+        if self.tty:
+            self.bar.write(said, file=self.stream)
+        else:
+            print(said, file=self.stream, flush=True)
+
     def _maybe_line(self, first: bool = False) -> None:
         now = time.perf_counter()
         if not self.tty and (first or now - self._last >= self.every_s):
@@ -107,6 +121,7 @@ class Progress:
             f"[olb.grid] {self.skipped + self.done + self.failed}/{self.total} {self.unit}s: done={self.skipped + self.done} "
             f"(resumed {self.skipped}) failed={self.failed} running={self.running} "
             f"elapsed={_hms(time.perf_counter() - self.t0)} eta={_hms(self.eta())}"
+            + (f" nodes_lost={self.nodes_lost}" if self.nodes_lost else "")
         )
 
     def close(self) -> None:

@@ -6,8 +6,10 @@ process dies is re-run up to ``backend.max_retries`` times, also when Ray's memo
 default retries those without end); a cell that raises is not retried (it fails the same way). A cell killed for
 memory each time is recorded as failed with "out of memory", its memory use when killed and the node's limit
 (:mod:`olb.grid.running.backends.ray_lost`). While cells run the Ray head is polled: one silent for
-``backend.head_timeout_s`` ends the grid (:class:`olb.grid.lost.RayLost`). A worker that still holds more than
-``backend.worker_memory_mb`` after a cell ends once its result is stored (:mod:`olb.grid.running.backends.ray_worker`), so
+``backend.head_timeout_s`` ends the grid (:class:`olb.grid.lost.RayLost`), and the cells of a node Ray declares
+dead are cancelled and submitted again at once (:mod:`olb.grid.running.backends.ray_node_loss`). A worker that
+still holds more than ``backend.worker_memory_mb`` after a cell ends once its result is stored
+(:mod:`olb.grid.running.backends.ray_worker`), so
 a node's memory is what Ray reserved for the cells it runs, not what earlier cells left behind.
 """
 
@@ -24,9 +26,10 @@ from collections.abc import Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from olb.grid.running.backend import HEARTBEAT, Backend
+from olb.grid.running.backend import HEARTBEAT, Backend, NodeLost
 from olb.grid.running.backends.ray_nodes import prestart_workers, ready_nodes
 from olb.grid.running.backends.ray_lost import keep_logs, lost_failure
+from olb.grid.running.backends.ray_node_loss import NodeWatch
 from olb.grid.config import BackendConfig
 from olb.grid.running.backends.ray_worker import UNREACHED_CALLS, execute_in_worker
 from olb.grid.cost import memory_request_mb, worker_memory_bound_mb
@@ -59,6 +62,7 @@ class RayBackend(Backend):
         self.cpus = 1
         self.startup_s = 0.0
         self._in_flight: dict = {}  # Ray object ref -> its task
+        self._nodes: NodeWatch | None = None  # polls Ray's nodes while started
         self._remote: RemoteFunction1[Answer, Task, float] | None = None
         self.lost = 0  # cells whose worker died
         self._head = ""  # the GCS address, polled while cells run
@@ -117,6 +121,7 @@ class RayBackend(Backend):
         self._remote = ray.remote(
             num_cpus=1, max_retries=self.cfg.max_retries, retry_exceptions=False, max_calls=calls
         )(execute_in_worker)
+        self._nodes = NodeWatch(ray)
         ready_nodes(ray)  # every node's compiled kernels built or loaded before the first cell (start-up time)
         if self.cfg.prestart_workers and not self.cfg.fresh_worker_per_cell:
             prestart_workers(ray, self.cpus)
@@ -125,6 +130,9 @@ class RayBackend(Backend):
     def stop(self) -> None:
         """Cancel what still runs; a subclass then lets its Ray go."""
         self.cancel()
+        if self._nodes is not None and not self._head_lost:
+            self._nodes.stop()
+        self._nodes = None
         self._remote = None
 
     def _shutdown(self, ray: ModuleType) -> None:
@@ -174,7 +182,25 @@ class RayBackend(Backend):
         assert self._remote is not None, "submitted before start()"
         return (self._remote.options(memory=memory) if memory else self._remote).remote(task, self.worker_memory_mb)
 
-    def run(self, tasks: Sequence[Task]) -> Iterator[Answer | None]:
+    def _resubmit_lost(self, ray: ModuleType) -> list[NodeLost]:
+        """Cancel the cells of each node declared dead since the last call and submit them again; one notice a
+        node."""
+        assert self._nodes is not None, "run before start()"
+        notices = []
+        for node in self._nodes.dead():
+            on_node = self._nodes.nodes_of(list(self._in_flight))
+            lost = [ref for ref, node_id in on_node.items() if node_id == node.node_id]
+            for ref in lost:
+                task = self._in_flight.pop(ref)
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001 - its node is gone: nothing to stop there
+                    pass
+                self._in_flight[self._submit(task)] = task
+            notices.append(NodeLost(node.ip, len(lost)))
+        return notices
+
+    def run(self, tasks: Sequence[Task]) -> Iterator[Answer | NodeLost | None]:
         import ray
 
         pending = deque(tasks)
@@ -188,6 +214,7 @@ class RayBackend(Backend):
         refill()
         silent_since = None
         while self._in_flight:
+            yield from self._resubmit_lost(ray)
             refs = list(self._in_flight)
             # every result already in, without waiting; else the first to come within a second
             done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)

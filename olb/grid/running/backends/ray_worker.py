@@ -22,6 +22,7 @@ import os
 from collections.abc import Callable
 
 from olb.grid.messages import Answer, Task
+from olb.grid.running.backends.ray_node_loss import announce_node
 from olb.grid.running.worker import execute
 
 log = logging.getLogger("olb.grid")
@@ -34,7 +35,9 @@ _PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20 if hasattr(os, "sysconf") else 0.0
 
 def execute_in_worker(task: Task, worker_memory_mb: float) -> Answer:
     """:func:`~olb.grid.running.worker.execute`, then this worker ends after returning the result if, with its
-    freed heap returned, it holds more than ``worker_memory_mb`` (0: never ends; the heap is not trimmed)."""
+    freed heap returned, it holds more than ``worker_memory_mb`` (0: never ends; the heap is not trimmed). It first
+    announces its node (:func:`~olb.grid.running.backends.ray_node_loss.announce_node`)."""
+    announce_node()
     message = execute(task)
     if worker_memory_mb > 0:
         release_freed_heap()
