@@ -24,7 +24,9 @@ import olb
 from olb.grid.config import PRIMARY_CONFIG, register_configs
 from olb.grid.plan import GridConfigError
 from olb.grid.app import run_grid
-from olb.grid.messages import EXIT_CONFIG
+from olb.grid.lost import InfrastructureLost
+from olb.grid.messages import EXIT_CONFIG, EXIT_LOST
+from olb.grid.running.backends.ray_head import exit_if_left_behind
 
 
 def compose(overrides: list[str] | None = None) -> DictConfig:
@@ -114,6 +116,10 @@ def _hydra_task(cfg: DictConfig) -> None:
         _remove_hydra_run_dir(Path(hc.runtime.output_dir))
         print(f"olb.grid: error: {err}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
+    except InfrastructureLost as err:  # before any cell ran (a Ray head that does not answer at the start)
+        _remove_hydra_run_dir(Path(hc.runtime.output_dir))
+        print(f"olb.grid: error: {err}; nothing was run", file=sys.stderr)
+        sys.exit(EXIT_LOST)
     if cfg.dry_run:  # wrote nothing: leave no run folder either
         _remove_hydra_run_dir(Path(hc.runtime.output_dir))
     if outcome.exit_code:
@@ -212,4 +218,6 @@ def main() -> None:
     except SystemExit as exit_:
         if exit_.code == 1 and not _TASK_STARTED:  # Hydra could not compose the config (message printed above)
             raise SystemExit(EXIT_CONFIG) from None
+        exit_if_left_behind(exit_.code)
         raise
+    exit_if_left_behind(0)
