@@ -290,8 +290,7 @@ def test_a_stopped_database_ends_the_grid_within_its_bound_and_a_rerun_completes
     try:
         _wait_for(lambda: len(runs("cell")) >= 2, 240, "two recorded cells", proc)
         stopped = descendants(state.postgres_pid)  # the postmaster and every backend
-        for pid in stopped:
-            os.kill(pid, signal.SIGSTOP)
+        signal_each(stopped, signal.SIGSTOP)
         code, out, seconds = _finish(proc, 120)
         assert code == 4, out[-3000:]
         # the deadline (15 s), a cell's second, the driver's end (its tables written)
@@ -299,8 +298,7 @@ def test_a_stopped_database_ends_the_grid_within_its_bound_and_a_rerun_completes
         line = f"the tracking database at 127.0.0.1:{state.pg_port}/mlflow does not answer (no reply within 15 s)"
         assert line in out and "rerun the same command" in out and "Traceback" not in out, out[-3000:]
     finally:
-        for pid in stopped:
-            os.kill(pid, signal.SIGCONT)
+        signal_each(stopped, signal.SIGCONT)
     before = runs("cell")
     assert 2 <= len(before) < 8 and len({cell for _, _, cell in before}) == len(before)
     assert [status for _, status, _ in runs("grid")] == ["RUNNING"]  # no one could close it
@@ -311,3 +309,32 @@ def test_a_stopped_database_ends_the_grid_within_its_bound_and_a_rerun_completes
     cells = runs("cell")
     assert len(cells) == len({cell for _, _, cell in cells}) == 8 and {s for _, s, _ in cells} == {"FINISHED"}
     assert sorted(status for _, status, _ in runs("grid")) == ["FINISHED", "KILLED"]  # the lost one closed
+
+
+def test_every_connection_to_the_database_carries_its_time_outs(service, monkeypatch):
+    """The store's connections (MLflow's engine, which the driver's writer uses) have the statement time-out on
+    the server and libpq's connect and TCP user time-outs and keepalives on the client."""
+    from olb.grid.config import TrackingConfig
+    from olb.grid.recording.tracking_database import MlflowDatabaseTracker
+
+    monkeypatch.setenv("PGPASSFILE", str(service.pgpass))
+    uri = service.database_uri(service.state().pg_port)
+    tracker = MlflowDatabaseTracker(TrackingConfig(uri=uri, timeout_s=12), "olb/pg_bounds", read_only=True)
+    assert tracker.sql is not None
+    with tracker.sql.engine.connect() as conn:
+        assert conn.exec_driver_sql("SHOW statement_timeout").scalar() == "12s"
+        client = conn.connection.dbapi_connection.info.get_parameters()
+    assert {k: client.get(k) for k in ("connect_timeout", "tcp_user_timeout", "keepalives_idle")} == {
+        "connect_timeout": "12",
+        "tcp_user_timeout": "12000",
+        "keepalives_idle": "10",
+    }
+
+
+def signal_each(pids: set[int], sig: signal.Signals) -> None:
+    """``sig`` to each of ``pids`` still there (a backend may end meanwhile)."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
