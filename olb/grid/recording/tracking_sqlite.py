@@ -69,12 +69,12 @@ def lock_holders(path: str | None) -> list[int]:
 
 
 def command_line(pid: int) -> str:
-    """A process's command line (up to 200 characters), or "?" if it cannot be read."""
+    """A process's command line on one line (up to 200 characters), or "?" if it cannot be read."""
     try:
-        text = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        text = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return "?"
-    return text[:200] or "?"
+    return " ".join(text.replace("\0", " ").split())[:200] or "?"
 
 
 def sqlite_artifact_location(uri: str, experiment_name: str) -> str | None:
