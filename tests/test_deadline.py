@@ -41,3 +41,18 @@ def test_a_port_that_accepts_but_never_answers_is_no_ray_head():
         with pytest.raises(RayLost, match=f"the Ray head at {address} does not answer"):
             check_head(address, 0.5)
     check_head("ray://127.0.0.1:10001", 0.5)  # a Ray Client address: Ray's own to resolve
+
+
+def test_a_sqlite_store_opened_by_another_grid_for_too_long_is_refused(tmp_path):
+    """The lock under which a grid creates a SQLite store: a second grid waits for it at most its time-out."""
+    from olb.grid.recording.tracking_sqlite import _sqlite_lock
+
+    uri = f"sqlite:///{tmp_path / 'x.db'}"
+    with _sqlite_lock(uri, 30):
+        t0 = time.monotonic()
+        with pytest.raises(TimeoutError, match=f"another grid has been opening {tmp_path / 'x.db'} for over 0.3 s"):
+            with _sqlite_lock(uri, 0.3):
+                pass
+        assert time.monotonic() - t0 < 5
+    with _sqlite_lock(uri, 0.3):  # free again
+        pass

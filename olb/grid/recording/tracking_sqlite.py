@@ -25,7 +25,7 @@ class MlflowSqliteTracker(MlflowTracker):
     bounded = True
 
     def _opening(self) -> AbstractContextManager[None]:
-        return _sqlite_lock(self.uri)
+        return _sqlite_lock(self.uri, self.timeout_s)
 
     def _artifact_location(self, experiment_name: str) -> str | None:
         return sqlite_artifact_location(self.uri, experiment_name)
@@ -34,8 +34,7 @@ class MlflowSqliteTracker(MlflowTracker):
         holders = lock_holders(database_path(self.uri))
         if not holders:
             return super()._silent(seconds)
-        named = ", ".join(f"pid {pid} ({command_line(pid)})" for pid in holders)
-        return f"{self.store_name()} is locked by another process for over {seconds:g} s: held by {named}"
+        return f"{self.store_name()} is locked by another process for over {seconds:g} s: held by {named(holders)}"
 
 
 def database_path(uri: str) -> str | None:
@@ -49,7 +48,8 @@ def database_path(uri: str) -> str | None:
 
 
 def lock_holders(path: str | None) -> list[int]:
-    """The other processes holding a POSIX lock on the file at ``path`` (``/proc/locks``), writers first."""
+    """The other processes holding a lock (POSIX or flock) on the file at ``path`` (``/proc/locks``), writers
+    first."""
     try:
         st = os.stat(path) if path else None
         lines = Path("/proc/locks").read_text().splitlines()
@@ -61,11 +61,16 @@ def lock_holders(path: str | None) -> list[int]:
     writes: dict[int, bool] = {}  # pid -> holds a write lock
     for line in lines:
         fields = line.split()  # "1: POSIX ADVISORY WRITE 4242 fe:00:2146787 1073741825 1073741825"
-        if len(fields) >= 6 and fields[1] == "POSIX" and fields[5] == inode and fields[4].isdigit():
+        if len(fields) >= 6 and fields[1] in ("POSIX", "FLOCK") and fields[5] == inode and fields[4].isdigit():
             pid = int(fields[4])
             if pid != os.getpid():
                 writes[pid] = writes.get(pid, False) or fields[3] == "WRITE"
     return sorted(writes, key=lambda pid: (not writes[pid], pid))
+
+
+def named(pids: list[int]) -> str:
+    """``pids`` for a message: "pid N (its command line), ..."."""
+    return ", ".join(f"pid {pid} ({command_line(pid)})" for pid in pids) if pids else "a process not found"
 
 
 def command_line(pid: int) -> str:
@@ -89,11 +94,13 @@ def sqlite_artifact_location(uri: str, experiment_name: str) -> str | None:
 
 
 @contextmanager
-def _sqlite_lock(uri: str) -> Iterator[None]:
+def _sqlite_lock(uri: str, timeout_s: float) -> Iterator[None]:
     """An exclusive lock for a sqlite URI's database file (nothing for other stores), kept in the temp dir and
-    removed when released (a driver that finds the file replaced meanwhile locks the new one)."""
+    removed when released (a driver that finds the file replaced meanwhile locks the new one); TimeoutError naming
+    its holder when another process has held it for ``timeout_s``."""
     import fcntl
     import hashlib
+    import time
 
     path = database_path(uri)
     if path is None:
@@ -101,9 +108,22 @@ def _sqlite_lock(uri: str) -> Iterator[None]:
         return
     key = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:16]
     lock = Path(tempfile.gettempdir()) / f"olb-sqlite-{os.getuid()}-{key}.lock"
+    deadline = time.monotonic() + timeout_s
     while True:
         fh = open(lock, "a")
-        fcntl.flock(fh, fcntl.LOCK_EX)
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holders = named(lock_holders(str(lock)))
+                    fh.close()
+                    raise TimeoutError(
+                        f"another grid has been opening {path} for over {timeout_s:g} s (its lock {lock} is held "
+                        f"by {holders})"
+                    ) from None
+                time.sleep(0.05)
         try:
             if os.stat(lock).st_ino == os.fstat(fh.fileno()).st_ino:
                 break  # the file we hold is still the lock (not removed by its previous holder)
