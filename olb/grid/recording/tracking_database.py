@@ -7,8 +7,8 @@ The password never travels in the URI (a command line anyone on the machine may 
 database that does not answer or refuses the login, in seconds and before any work, naming the address and
 why. One that stops answering during the grid ends it like a lost tracking server (exit 4), within
 ``tracking.timeout_s``: every connection olb opens has that connect time-out, statement time-out and TCP user
-time-out (unacknowledged data), and TCP keepalives (a peer gone silent is noticed within
-:data:`KEEPALIVE_S` seconds); and a server that stopped without closing its sockets (its kernel still
+time-out (unacknowledged data), and TCP keepalives (:data:`KEEPALIVE`: a peer gone silent is dropped after
+about 25 s); and a server that stopped without closing its sockets (its kernel still
 acknowledges them) is caught by the deadline of every call (:mod:`olb.grid.recording.tracking`). A parameter
 already in the URI's query is kept as given.
 """
@@ -33,7 +33,6 @@ UNREACHABLE = (
 )
 # TCP keepalives: the first probe after 10 idle seconds, then one every 5 s, 3 unanswered end the connection
 KEEPALIVE = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5", "keepalives_count": "3"}
-KEEPALIVE_S = 25
 
 
 class MlflowDatabaseTracker(MlflowTracker):
