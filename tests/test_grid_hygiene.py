@@ -23,11 +23,11 @@ def _lock_files(db: Path) -> list[Path]:
 def test_the_sqlite_lock_excludes_and_is_removed(tmp_path):
     uri = f"sqlite:///{tmp_path / 'x.db'}"
     order = []
-    with _sqlite_lock(uri):
+    with _sqlite_lock(uri, 30):
         assert _lock_files(tmp_path / "x.db")
 
         def second():
-            with _sqlite_lock(uri):
+            with _sqlite_lock(uri, 30):
                 order.append("second")
 
         t = threading.Thread(target=second)

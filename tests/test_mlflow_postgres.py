@@ -10,6 +10,7 @@ import importlib.util
 import os
 import pwd
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -257,3 +258,83 @@ def test_a_folder_others_can_read_is_refused(tmp_path):
     with pytest.raises(ServiceError, match=f"{folder} must be a directory .* that others cannot read or write"):
         TrackingService(folder).start()
     assert not list(folder.iterdir())  # nothing was created, nothing started
+
+
+def test_a_stopped_database_ends_the_grid_within_its_bound_and_a_rerun_completes_it(service, tmp_path, monkeypatch):
+    """PostgreSQL's postmaster and backends stopped (SIGSTOP) mid-grid, the driver writing straight into it: their
+    sockets still accept and acknowledge, so only the deadline of each call (``tracking.timeout_s`` + 5 s) sees
+    it. The grid ends with exit 4 naming the database; after SIGCONT the same command closes the lost driver's
+    parent run and completes the grid, every cell recorded once."""
+    from ray_probe import descendants
+    from test_grid_lost import _finish, _start_grid, _wait_for
+
+    monkeypatch.setenv("PGPASSFILE", str(service.pgpass))
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    state = service.state()
+    grid = ["backend=serial", "seeds=8", "name=pg_hung", "+algorithm._grid_stub.params.delay_s=1.0"]
+    grid += [f"tracking.uri={service.database_uri(state.pg_port)}", "tracking.timeout_s=10", "tracking.batch_cells=1"]
+
+    def runs(kind: str) -> list[tuple[str, str, str]]:
+        """(run id, status, olb.cell_id or '') of every run of this ``kind`` of olb/pg_hung."""
+        return query(
+            service,
+            "SELECT r.run_uuid, r.status, coalesce(c.value, '') FROM runs r "
+            "JOIN experiments e ON e.experiment_id = r.experiment_id "
+            "JOIN tags k ON k.run_uuid = r.run_uuid AND k.key = 'olb.kind' AND k.value = %s "
+            "LEFT JOIN tags c ON c.run_uuid = r.run_uuid AND c.key = 'olb.cell_id' WHERE e.name = 'olb/pg_hung'",
+            kind,
+        )
+
+    proc = _start_grid(tmp_path, *grid)
+    stopped: set[int] = set()
+    try:
+        _wait_for(lambda: len(runs("cell")) >= 2, 240, "two recorded cells", proc)
+        stopped = descendants(state.postgres_pid)  # the postmaster and every backend
+        signal_each(stopped, signal.SIGSTOP)
+        code, out, seconds = _finish(proc, 120)
+        assert code == 4, out[-3000:]
+        # the deadline (15 s), a cell's second, the driver's end (its tables written)
+        assert seconds < 40, (seconds, out[-2000:])
+        line = f"the tracking database at 127.0.0.1:{state.pg_port}/mlflow does not answer (no reply within 15 s)"
+        assert line in out and "rerun the same command" in out and "Traceback" not in out, out[-3000:]
+    finally:
+        signal_each(stopped, signal.SIGCONT)
+    before = runs("cell")
+    assert 2 <= len(before) < 8 and len({cell for _, _, cell in before}) == len(before)
+    assert [status for _, status, _ in runs("grid")] == ["RUNNING"]  # no one could close it
+    proc = _start_grid(tmp_path, *grid)
+    code, out, _ = _finish(proc, 240)
+    assert code == 0, out[-3000:]
+    assert "8 cells:" in out and "0 failed" in out, out[-2000:]
+    cells = runs("cell")
+    assert len(cells) == len({cell for _, _, cell in cells}) == 8 and {s for _, s, _ in cells} == {"FINISHED"}
+    assert sorted(status for _, status, _ in runs("grid")) == ["FINISHED", "KILLED"]  # the lost one closed
+
+
+def test_every_connection_to_the_database_carries_its_time_outs(service, monkeypatch):
+    """The store's connections (MLflow's engine, which the driver's writer uses) have the statement time-out on
+    the server and libpq's connect and TCP user time-outs and keepalives on the client."""
+    from olb.grid.config import TrackingConfig
+    from olb.grid.recording.tracking_database import MlflowDatabaseTracker
+
+    monkeypatch.setenv("PGPASSFILE", str(service.pgpass))
+    uri = service.database_uri(service.state().pg_port)
+    tracker = MlflowDatabaseTracker(TrackingConfig(uri=uri, timeout_s=12), "olb/pg_bounds", read_only=True)
+    assert tracker.sql is not None
+    with tracker.sql.engine.connect() as conn:
+        assert conn.exec_driver_sql("SHOW statement_timeout").scalar() == "12s"
+        client = conn.connection.dbapi_connection.info.get_parameters()
+    assert {k: client.get(k) for k in ("connect_timeout", "tcp_user_timeout", "keepalives_idle")} == {
+        "connect_timeout": "12",
+        "tcp_user_timeout": "12000",
+        "keepalives_idle": "10",
+    }
+
+
+def signal_each(pids: set[int], sig: signal.Signals) -> None:
+    """``sig`` to each of ``pids`` still there (a backend may end meanwhile)."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass

@@ -25,7 +25,9 @@ from olb.grid.config import PRIMARY_CONFIG, register_configs
 from olb.grid.plan import GridConfigError
 from olb.grid.planning.configcheck import confined_name
 from olb.grid.app import run_grid
+from olb.grid.lost import InfrastructureLost
 from olb.grid.messages import EXIT_CONFIG, EXIT_LOST
+from olb.grid.running.backends.ray_head import exit_if_left_behind
 from olb.grid.writing import DiskFull
 from olb.trust import conf_problems
 
@@ -139,6 +141,10 @@ def _hydra_task(cfg: DictConfig) -> None:
         print(f"olb.grid: error: {err}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
     except DiskFull:  # said in one line (olb.grid.finish), the parent run closed
+        sys.exit(EXIT_LOST)
+    except InfrastructureLost as err:  # before any cell ran (a Ray head that does not answer at the start)
+        _remove_hydra_run_dir(Path(hc.runtime.output_dir))
+        print(f"olb.grid: error: {err}; nothing was run", file=sys.stderr)
         sys.exit(EXIT_LOST)
     if cfg.dry_run:  # wrote nothing: leave no run folder either
         _remove_hydra_run_dir(Path(hc.runtime.output_dir))
@@ -255,4 +261,6 @@ def main() -> None:
     except SystemExit as exit_:
         if exit_.code == 1 and not _TASK_STARTED:  # Hydra could not compose the config (message printed above)
             raise SystemExit(EXIT_CONFIG) from None
+        exit_if_left_behind(exit_.code)
         raise
+    exit_if_left_behind(0)

@@ -82,7 +82,9 @@ class BackendConfig:
     # (olb/grid/cost.py, PROCESS_FLOOR_MB); 0: workers keep what they hold
     worker_memory_mb: Optional[float] = None
     log_to_driver: bool = False  # forward workers' stdout/stderr
-    head_timeout_s: float = 15.0  # a Ray head that does not answer this long ends the grid (Ray's own limit: 60 s)
+    # a Ray head that does not answer this long ends the grid (Ray's own limit: 60 s), also at the start; and
+    # ray.shutdown() is left behind after it
+    head_timeout_s: float = 15.0
 
 
 @dataclass
@@ -98,7 +100,9 @@ class TrackingConfig:
     batch_cells: int = 500  # cells written at most in one batch (a SQL store: one transaction)
     queue_cells: int = 10000  # results waiting for the writer thread at most (beyond, the driver waits)
     write_threads: int = 4  # tracking server: cells written at once (each is three requests)
-    timeout_s: float = 30.0  # a tracking server that does not answer this long ends the grid
+    # a tracking store that does not answer this long ends the grid (a SQL store: every call, + 5 s; PostgreSQL:
+    # also its connect, statement and TCP user time-outs)
+    timeout_s: float = 30.0
     credentials: Optional[str] = (
         None  # a tracking server's MLflow credentials file (olb.grid.recording.tracking_server)
     )

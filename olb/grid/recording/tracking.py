@@ -6,7 +6,10 @@ Only the driver writes to the tracking store. Workers return their results (a sm
 writer thread (:mod:`olb.grid.recording.writer`) logs them in batches while the other cells keep running: a single writer
 makes parallel cells safe on any store (SQLite included, where concurrent schema creation crashes), and cells on
 other machines of a Ray cluster need no access to the store. Every write is retried with backoff on "database is
-locked" errors (another grid writing to the same SQLite file).
+locked" errors (another grid writing to the same SQLite file). On a SQL store (SQLite, a database URI) every call
+to the store has a deadline, ``tracking.timeout_s`` plus :data:`DEADLINE_SLACK_S`: a store that stops answering
+without closing its connection (a stopped server, a hung file system) raises
+:class:`~olb.grid.lost.TrackingLost` rather than hanging the grid, and so does every later call.
 
 A child run's status becomes FINISHED (or FAILED) only after everything about it is logged, so a driver killed
 while logging leaves either nothing or a RUNNING run, which resume does not count as finished. On a SQL store
@@ -30,6 +33,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
 from olb.grid.config import TrackingConfig
+from olb.grid.deadline import DeadlineExceeded, call_within
 from olb.grid.lost import TrackingLost
 from olb.grid.messages import CellFailure, CellResult, Status
 from olb.grid.plan import Cell
@@ -46,6 +50,9 @@ log = logging.getLogger("olb.grid")
 # SQLite under concurrent writers. (MLflow's REST client retries HTTP errors and lost connections itself.)
 TRANSIENT = ("database is locked", "database table is locked", "database is busy")
 FINISHED = "tags.`olb.status` = 'FINISHED' and attributes.status = 'FINISHED'"
+# beyond tracking.timeout_s, so that the store's own time-outs (a database's statement and socket time-outs, SQLite's
+# busy time-out), which say more, are heard first
+DEADLINE_SLACK_S = 5.0
 
 
 def resolve_uri(uri: str | None) -> str:
@@ -59,6 +66,8 @@ class MlflowTracker(Tracker):
     """The driver's MLflow writer. Writes are retried with backoff while SQLite reports a lock."""
 
     uri: str  # resolved: always somewhere
+    store_uri: str  # what MLflow connects with: ``uri`` with the store's time-outs (:meth:`_store_uri`)
+    bounded = False  # whether each call to the store has a deadline (a SQL store; an MLflow server bounds its own)
 
     def __init__(
         self, cfg: TrackingConfig, experiment_name: str, code_version: str = "unknown", read_only: bool = False
@@ -78,25 +87,35 @@ class MlflowTracker(Tracker):
         self.cell_artifacts = cfg.cell_artifacts
         self.write_threads = max(1, int(cfg.write_threads))
         self.uri = resolve_uri(cfg.uri)
-        self._connect(float(cfg.timeout_s))
+        self.timeout_s = float(cfg.timeout_s)
+        self.lost: TrackingLost | None = None  # once a call missed its deadline: every later call raises it
+        self.deadline_s: float | None = None  # set once the store is open (creating its schema may take longer)
+        self.store_uri = self._store_uri(self.uri, self.timeout_s)
+        self._connect(self.timeout_s)
         if read_only:
-            self.client = MlflowClient(tracking_uri=self.uri)
+            self.client = MlflowClient(tracking_uri=self.store_uri)
+            self._open()
             found = self._retry(self.client.get_experiment_by_name, experiment_name)
             self.experiment_id = found.experiment_id if found and found.lifecycle_stage == "active" else None
             self.sql = sql_store(self.client)
             return
-        mlflow.set_tracking_uri(self.uri)
+        mlflow.set_tracking_uri(self.store_uri)
         # Creates the store (schema migration) and the experiment once, here, before any cell runs.
         with self._opening():
-            self.client = MlflowClient(tracking_uri=self.uri)
+            self.client = MlflowClient(tracking_uri=self.store_uri)
             self.experiment_id = self._retry(self._get_or_create_experiment, experiment_name)
+        self._open()
         self.sql = sql_store(self.client)  # cells written and read in bulk (None: through MLflow's client)
-        self.artifact_location = self.client.get_experiment(self.experiment_id).artifact_location
+        self.artifact_location = self._retry(self.client.get_experiment, self.experiment_id).artifact_location
         self.parent_run_id: str | None = None
         self.orphans: list[str] = []  # runs logged before the parent run opened (they become its children)
         self.mark_stale_parents()
 
     # -- what a store adds ----------------------------------------------------------------------------------
+    def _store_uri(self, uri: str, timeout_s: float) -> str:
+        """``uri`` with what bounds the store's own waits (its client's time-outs), for MLflow to connect with."""
+        return uri
+
     def _connect(self, timeout_s: float) -> None:
         """Check that the store answers, before anything is written."""
 
@@ -121,19 +140,40 @@ class MlflowTracker(Tracker):
         """The store, as messages name it (never a password)."""
         return f"the tracking store at {self.uri}"
 
+    def _silent(self, seconds: float) -> str:
+        """What a call that had no reply within ``seconds`` says of the store."""
+        return f"{self.store_name()} does not answer (no reply within {seconds:g} s)"
+
     # -- robustness ---------------------------------------------------------------------------------------
     def _retry(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
+        """``fn(*args, **kwargs)``, retried while its error is transient; once a bounded store is open, all its
+        attempts within one deadline: TrackingLost when it passes (a call is left behind, blocked on the store),
+        and for every call after that one."""
+        if self.lost is not None:
+            raise self.lost
         delay, attempts = 0.05, 0
+        deadline = None if self.deadline_s is None else time.monotonic() + self.deadline_s
         while True:
             try:
-                return fn(*args, **kwargs)
+                if deadline is None:
+                    return fn(*args, **kwargs)
+                return call_within(deadline - time.monotonic(), fn, *args, **kwargs)
+            except DeadlineExceeded:
+                assert self.deadline_s is not None
+                self.lost = TrackingLost(self._silent(self.deadline_s))
+                raise self.lost from None
             except Exception as err:  # noqa: BLE001 - classified by _transient
                 attempts += 1
                 if not self._transient(err) or attempts >= self.retries:
                     raise
                 log.debug("MLflow write failed (%s), retrying in %.2fs", err, delay)
-                time.sleep(delay)
+                time.sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))
                 delay = min(delay * 2, 5.0)
+
+    def _open(self) -> None:
+        """The store is open: from now on, on a bounded store, every call has its deadline."""
+        if self.bounded:
+            self.deadline_s = self.timeout_s + DEADLINE_SLACK_S
 
     def _get_or_create_experiment(self, name: str) -> str:
         from mlflow.exceptions import MlflowException

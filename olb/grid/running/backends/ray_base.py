@@ -5,8 +5,9 @@ otherwise a subclass connects (:meth:`RayBackend.connect`: a local Ray, or a clu
 process dies is re-run up to ``backend.max_retries`` times, also when Ray's memory monitor killed it (Ray's own
 default retries those without end); a cell that raises is not retried (it fails the same way). A cell killed for
 memory each time is recorded as failed with "out of memory", its memory use when killed and the node's limit
-(:mod:`olb.grid.running.backends.ray_lost`). While cells run the Ray head is polled: one silent for
-``backend.head_timeout_s`` ends the grid (:class:`olb.grid.lost.RayLost`), and the cells of a node Ray declares
+(:mod:`olb.grid.running.backends.ray_lost`). While cells run the Ray head is asked, once a second, whether it is alive
+(:mod:`olb.grid.running.backends.ray_head`): one silent for ``backend.head_timeout_s`` ends the grid
+(:class:`olb.grid.lost.RayLost`), and ``ray.shutdown()`` is given as long; the cells of a node Ray declares
 dead are cancelled and submitted again at once (:mod:`olb.grid.running.backends.ray_node_loss`). A worker that
 still holds more than ``backend.worker_memory_mb`` after a cell ends once its result is stored
 (:mod:`olb.grid.running.backends.ray_worker`), so
@@ -33,7 +34,8 @@ from olb.grid.running.backends.ray_node_loss import NodeWatch
 from olb.grid.config import BackendConfig
 from olb.grid.running.backends.ray_worker import UNREACHED_CALLS, execute_in_worker
 from olb.grid.cost import memory_request_mb, worker_memory_bound_mb
-from olb.grid.lost import RayLost, answers
+from olb.grid.lost import RayLost
+from olb.grid.running.backends.ray_head import head_answers, shutdown_within
 from olb.grid.messages import Answer, Task
 
 if TYPE_CHECKING:
@@ -67,6 +69,7 @@ class RayBackend(Backend):
         self.lost = 0  # cells whose worker died
         self._head = ""  # the GCS address, polled while cells run
         self._head_lost = False
+        self._head_asked = 0.0  # when the head was last asked (time.monotonic)
         self.node_memory_mb = 0.0  # the largest node's memory Ray hands out (MB), known once started
         self.worker_memory_mb = 0.0  # a worker holding more after a cell ends (0: never), known once started
         self.log_dir = None  # where the Ray logs of lost cells go (the grid's output folder); None: nowhere
@@ -138,15 +141,19 @@ class RayBackend(Backend):
     def _shutdown(self, ray: ModuleType) -> None:
         """``ray.shutdown()``, keeping this session's Ray logs in ``log_dir`` if a cell was lost."""
         session = ray._private.worker._global_node.get_session_dir_path() if self.lost else None
-        ray.shutdown()
+        shutdown_within(ray, self.cfg.head_timeout_s)
         if session:
             keep_logs(session, self.log_dir)
 
     def _check_head(self, silent_since: float | None) -> float | None:
-        """None while the Ray head answers, else since when it has not; RayLost after ``head_timeout_s``."""
-        if not self._head or answers(self._head, timeout=1.0):
-            return None
+        """None while the Ray head answers, else since when it has not; RayLost after ``head_timeout_s``. Asked at
+        most once a second."""
         now = time.monotonic()
+        if not self._head or now - self._head_asked < 1.0:
+            return silent_since
+        self._head_asked = now
+        if head_answers(self._head, min(2.0, self.cfg.head_timeout_s)):
+            return None
         silent_since = silent_since or now
         if now - silent_since >= self.cfg.head_timeout_s:
             self._head_lost = True
@@ -214,6 +221,7 @@ class RayBackend(Backend):
         refill()
         silent_since = None
         while self._in_flight:
+            silent_since = self._check_head(silent_since)  # also while cells finish: they may, with the head stopped
             yield from self._resubmit_lost(ray)
             refs = list(self._in_flight)
             # every result already in, without waiting; else the first to come within a second
@@ -221,7 +229,6 @@ class RayBackend(Backend):
             if not done:
                 done, _ = ray.wait(refs, num_returns=1, timeout=1.0)
             if not done:
-                silent_since = self._check_head(silent_since)
                 yield HEARTBEAT
                 continue
             tasks_done = [self._in_flight.pop(ref) for ref in done]

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 
+from types import ModuleType
+
 from olb.grid.running.backends.ray_base import RayBackend
+from olb.grid.running.backends.ray_head import check_head, shutdown_within
 from olb.grid.config import BackendConfig
 
 
@@ -16,10 +19,15 @@ def cluster_address(cfg: BackendConfig) -> str | None:
 
 
 class RayClusterBackend(RayBackend):
-    """Cells on a running Ray cluster; disconnects at the end (from a lost head too), never stops the cluster."""
+    """Cells on a running Ray cluster; disconnects at the end (from a lost head too), never stops the cluster. A
+    head that does not answer before the grid starts is :class:`~olb.grid.lost.RayLost` (exit 4)."""
 
     def init_kwargs(self) -> dict:
         return {**self._common_kwargs(), "address": cluster_address(self.cfg)}
+
+    def connect(self, ray: ModuleType, kwargs: dict[str, object]) -> None:
+        check_head(cluster_address(self.cfg), self.cfg.head_timeout_s)  # ray.init would retry for minutes
+        ray.init(**kwargs)
 
     def stop(self) -> None:
         import ray
@@ -28,5 +36,5 @@ class RayClusterBackend(RayBackend):
         if self.owned and ray.is_initialized():
             self._shutdown(ray)
         elif self._head_lost and ray.is_initialized():  # a cluster without its head: disconnect from it
-            ray.shutdown()
+            shutdown_within(ray, self.cfg.head_timeout_s)
         self.owned = False
