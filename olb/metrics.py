@@ -13,6 +13,9 @@ Papers and where each metric comes from:
   ``hamming_loss``.
 - 004 Raman, Zhang, Jung & Tewari, top-k feedback boosting: weighted rank loss (Tables 1-3) = ``rank_loss``;
   unweighted rank loss = ``rank_loss(..., normalized=False)``.
+- The MLHAT benchmark table (Esteban et al., multi-label stream learners, prequential over the whole stream):
+  the ``mlhat_*`` metrics, river's multi-output metrics as the table computes them (section "The MLHAT table's
+  metrics" below).
 
 Conventions
 -----------
@@ -54,6 +57,28 @@ nor predicted in any evaluated example (MacroF1). The papers do not state theirs
   occurs in its test split (the rarest: 2 test rows on birds, 11 on bibtex), so the two agree on their test
   figures; they can differ on the held-out folds of the cross-validation, and do on paper 003's medical (6
   labels absent from the test split), corel5k (111), slashdot (2) and cal500's declared split (3).
+
+The MLHAT table's metrics
+-------------------------
+The table measures with river (0.15-0.16): ``ExactMatch``, its own mean Hamming loss, ``SampleAverage``,
+``MicroAverage`` and ``MacroAverage`` around river's binary ``Precision``, ``Recall`` and ``F1``, whose 0/0 is 0
+(P = 0 without a predicted positive, R = 0 without a relevant one, F1 = 2PR / (P + R) and 0 when P + R = 0); an
+example-based value is the mean over examples, a micro one pools the counts of every label, a macro one is the
+mean over the labels of the per-label value. Registered names (the formula each equals, up to rounding):
+
+- ``mlhat_subset_accuracy``: :func:`subset_accuracy`; ``mlhat_hamming_loss``: :func:`hamming_loss`;
+- ``mlhat_example_precision``, ``mlhat_example_recall``: :func:`precision`, :func:`recall` (0 for an empty set);
+  ``mlhat_example_f1``: ``example_f1_empty0`` (river's 2PR / (P + R) is 2|Y & Y_hat| / (|Y| + |Y_hat|), and 0
+  when both sets are empty, where ``example_f1`` scores 1);
+- ``mlhat_micro_precision``, ``mlhat_micro_recall``: :func:`micro_precision`, :func:`micro_recall`;
+  ``mlhat_micro_f1``: :func:`micro_f1`;
+- ``mlhat_macro_precision``, ``mlhat_macro_recall``: :func:`macro_precision`, :func:`macro_recall` (a label never
+  predicted has precision 0, one never relevant recall 0); ``mlhat_macro_f1``: :func:`macro_f1`.
+
+Their values equal river's metric objects fed the same predictions to within 1e-12 (river keeps running means
+and sums in another order). The table does not score an example whose prediction is an empty dict (river's
+progressive validation): a learner that returns ``None`` from ``predict_one`` (it has nothing to predict yet)
+is not scored on that example by any metric (``olb/protocol.py``).
 
 Registry and use from an evaluation loop
 ----------------------------------------
@@ -97,8 +122,14 @@ __all__ = [
     "example_f1",
     "macro_f1",
     "micro_f1",
+    "subset_accuracy",
+    "micro_precision",
+    "micro_recall",
+    "macro_precision",
+    "macro_recall",
     "Metric",
     "Accumulator",
+    "WindowAccumulator",
     "METRICS",
 ]
 
@@ -293,6 +324,16 @@ def hamming_loss(labels, y):
     return _value(np.mean(p != t, axis=-1))
 
 
+def subset_accuracy(labels, y):
+    """Subset accuracy (exact match) [MLHAT table; river's ``ExactMatch``]: ``1(Y_hat == Y)`` per example.
+
+    >>> subset_accuracy([[1, 0, 1], [1, 0, 0]], [[1, 0, 1], [1, 1, 0]])
+    array([1., 0.])
+    """
+    p, t = _bools(labels, y)
+    return _value(np.all(p == t, axis=-1))
+
+
 def precision(labels, y, zero_division=0.0, unlabelled=None):
     """Example-based precision Psn [paper 002 §6.2, RECON]: ``|Y & Y_hat| / |Y_hat|``.
 
@@ -407,6 +448,79 @@ def micro_f1(labels, y, zero_division=0.0):
     return _micro_f1_from_counts(_label_counts(labels, y), zero_division)
 
 
+def _label_precisions(counts):
+    """Per column of (3, m) [TP, FP, FN] counts: TP / (TP + FP), 0 where nothing was predicted (river)."""
+    tp, fp, _ = counts
+    return _ratio(tp, tp + fp, 0.0)
+
+
+def _label_recalls(counts):
+    """Per column of (3, m) [TP, FP, FN] counts: TP / (TP + FN), 0 where nothing was relevant (river)."""
+    tp, _, fn = counts
+    return _ratio(tp, tp + fn, 0.0)
+
+
+def _pooled(counts):
+    """(3, k) per-label counts summed over the labels, as one column (3, 1): what micro-averaging scores."""
+    return counts.sum(axis=1, keepdims=True)
+
+
+def _micro_precision_from_counts(counts):
+    return float(_label_precisions(_pooled(counts))[0])
+
+
+def _micro_recall_from_counts(counts):
+    return float(_label_recalls(_pooled(counts))[0])
+
+
+def _macro_precision_from_counts(counts):
+    return float(np.mean(_label_precisions(counts)))
+
+
+def _macro_recall_from_counts(counts):
+    return float(np.mean(_label_recalls(counts)))
+
+
+def micro_precision(labels, y):
+    """Micro-averaged precision [MLHAT table; river's ``MicroAverage(Precision())``]: ``ΣTP / (ΣTP + ΣFP)``, 0
+    without any predicted label. A corpus metric over stacked (n, k) examples.
+
+    >>> micro_precision([[1, 1], [1, 0]], [[1, 0], [0, 1]])   # TP 1, FP 2
+    0.3333333333333333
+    """
+    return _micro_precision_from_counts(_label_counts(labels, y))
+
+
+def micro_recall(labels, y):
+    """Micro-averaged recall [MLHAT table; river's ``MicroAverage(Recall())``]: ``ΣTP / (ΣTP + ΣFN)``, 0 without
+    any relevant label.
+
+    >>> micro_recall([[1, 1], [1, 0]], [[1, 0], [0, 1]])   # TP 1, FN 1
+    0.5
+    """
+    return _micro_recall_from_counts(_label_counts(labels, y))
+
+
+def macro_precision(labels, y):
+    """Macro-averaged precision [MLHAT table; river's ``MacroAverage(Precision())``]: ``mean_j TP_j / (TP_j +
+    FP_j)``, a label never predicted counting 0.
+
+    >>> macro_precision([[1, 0], [1, 0]], [[1, 0], [0, 1]])   # label 0: 1/2, label 1: never predicted
+    0.25
+    """
+    return _macro_precision_from_counts(_label_counts(labels, y))
+
+
+def macro_recall(labels, y):
+    """Macro-averaged recall [MLHAT table; river's ``MacroAverage(Recall())``]: ``mean_j TP_j / (TP_j + FN_j)``, a
+    label never relevant counting 0.
+
+    >>> macro_recall([[1, 0], [1, 0]], [[1, 0], [0, 1]])   # label 0: 1/1, label 1: 0/1
+    0.5
+    """
+    return _macro_recall_from_counts(_label_counts(labels, y))
+
+
 # ----------------------------------------------------------------------------------------------------
 # registry
 
@@ -483,11 +597,52 @@ class Accumulator:
         self.stats: np.ndarray | None = None
 
     def update(self, pred, y) -> None:
-        s = self.metric.batch_stats(pred, y)
-        self.stats = s if self.stats is None else self.stats + s
+        self.add(self.metric.batch_stats(pred, y))
+
+    def add(self, stats: np.ndarray) -> None:
+        """Count statistics ``metric.batch_stats`` computed (an evaluation loop computes them once for several
+        accumulators of the same metric)."""
+        self.stats = stats if self.stats is None else self.stats + stats
 
     def value(self) -> float:
         return np.nan if self.stats is None else self.metric.from_stats(self.stats)
+
+
+class WindowAccumulator:
+    """Streams one metric over the last ``size`` examples: ``update(pred, y)`` with one example, ``value()``.
+
+    Keeps each example's additive statistics in a ring of ``size`` rows and sums the ring when asked, so that the
+    value is the metric of exactly those examples, without the rounding drift of a running subtraction. NaN
+    before any update.
+
+    >>> window = WindowAccumulator(METRICS["hamming_loss"], 2)
+    >>> for labels, y in [([1, 0], [0, 0]), ([1, 0], [1, 0]), ([0, 1], [0, 1])]:
+    ...     window.update(labels, y)
+    >>> window.value()   # the last two examples, both exact
+    0.0
+    """
+
+    def __init__(self, metric: Metric, size: int):
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"a metric window needs a positive integer size, got {size!r}")
+        self.metric, self.size = metric, size
+        self._ring: np.ndarray | None = None
+        self._count = 0
+
+    def update(self, pred, y) -> None:
+        self.add(self.metric.batch_stats(pred, y))
+
+    def add(self, stats: np.ndarray) -> None:
+        """One example's statistics (``metric.batch_stats``), replacing the oldest once the window is full."""
+        if self._ring is None:
+            self._ring = np.zeros((self.size, *np.shape(stats)))
+        self._ring[self._count % self.size] = stats
+        self._count += 1
+
+    def value(self) -> float:
+        if self._ring is None:
+            return np.nan
+        return self.metric.from_stats(self._ring[: min(self._count, self.size)].sum(axis=0))
 
 
 def _per_example(name, func, needs, lower_is_better, source):
@@ -497,6 +652,8 @@ def _per_example(name, func, needs, lower_is_better, source):
 def _corpus(name, func, stats, reduce, source):
     return Metric(name, func, "labels", False, per_example=False, source=source, stats=stats, reduce=reduce)
 
+
+_MLHAT = "MLHAT table (Esteban et al.), river's progressive validation: "
 
 METRICS: dict[str, Metric] = {
     m.name: m
@@ -590,6 +747,52 @@ METRICS: dict[str, Metric] = {
             _label_counts,
             partial(_macro_f1_from_counts, zero_division=1.0),
             "paper 002 §6.2 MacroF1; a label never relevant nor predicted scores 1",
+        ),
+        # the MLHAT table's metrics: river's multi-output metrics, 0/0 = 0 (module docstring)
+        _per_example(
+            "mlhat_subset_accuracy", subset_accuracy, "labels", False, _MLHAT + "subset accuracy (ExactMatch)"
+        ),
+        _per_example("mlhat_hamming_loss", hamming_loss, "labels", True, _MLHAT + "Hamming loss"),
+        _per_example(
+            "mlhat_example_precision", precision, "labels", False, _MLHAT + "example-based precision (0 if Ŷ empty)"
+        ),
+        _per_example("mlhat_example_recall", recall, "labels", False, _MLHAT + "example-based recall (0 if Y empty)"),
+        _per_example(
+            "mlhat_example_f1",
+            partial(example_f1, zero_division=0.0),
+            "labels",
+            False,
+            _MLHAT + "example-based F1, 2PR/(P+R) per example (0 if both sets empty)",
+        ),
+        _corpus(
+            "mlhat_micro_precision",
+            micro_precision,
+            _label_counts,
+            _micro_precision_from_counts,
+            _MLHAT + "micro-averaged precision",
+        ),
+        _corpus("mlhat_micro_recall", micro_recall, _label_counts, _micro_recall_from_counts, _MLHAT + "micro recall"),
+        _corpus("mlhat_micro_f1", micro_f1, _label_counts, _micro_f1_from_counts, _MLHAT + "micro-averaged F1"),
+        _corpus(
+            "mlhat_macro_precision",
+            macro_precision,
+            _label_counts,
+            _macro_precision_from_counts,
+            _MLHAT + "macro-averaged precision (a label never predicted: 0)",
+        ),
+        _corpus(
+            "mlhat_macro_recall",
+            macro_recall,
+            _label_counts,
+            _macro_recall_from_counts,
+            _MLHAT + "macro-averaged recall (a label never relevant: 0)",
+        ),
+        _corpus(
+            "mlhat_macro_f1",
+            macro_f1,
+            _label_counts,
+            _macro_f1_from_counts,
+            _MLHAT + "macro-averaged F1 (a label neither relevant nor predicted: 0)",
         ),
     ]
 }

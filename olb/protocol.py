@@ -13,6 +13,14 @@ reported metrics. The protocols the papers use:
 ``train_frozen`` (papers 002, 003)
     ``loops`` passes over the training split, each in its own order drawn from the seed (so that 20 seeds
     are the papers' 20 training-order permutations), then the test split is predicted by the frozen model.
+``prequential`` (the MLHAT benchmark; MOA's and river's progressive validation)
+    The whole data set as one stream (phase ``stream``) in its order: file order, the training split then the
+    test split where the data set is distributed split (a split declared as a seeded permutation streams in
+    that permuted order, its training rows first). Every example is predicted, scored, then learned; the
+    metrics are accumulated over the whole stream. ``loops`` does not apply, nor does an initial block
+    (``init_fraction``: there is no training phase to take it from).
+``prequential_shuffled``
+    ``prequential`` over the rows in an order drawn from the seed.
 
 What the learner declares (``olb.learners.base.OnlineLearner``) shapes its stream:
 
@@ -23,7 +31,9 @@ What the learner declares (``olb.learners.base.OnlineLearner``) shapes its strea
 - ``feature_scaling`` ``"minmax"``: every row is scaled with the statistics of the training rows (the rows
   of the phases that are not scored) before the learner sees it: ``(x - min) / (max - min)`` per feature
   (a constant feature becomes 0; test rows may fall outside [0, 1]); on sparse data ``x / max|x|``, so
-  that zeros stay zeros;
+  that zeros stay zeros. A protocol without training rows (``prequential``) takes the statistics of the rows
+  seen so far, the row being scaled included (its features are known before it is predicted; no later row
+  is looked at): the first row is all 0, and a row's scale can change as the stream goes on;
 - ``accepts_sparse``: on a data set held sparse (CSR) the learner receives rows as ``scipy.sparse.csr_array``
   of shape (1, d); any other learner receives dense rows.
 - ``learns_passes`` True: a phase that updates without predicting (nor scoring) is given to ``learn_pass(X, Y)``,
@@ -42,8 +52,13 @@ A stream runs on one CPU: BLAS is limited to one thread while it runs (threadpoo
 parallelism (one CPU each), and on a busy machine a multi-threaded matrix-vector product is many times slower;
 a fixed thread count also keeps the last bits of every result the same on every machine.
 
+A prediction of ``None`` is a learner saying it has nothing to predict yet (river's empty prediction dict, which
+river's progressive validation and the MLHAT table leave unscored): no metric and no curve counts that example,
+and a full-information learner still learns it.
+
 Besides the final metrics, a run records a learning curve (the running value of the primary metric
-within each phase, every ``curve_every`` examples), wall and CPU time per phase and the peak
+within each phase, every ``curve_every`` examples; with ``window`` W > 0 also the metric over the phase's last
+W scored examples, at the same steps, so that drift and recovery show), wall and CPU time per phase and the peak
 resident memory of the process. Time spent making the compiled kernels ready (loading olb's kernel extension,
 or building it where it is missing, :mod:`olb.kernels`; where numba's JIT runs them, under ``OLB_KERNELS=jit`` or
 where the extension cannot be built, numba compiling a kernel at its first call in a process) is recorded apart, as ``compile_s``, and left out of ``wall_s`` and ``cpu_s``
@@ -68,9 +83,10 @@ from olb.kernels import LOADING as KERNEL_LOADING
 from olb.kernels import count_numba_compiling
 from olb.kernels import mode as kernel_mode
 from olb.learners.params import FEATURE_SCALING
-from olb.metrics import METRICS, Metric
+from olb.metrics import METRICS, Metric, WindowAccumulator
 
-PROTOCOLS = ("train_test", "prequential_last20", "train_frozen")
+PROTOCOLS = ("train_test", "prequential_last20", "train_frozen", "prequential", "prequential_shuffled")
+WHOLE_STREAM = ("prequential_last20", "prequential", "prequential_shuffled")  # over every row: no split needed
 
 FEEDBACK: dict[str, Callable] = {
     "full": lambda prediction, y: y,
@@ -102,7 +118,9 @@ class StreamResult:
     """What one online stream produced: final metrics, curve, timings, memory."""
 
     metrics: dict[str, float]
-    curve: dict[str, np.ndarray]  # "step" (examples seen), "phase" (index into phases), running "value" in the phase
+    # "step" (examples seen), "phase" (index into phases), running "value" in the phase; "window": the value over
+    # the phase's last ``window`` scored examples at each step (only when a window was asked for)
+    curve: dict[str, np.ndarray]
     phases: dict[str, dict[str, float]]  # name -> wall_s, cpu_s, compile_s, n_examples
     peak_rss_mb: float
     primary_metric: str
@@ -163,8 +181,12 @@ def make_phases(dataset: Dataset, protocol: str, loops: int = 1, rng: np.random.
         raise ValueError(f"unknown protocol {protocol!r}; allowed: {', '.join(PROTOCOLS)}")
     if loops < 1:
         raise ValueError(f"loops must be a positive integer, got {loops}")
-    if protocol == "prequential_last20":
+    if protocol == "prequential":
+        return [Phase("stream", np.arange(dataset.n_examples), True, True)]
+    if protocol in WHOLE_STREAM:
         order = (rng or np.random.default_rng(0)).permutation(dataset.n_examples)
+        if protocol == "prequential_shuffled":
+            return [Phase("stream", order, True, True)]
         cut = int(round(0.8 * len(order)))
         return [Phase("stream", order[:cut], True, False), Phase("last20", order[cut:], True, True)]
     if dataset.n_train is None:
@@ -195,20 +217,28 @@ def learner_phases(learner, phases: list[Phase]) -> list[Phase]:
 
 
 def run_stream(
-    learner, dataset: Dataset, phases: list[Phase], metrics: tuple[str, ...] | None = None, curve_every: int = 50
+    learner,
+    dataset: Dataset,
+    phases: list[Phase],
+    metrics: tuple[str, ...] | None = None,
+    curve_every: int = 50,
+    window: int = 0,
 ) -> StreamResult:
     """Run ``learner`` through ``phases`` of ``dataset``; metrics are computed over the scored phases.
 
     A prediction is what the learner's ``predict_one`` returns: a score vector, a 0/1 label vector or a
-    class index, or a dict with several of them keyed by what metrics need (``"scores"``, ``"labels"``).
+    class index, or a dict with several of them keyed by what metrics need (``"scores"``, ``"labels"``); or
+    ``None``, not scored (the module docstring). ``window`` > 0 adds the windowed curve (``curve["window"]``).
     """
     from threadpoolctl import threadpool_limits
 
+    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+        raise ValueError(f"window={window!r} is out of range; allowed: an integer >= 0 (0: no windowed curve)")
     with threadpool_limits(limits=1, user_api="blas"):
-        return _run_stream(learner, dataset, phases, metrics, curve_every)
+        return _run_stream(learner, dataset, phases, metrics, curve_every, window)
 
 
-def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_every: int) -> StreamResult:
+def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_every: int, window: int) -> StreamResult:
     names = tuple(metrics or DEFAULT_METRICS[dataset.task])
     unknown = [m for m in names if m not in METRICS]
     if unknown:
@@ -229,10 +259,11 @@ def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_e
     passes = getattr(learner, "learns_passes", False) and learner.feedback == "full"
     _reset_peak_rss()
     timings: dict[str, dict[str, float]] = {}
-    curve: dict[str, list] = {"step": [], "phase": [], "value": []}
+    curve: dict[str, list] = {"step": [], "phase": [], "value": [], **({"window": []} if window else {})}
     step = 0
     for p_index, phase in enumerate(phases):
         running = primary.accumulator()
+        recent = WindowAccumulator(primary, window) if window else None
         predicts = phase.scored or always_predict
         with Stopwatch() as clock:
             whole = phase.block or (passes and phase.update and not predicts)
@@ -247,11 +278,14 @@ def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_e
             for n, row in enumerate(() if whole else phase.rows, start=1):
                 x, y = rows.row(row), Y[row]  # a copy: a view would reach the whole data matrix through .base
                 prediction = learner.predict_one(x) if predicts else None
-                if predicts:
-                    running.update(_view(prediction, primary.needs), y)
-                if phase.scored:
-                    for m in chosen:
-                        final[m.name].update(_view(prediction, m.needs), y)
+                if prediction is not None:  # None: the learner abstains, nothing is scored (module docstring)
+                    stats = primary.batch_stats(_view(prediction, primary.needs), y)
+                    running.add(stats)
+                    if recent is not None:
+                        recent.add(stats)
+                    if phase.scored:
+                        for m in chosen:
+                            final[m.name].update(_view(prediction, m.needs), y)
                 if phase.update:
                     learner.learn_one(x, feedback(prediction, y))
                 step += 1
@@ -259,6 +293,8 @@ def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_e
                     curve["step"].append(step)
                     curve["phase"].append(p_index)
                     curve["value"].append(running.value())
+                    if recent is not None:
+                        curve["window"].append(recent.value())
         timings[phase.name] = {
             "wall_s": clock.wall_s,
             "cpu_s": clock.cpu_s,
@@ -277,35 +313,65 @@ def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_e
         timings,
         _peak_rss_mb(),
         primary.name,
-        training=tuple(p.name for p in phases if p.update and not p.scored),
+        # the phases that learn without being scored; a prequential stream, all scored, is its own training
+        training=tuple(p.name for p in phases if p.update and not p.scored)
+        or tuple(p.name for p in phases if p.update),
     )
 
 
 class RowReader:
     """The rows a learner sees: copies (never views into the data set), dense or CSR as the learner accepts
     (``Dataset.rows`` / ``Dataset.sparse_rows``), scaled as its ``feature_scaling`` asks with the statistics
-    of ``train_rows``."""
+    of ``train_rows``; without any (a prequential stream), with those of the rows read so far (:class:`RunningMinMax`:
+    then ``row`` must be called once per row, in stream order)."""
 
     def __init__(self, dataset: Dataset, learner, train_rows: np.ndarray):
         scaling = getattr(learner, "feature_scaling", "none")
         if scaling not in (FEATURE_SCALING.choices or ()):
             raise ValueError(f"feature_scaling={scaling!r} is not allowed; allowed: {FEATURE_SCALING.describe()}")
-        if scaling == "minmax":
+        self.running = None
+        if scaling == "minmax" and len(train_rows):
             dataset = replace(dataset, X=_minmax(dataset.X, train_rows, dataset.is_sparse))
+        elif scaling == "minmax":
+            self.running = RunningMinMax(dataset.n_features, dataset.is_sparse)
         self.dataset = dataset
         self.sparse_rows = dataset.is_sparse and getattr(learner, "accepts_sparse", False)
 
     def row(self, index):
-        return self.dataset.sparse_rows(index) if self.sparse_rows else self.dataset.rows(index)[0]
+        x = self.dataset.sparse_rows(index) if self.sparse_rows else self.dataset.rows(index)[0]
+        return x if self.running is None else self.running.scale(x)
 
     def block(self, indices: np.ndarray):
+        assert self.running is None, "blocks come from training phases, which give the statistics"
         return self.dataset.sparse_rows(indices) if self.sparse_rows else self.dataset.rows(indices)
+
+
+class RunningMinMax:
+    """``feature_scaling="minmax"`` with the statistics of the rows scaled so far, the current one included: per
+    feature ``(x - min) / (max - min)`` (a feature constant so far becomes 0), or on sparse data ``x / max|x|``
+    (module docstring). ``scale(x)`` takes a dense row or a CSR row of shape (1, d) and returns a new one."""
+
+    def __init__(self, n_features: int, sparse: bool):
+        self.sparse = sparse
+        self.low, self.high = np.full(n_features, np.inf), np.full(n_features, -np.inf)
+        self.peak = np.zeros(n_features)
+
+    def scale(self, x):
+        if hasattr(x, "indices"):  # a CSR row of a sparse data set: its stored entries only
+            columns = x.indices
+            self.peak[columns] = np.fmax(self.peak[columns], np.abs(x.data))
+            data = np.divide(x.data, self.peak[columns], out=np.zeros(len(columns)), where=self.peak[columns] > 0)
+            return type(x)((data, columns.copy(), x.indptr.copy()), shape=x.shape)
+        if self.sparse:
+            self.peak = np.fmax(self.peak, np.abs(x))
+            return np.divide(x, self.peak, out=np.zeros_like(x), where=self.peak > 0)
+        self.low, self.high = np.fmin(self.low, x), np.fmax(self.high, x)
+        span = self.high - self.low
+        return (x - self.low) / np.where(span > 0, span, np.inf)
 
 
 def _minmax(X, train_rows: np.ndarray, sparse: bool):
     """``X`` scaled with the training rows' statistics (see the module docstring)."""
-    if len(train_rows) == 0:
-        raise ValueError("feature_scaling='minmax' needs training rows to take the statistics from")
     if sparse:
         import scipy.sparse as sp
 
@@ -342,7 +408,7 @@ def metrics_fix(learner_cls) -> str:
 
 def split_problem(protocol: str, dataset: str, conf_file: str, n_train: int | None) -> str | None:
     """Why ``protocol`` cannot run on a data set without a train/test split (``n_train`` None), and the fix."""
-    if protocol == "prequential_last20" or n_train is not None:
+    if protocol in WHOLE_STREAM or n_train is not None:
         return None
     return (
         f"protocol {protocol!r} needs a train/test split, and data set {dataset!r} has none: declare one in "

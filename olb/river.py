@@ -24,7 +24,9 @@ learn from the feedback built from the prediction), without predicting again; ot
 where the learner needs its prediction to learn (``predict_before_learn``, top-k feedback), as the protocol's
 training rounds do. So, for the same seed and the same rows in the same order, ``progressive_val_score`` gives
 the predictions of ``olb.protocol.run_stream`` under ``prequential_last20`` on that order: every row predicted,
-then learned. Two settings are the protocol's, not the learner's, and are set here:
+then learned (on the rows in file order, ``prequential``; with ``features`` and ``labels`` given, so that the
+first example is predicted and scored as the protocol scores it). Two settings are the protocol's, not the
+learner's, and are set here:
 
 - **initial block.** The protocol gives a learner with ``init_fraction`` its first ``round(init_fraction * n)``
   training rows at once (``learn_many``). A stream has no n: pass ``init_rows`` (default 0, no block) and the

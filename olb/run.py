@@ -31,7 +31,8 @@ USAGE = """usage: python -m olb.run algorithm=NAME dataset=NAME [seed=S] [key=va
 
 Runs one cell (one algorithm, fixed hyperparameters, one data set, one seed) and prints its metrics as YAML.
 Keys: algorithm, dataset, seed (0), protocol (the algorithm's default), loops (1), metrics (the task's
-default), curve_every (50), data_dir (one dir, several joined by ':', or a list; default $OLB_DATA_DIR),
+default), curve_every (50), window (0; W > 0 adds the curve of the metric over the last W examples),
+data_dir (one dir, several joined by ':', or a list; default $OLB_DATA_DIR),
 verify_checksums (true; false reads edited files of a registered data set); any other key is a
 hyperparameter of the algorithm (a name it does not have is refused with the list of those it has).
 Metrics and their definitions: docs/metrics.md. Bad arguments: one line on stderr, exit 2."""
@@ -56,6 +57,7 @@ SPEC_KEYS = (
     "loops",
     "metrics",
     "curve_every",
+    "window",
     "data_dir",
     "verify_checksums",
 )
@@ -80,6 +82,7 @@ class CellSpec:
     data_dir: DataDirs = None  # one dir, several joined by os.pathsep, or a list
     verify_checksums: bool = True  # false: read edited files of a registered data set as they are
     checked: bool = False  # params resolved and checked, protocol named, metrics checked (:meth:`validated`)
+    window: int = 0  # > 0: the curve also holds the primary metric over the last ``window`` examples
 
     def validated(self) -> CellSpec:
         """This spec checked against the registries: hyperparameters resolved (defaults filled in, each value
@@ -170,7 +173,7 @@ def run_cell(spec: CellSpec) -> CellRun:
     warm_up_s = warm_up(cls, valid.params)
     protocol = valid.resolved_protocol()
     stream, setup = seeded_stream(
-        cls, valid.params, dataset, spec.seed, protocol, spec.loops, spec.metrics, spec.curve_every
+        cls, valid.params, dataset, spec.seed, protocol, spec.loops, spec.metrics, spec.curve_every, spec.window
     )
     return CellRun(valid, valid.params, stream, setup.wall_s, source, warm_up_s + setup.compile_s)
 
@@ -184,6 +187,7 @@ def seeded_stream(
     loops: int,
     metrics: tuple[str, ...] | None,
     curve_every: int,
+    window: int = 0,
 ) -> tuple[StreamResult, Stopwatch]:
     """The learner ``cls`` with checked ``params`` built from the first child of the seed sequence ``seed``, and
     its stream over ``dataset`` in an order drawn from the second (a cell's, a cross-validation fold's); the
@@ -196,7 +200,7 @@ def seeded_stream(
     with Stopwatch() as setup:
         learner = cls.from_checked(dataset.n_features, dataset.n_labels, np.random.default_rng(learner_seed), params)
     phases = make_phases(dataset, protocol, loops, np.random.default_rng(order_seed))
-    return run_stream(learner, dataset, phases, metrics, curve_every), setup
+    return run_stream(learner, dataset, phases, metrics, curve_every, window), setup
 
 
 def warm_up(cls, params: dict) -> float:

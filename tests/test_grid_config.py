@@ -131,9 +131,11 @@ def test_cell_ids_are_stable_and_depend_only_on_the_result_determining_fields():
         {"loops": 2},
         {"metrics": ("rank_loss", "hamming_loss")},
         {"curve_every": 10},
+        {"window": 100},
         {"dataset": "yeast"},
     ):
         assert cell_id(CellKey(**{**base, **change})) != a
+    assert cell_id(CellKey(**base, window=0)) == a  # no window: the ids of the cells recorded before windows
     # labels, entry names and data_dir do not enter the id; the same config gives the same id everywhere
     p1 = plan("algorithms=[adaolmr]", "algorithm.adaolmr.label=Other", "data_dir=/somewhere")
     p2 = plan("algorithms=[adaolmr]")

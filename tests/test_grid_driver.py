@@ -162,9 +162,24 @@ def test_a_batch_on_sqlite_holds_what_mlflows_own_calls_would(store):
         assert run_a.data.tags == run_b.data.tags
         assert run_a.info.artifact_uri == f"{tracker.artifact_location}/{a}/artifacts"
         assert {f.path for f in client.list_artifacts(a)} == {f.path for f in client.list_artifacts(b)}
-    history = lambda run_id: [(m.step, m.value) for m in client.get_metric_history(run_id, "curve/rank_loss")]  # noqa: E731
+    history = lambda run_id: [(m.step, m.value) for m in client.get_metric_history(run_id, "curve/train/rank_loss")]  # noqa: E731
     assert history(bulk[0]) == history(one_by_one[0]) and len(history(bulk[0])) > 3
     assert [f.path for f in client.list_artifacts(bulk[1])] == ["traceback.txt"]  # a failure's traceback
+
+
+def test_a_recorded_curve_is_read_back_phase_by_phase_and_from_older_stores(store):
+    """Each phase's history (``curve/<phase>/<metric>``) read back as the cell's curve; a run recorded before
+    curves were kept per phase (one ``curve/<metric>``) still gives its curve."""
+    from mlflow.tracking import MlflowClient
+
+    tracker, plan, result, _ = store
+    (run_id,) = tracker.log_cells([(plan.unique_cells[2], result, None)])
+    assert tracker.curve(run_id, result.primary_metric) == {k: result.curve[k] for k in ("step", "phase", "value")}
+    client = MlflowClient(tracker.uri)
+    older = client.create_run(client.get_run(run_id).info.experiment_id).info.run_id
+    for step, value in ((5, 0.5), (1, 0.25)):
+        client.log_metric(older, "curve/rank_loss", value, step=step)
+    assert tracker.curve(older, "rank_loss") == {"step": [1, 5], "phase": [0, 0], "value": [0.25, 0.5]}
 
 
 def test_the_resume_index_finds_what_mlflows_search_finds(store):

@@ -225,6 +225,16 @@ def predictions(seed=11, n=120, k=6):
     return {"scores": scores, "labels": labels, "class": cls_pred}, y, cls_y
 
 
+MLHAT = tuple(
+    f"mlhat_{name}"
+    for name in (
+        "subset_accuracy",
+        "hamming_loss",
+        *(f"{kind}_{part}" for kind in ("example", "micro", "macro") for part in ("precision", "recall", "f1")),
+    )
+)
+
+
 def test_registry_entries():
     expected = {
         "rank_loss",
@@ -248,14 +258,14 @@ def test_registry_entries():
         "recall_unlabelled1",
         "f1_unlabelled1",
         "ranking_loss_unlabelled0",
+        *MLHAT,
     }
     assert set(M.METRICS) == expected
     for name, m in M.METRICS.items():
         assert m.name == name and m.needs in ("scores", "labels", "class") and m.source
         assert m.lower_is_better == ("loss" in name)
-        assert m.per_example == (
-            name not in ("f1", "macro_f1", "micro_f1", "f1_empty1", "macro_f1_absent1", "f1_unlabelled1")
-        )
+        corpus = ("f1", "macro_f1", "micro_f1", "f1_empty1", "macro_f1_absent1", "f1_unlabelled1")
+        assert m.per_example == (name not in corpus and "_micro_" not in name and "_macro_" not in name)
         assert (m.needs == "scores") == ("rank" in name)
 
 

@@ -153,7 +153,7 @@ def test_runs_params_and_metrics_over_rest(grid):
         assert metrics["rank_loss"] == pytest.approx(row["rank_loss"], rel=1e-12)
         assert metrics["runtime_s"] > 0 and "phase/test/wall_s" in metrics
     run_id = children[0]["info"]["run_id"]
-    history = api(url, "GET", "metrics/get-history", params={"run_id": run_id, "metric_key": "curve/rank_loss"})
+    history = api(url, "GET", "metrics/get-history", params={"run_id": run_id, "metric_key": "curve/train/rank_loss"})
     assert len(history["metrics"]) > 5
     files = api(url, "GET", "artifacts/list", params={"run_id": run_id})["files"]
     assert {f["path"] for f in files} == {"curve.csv", "curve.png"}

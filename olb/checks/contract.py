@@ -190,10 +190,14 @@ def check_invalid_hyperparameters_are_refused(cls):
 
 
 def check_predicts_before_learning_what_it_declares(cls):
-    """Predictions before and while learning are the declared outputs: finite scores, 0/1 label vectors, classes."""
+    """Predictions before and while learning are the declared outputs: finite scores, 0/1 label vectors, classes;
+    before its first example a learner may abstain instead (``None``, olb/protocol.py), never after it."""
     data = stream_for(cls)
     learner = _make(cls, data)
-    for prediction in [*_predictions(learner, data, range(2)), *_train(learner, data, range(30))]:
+    before = [*_predictions(learner, data, range(2)), *_train(learner, data, range(1))]
+    after = _train(learner, data, range(1, 30))
+    assert all(p is not None for p in after), f"{cls.name}: abstains (None) after learning an example"
+    for prediction in [*(p for p in before if p is not None), *after]:
         outputs = _outputs(learner, prediction)
         assert set(outputs) == set(cls.outputs), f"{cls.name}: outputs {sorted(outputs)}, declared {cls.outputs}"
         for name, value in outputs.items():

@@ -39,7 +39,7 @@ from olb.checks.contract import _feedback, _make, _metrics, stream_for
 from olb.data.dataset import Dataset
 from olb.learners.base import OnlineLearner, StreamShape
 from olb.learners.costs import CostModel
-from olb.protocol import Phase, RowReader, learner_phases, make_phases, run_stream
+from olb.protocol import WHOLE_STREAM, Phase, RowReader, learner_phases, make_phases, run_stream
 
 MEASURE_TIMEOUT_S = 600
 """The longest a learner's measurement may take."""
@@ -112,9 +112,9 @@ def cost_stream(cls: type[OnlineLearner]) -> Dataset:
 
 def stream_shape(cls: type[OnlineLearner], data: Dataset) -> tuple[StreamShape, int]:
     """What the grid tells the cost model of ``data`` run by the learner's default protocol, and its test rows: a
-    split's training rows, or every row for a stream learned whole (``prequential_last20``), and the training rows'
-    mean label count for a multi-label stream."""
-    whole = cls.default_protocol == "prequential_last20" or data.n_train is None
+    split's training rows, or every row for a stream learned whole (``prequential_last20``, ``prequential``), and
+    the training rows' mean label count for a multi-label stream."""
+    whole = cls.default_protocol in WHOLE_STREAM or data.n_train is None
     n_train = data.n_examples if whole else int(data.n_train or 0)
     cardinality = float(np.mean(np.sum(data.Y[:n_train], axis=1))) if data.task == "multilabel" else None
     return StreamShape(data.n_features, data.n_labels, n_train, cardinality), data.n_examples - n_train

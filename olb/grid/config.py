@@ -147,6 +147,7 @@ class GridBase:
     protocol: Optional[str] = None  # None: each algorithm's default protocol
     metrics: Optional[List[str]] = None  # None: the task's default metrics
     curve_every: int = 50
+    window: int = 0  # > 0: each cell's curve also holds the primary metric over its last ``window`` examples
     data_dir: Any = None  # a dir, several joined by os.pathsep, or a list (searched in order); None: $OLB_DATA_DIR
     verify_checksums: bool = True  # false: read edited files of a registered data set (fingerprint: their content)
     # entry key -> AlgorithmEntry. Typed Dict[str, Any] so that new entries can be added from the command line

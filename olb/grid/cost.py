@@ -62,9 +62,12 @@ def planned_stream(
     cost model (:func:`olb.registry.get_cost_model`, resolved ``params``, the data set's registered shape) over a
     stream of ``loops`` passes over the training rows (every row when the data set has no split) then the test
     rows, a test row of ``protocol="train_frozen"`` predicted, not learned (:meth:`olb.learners.costs.CostModel.stream_cost_s`)."""
+    from olb.protocol import WHOLE_STREAM
+
     spec = registry_entry(dataset)
     shape = _stream_shape(spec)
     n_train = spec.n_train or spec.shape.n_examples  # every row when the data set has no split
+    loops = 1 if protocol in WHOLE_STREAM else loops  # one pass over the whole data set
     n_test = spec.shape.n_examples - n_train
     cost = get_cost_model(algorithm).stream_cost_s(params, shape, n_test, loops, frozen=protocol == "train_frozen")
     return cost, n_train, loops * n_train + n_test

@@ -81,7 +81,8 @@ class CellResult(CellReport):
     status: ClassVar[Status] = Status.FINISHED
     metrics: dict[str, float]
     primary_metric: str
-    curve: dict[str, list]  # {"step": [...], "phase": [...], "value": [...]}: running mean of primary_metric
+    # {"step": [...], "phase": [...], "value": [...]}: running mean of primary_metric; "window": over the last examples
+    curve: dict[str, list]
     phases: dict[str, dict[str, float]]  # phase name -> its timings
     data_fingerprint: str  # what the cell read (the driver checks it against its plan)
     data_files: str

@@ -46,6 +46,7 @@ class Cell:
     varying: tuple[tuple[str, Any], ...] = ()  # hyperparameters that vary within (entry, dataset), with values
     best_of: tuple[str, ...] = ()
     paper_name: str | None = None
+    window: int = 0  # > 0: the windowed curve over the last ``window`` examples (olb.protocol.run_stream)
 
     @property
     def measured(self) -> tuple[str, ...]:
@@ -68,6 +69,7 @@ class Cell:
             data_dir,
             verify_checksums,
             checked=True,
+            window=self.window,
         )
 
     @property
@@ -145,6 +147,7 @@ class CellKey:
     loops: int
     metrics: tuple[str, ...]
     curve_every: int
+    window: int = 0
 
 
 def cell_id(key: CellKey) -> str:
@@ -174,6 +177,7 @@ def _payload_text(key: CellKey) -> str:
         "loops": int(key.loops),
         "metrics": list(key.metrics),
         "curve_every": int(key.curve_every),
+        **({"window": int(key.window)} if key.window else {}),  # only when asked: the ids of cells without stay
     }
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
 

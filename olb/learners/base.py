@@ -92,7 +92,8 @@ class OnlineLearner:
       the labels' relevance, higher = more relevant), ``"labels"`` (a 0/1 vector: the predicted label set),
       ``"class"`` (a class index). One output is returned as is; several as a dict keyed by these names.
       A metric is only computed from an output the learner declares. Predicting never changes the model,
-      and it is valid before any learning.
+      and it is valid before any learning; before its first example a learner may instead return ``None``
+      (it abstains, as river's multi-output models do: the protocol scores nothing for that example).
     - **Learning.** ``learn_one(x, feedback)`` with the feedback ``feedback`` names (``"full"``: the label
       vector y, or the class index; ``"topk"``: an :class:`olb.feedback.TopKFeedback`). When
       ``predict_before_learn`` is True (the boosters: their update uses the round's own prediction), the

@@ -22,8 +22,10 @@ data: a zero is an absent key), so sparse rows give the dense rows' results; lab
 neither a linear classifier's prediction nor its update; a Hoeffding tree sends a row without its split feature
 down the most common branch. ``scores`` are river's ``predict_proba_one`` probabilities of relevance (those of PA
 and logistic regression saturate to exactly 0 or 1 beyond a margin of 30: ties in the ranking); ``labels`` river's
-``predict_one`` (the more probable value of each label; for ``mcc``, the sampled label sets' best). river is
-imported when a learner is built, never when the registry is.
+``predict_one`` (the more probable value of each label; for ``mcc``, the sampled label sets' best). Before its first
+example a learner abstains (``predict_one`` returns ``None``): river's multi-output models learn their labels from
+the examples and predict an empty dict until then, which river's progressive validation, and so the MLHAT table,
+does not score (olb/protocol.py). river is imported when a learner is built, never when the registry is.
 """
 
 from __future__ import annotations
@@ -128,12 +130,15 @@ class RiverMultiLabel(OnlineLearner):
             self.model.order = list(self.label_keys)
         for key in self.label_keys:  # one classifier per label, in label order, before any example
             self.model[key]
+        self.learned = False  # until the first example: abstain, as river's model would (module docstring)
 
     def _row(self, x) -> dict:
         idx, val = nonzero_entries(x, False)
         return dict(zip(idx.tolist(), val.tolist()))
 
     def predict_one(self, x):
+        if not self.learned:
+            return None
         row = self._row(x)
         proba = self.model.predict_proba_one(row)
         scores = np.array([proba[key].get(True, 0.0) for key in self.label_keys], dtype=float)
@@ -147,6 +152,7 @@ class RiverMultiLabel(OnlineLearner):
 
     def learn_one(self, x, feedback) -> None:
         self.model.learn_one(self._row(x), {key: bool(v) for key, v in zip(self.label_keys, feedback)})
+        self.learned = True
 
 
 def _learner(strategy: str, classifier: str) -> type[RiverMultiLabel]:

@@ -189,6 +189,8 @@ def check_settings(cfg: DictConfig, problems: Problems) -> None:
         )
     if cfg.curve_every < 1:
         problems.add(f"curve_every={cfg.curve_every} is out of range; allowed: an integer >= 1")
+    if cfg.window < 0:
+        problems.add(f"window={cfg.window} is out of range; allowed: an integer >= 0 (0: no windowed curve)")
 
 
 def table_settings(

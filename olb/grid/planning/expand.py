@@ -79,6 +79,7 @@ class _Context:
     shorthand: dict
     problems: Problems
     curve_every: int  # read once: an OmegaConf look-up per cell costs more than the cell's own planning
+    window: int
     used_shorthand: set = field(default_factory=set)
 
 
@@ -102,7 +103,7 @@ def collect_plan(cfg: DictConfig, problems: Problems) -> Plan | None:
     selected = selected_entries(cfg, entries_cfg, problems)
     check_settings(cfg, problems)
     shorthand = {name: plain(cfg[name]) for name in hyperparameter_names() if name in cfg and cfg[name] is not None}
-    ctx = _Context(cfg, seeds, datasets, specs, shorthand, problems, cfg.curve_every)
+    ctx = _Context(cfg, seeds, datasets, specs, shorthand, problems, cfg.curve_every, cfg.window)
     cells: list[Cell] = []
     entries: dict[str, dict] = {}
     for key in selected:
@@ -255,7 +256,7 @@ def _expand_configs(ctx: _Context, e: _Entry, spec: DatasetSpec, axes: dict) -> 
             )
             continue
         varying = tuple((hp, loops if hp == "loops" else params[hp]) for hp in varying_keys)
-        key = CellKey(e.cls.name, spec.name, 0, params, e.protocol, loops, e.metrics, ctx.curve_every)
+        key = CellKey(e.cls.name, spec.name, 0, params, e.protocol, loops, e.metrics, ctx.curve_every, ctx.window)
         for seed, cid in zip(ctx.seeds, seed_cell_ids(key, ctx.seeds)):
             cells.append(
                 Cell(
@@ -273,6 +274,7 @@ def _expand_configs(ctx: _Context, e: _Entry, spec: DatasetSpec, axes: dict) -> 
                     varying,
                     e.best_of,
                     e.paper_name,
+                    ctx.window,
                 )
             )
     return cells

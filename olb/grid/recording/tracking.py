@@ -34,7 +34,7 @@ from olb.grid.lost import TrackingLost
 from olb.grid.messages import CellFailure, CellResult, Status
 from olb.grid.plan import Cell
 from olb.grid.recording.tracker import CV_TASK_TAG, Accept, Curve, FinishedRun, Metrics, Params, Tags, Tracker
-from olb.grid.recording.tracking_cells import MAX_PARAM, MAX_TAG, CellRecord, cell_record, clip
+from olb.grid.recording.tracking_cells import MAX_PARAM, MAX_TAG, CellRecord, cell_record, clip, curve_key
 from olb.grid.recording.tracking_sql import finished_runs, insert_runs, sql_store
 
 if TYPE_CHECKING:
@@ -226,9 +226,19 @@ class MlflowTracker(Tracker):
                 return self._finished("cv", CV_TASK_TAG, accept, ids)
 
     def curve(self, run_id: str, metric: str) -> Curve:
-        history = self._retry(self.client.get_metric_history, run_id, f"curve/{metric}")
-        history = sorted(history, key=lambda m: m.step)
-        return {"step": [m.step for m in history], "value": [m.value for m in history]}
+        """Each phase's history (``curve_key``, the phases named by the run's ``phases`` parameter), else the one
+        history ``curve/<metric>`` of runs recorded before curves were kept per phase."""
+        phases = self._retry(self.client.get_run, run_id).data.params.get("phases", "").split(",")
+        points = []
+        for index, phase in enumerate(filter(None, phases)):
+            history = self._retry(self.client.get_metric_history, run_id, curve_key(phase, metric))
+            points += [(m.step, index, m.value) for m in history]
+        if not points:
+            points = [
+                (m.step, 0, m.value) for m in self._retry(self.client.get_metric_history, run_id, f"curve/{metric}")
+            ]
+        points.sort()
+        return {"step": [p[0] for p in points], "phase": [p[1] for p in points], "value": [p[2] for p in points]}
 
     def mark_stale_parents(self) -> int:
         """Runs left RUNNING by a driver of this host that no longer exists (killed outright, or cut off from

@@ -1,6 +1,7 @@
 """What a cell's MLflow child run holds, from the cell and the worker's message: its parameters, metrics (final,
-timings, phases, the learning curve as the metric history ``curve/<metric>``), tags and files, gathered in one
-:class:`CellRecord` that a tracker writes as it can (:meth:`olb.grid.recording.tracking.MlflowTracker.log_cells`)."""
+timings, phases, the learning curve of each phase as the metric history ``curve/<phase>/<metric>``, and with a
+window W its windowed curve ``curve/<phase>/<metric>_last<W>``), tags and files, gathered in one :class:`CellRecord`
+that a tracker writes as it can (:meth:`olb.grid.recording.tracking.MlflowTracker.log_cells`)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def cell_record(
         end_ms=end_ms,
         tags={k: clip(str(v), MAX_TAG) for k, v in cell_tags(cell, message, data_tags, run_tags).items()},
         params={str(k): clip(str(v), MAX_PARAM) for k, v in params.items()},
-        metrics=cell_metrics(message, end_ms),
+        metrics=cell_metrics(message, end_ms, cell.window),
         files=cell_files(message, artifacts),
     )
 
@@ -58,12 +59,14 @@ def clip(text: str, limit: int) -> str:
 
 
 def curve_csv(result: CellResult) -> str:
-    """The learning curve as CSV text: step, phase, value."""
+    """The learning curve as CSV text: step, phase, value (and the windowed value, when there is one)."""
     curve = result.curve
     phases = list(result.phases)
-    lines = [f"step,phase,{result.primary_metric}"]
-    for step, phase, value in zip(curve["step"], curve["phase"], curve["value"]):
-        lines.append(f"{int(step)},{phases[int(phase)] if int(phase) < len(phases) else phase},{float(value)!r}")
+    windowed = "window" in curve
+    lines = [f"step,phase,{result.primary_metric}" + (f",{result.primary_metric}_window" if windowed else "")]
+    for i, (step, phase, value) in enumerate(zip(curve["step"], curve["phase"], curve["value"])):
+        line = f"{int(step)},{phases[int(phase)] if int(phase) < len(phases) else phase},{float(value)!r}"
+        lines.append(line + (f",{float(curve['window'][i])!r}" if windowed else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -110,6 +113,7 @@ def cell_params(cell: Cell) -> dict[str, object]:
         "loops": cell.loops,
         "metrics": ",".join(cell.metrics),
         "curve_every": cell.curve_every,
+        **({"window": cell.window} if cell.window else {}),
         "label": cell.label,
         "cell_id": cell.cell_id,
     }
@@ -118,9 +122,9 @@ def cell_params(cell: Cell) -> dict[str, object]:
     return params
 
 
-def cell_metrics(message: CellResult | CellFailure, end_ms: int) -> list[tuple[str, float, int, int]]:
-    """A finished cell's metrics, timings, phase timings and curve (one point per step); a failed one's wall time.
-    Each as ``(key, value, timestamp_ms, step)``."""
+def cell_metrics(message: CellResult | CellFailure, end_ms: int, window: int = 0) -> list[tuple[str, float, int, int]]:
+    """A finished cell's metrics, timings, phase timings and curves (one point per step, each phase under its own
+    key: :func:`curve_key`); a failed one's wall time. Each as ``(key, value, timestamp_ms, step)``."""
     if isinstance(message, CellFailure):
         return [("wall_s", float(message.wall_s), end_ms, 0)]
     metrics = [(key, float(value), end_ms, 0) for key, value in message.metrics.items()]
@@ -129,6 +133,18 @@ def cell_metrics(message: CellResult | CellFailure, end_ms: int) -> list[tuple[s
     for phase, timing in message.phases.items():
         for key, value in timing.items():
             metrics.append((f"phase/{phase}/{key}", float(value), end_ms, 0))
-    curve, name = message.curve, f"curve/{message.primary_metric}"
-    metrics.extend((name, float(v), end_ms, int(s)) for s, v in zip(curve["step"], curve["value"]))
+    curve, phases = message.curve, list(message.phases)
+    keys = [curve_key(phases[int(p)], message.primary_metric) for p in curve["phase"]]
+    metrics.extend((key, float(v), end_ms, int(s)) for key, s, v in zip(keys, curve["step"], curve["value"]))
+    if "window" in curve:
+        suffix = f"_last{window}"
+        metrics.extend(
+            (key + suffix, float(v), end_ms, int(s)) for key, s, v in zip(keys, curve["step"], curve["window"])
+        )
     return metrics
+
+
+def curve_key(phase: str, metric: str) -> str:
+    """The metric history of one phase's learning curve: ``curve/<phase>/<metric>`` (``curve/test/rank_loss``), so
+    that each phase is its own chart and a curve never runs on across the end of training."""
+    return f"curve/{phase}/{metric}"

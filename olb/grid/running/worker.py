@@ -140,7 +140,7 @@ def _node_ip() -> str:
 
 
 def curve_png(title: str, result: CellResult) -> bytes:
-    """A small PNG of one cell's learning curve (running mean per phase)."""
+    """A small PNG of one cell's learning curve (running mean per phase; the windowed one beside it, if any)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -154,7 +154,10 @@ def curve_png(title: str, result: CellResult) -> bytes:
         xs = [s for s, q in zip(curve["step"], curve["phase"]) if q == p]
         ys = [v for v, q in zip(curve["value"], curve["phase"]) if q == p]
         if xs:
-            ax.plot(xs, ys, label=name)
+            (line,) = ax.plot(xs, ys, label=name)
+        if xs and "window" in curve:  # the windowed curve in the phase's colour, thinner
+            recent = [v for v, q in zip(curve["window"], curve["phase"]) if q == p]
+            ax.plot(xs, recent, color=line.get_color(), linewidth=0.7, alpha=0.7, label=f"{name}, last examples")
     ax.set_xlabel("example")
     ax.set_ylabel(f"running mean {result.primary_metric}")
     ax.set_title(title, fontsize=9)
