@@ -37,6 +37,9 @@ disappeared: each learner's docstring says which, and how it is rebuilt.
   ``max(proba, key=proba.get)``, the table's wrapper); ``scores`` are the probabilities of True. river has no
   classifier of AMRules or of the iSOUP tree: their prediction of the 0/1 label is the score, and the label is
   relevant when it exceeds 0.5 (the table does not say how it turned them into label sets).
+- **First example.** Before it a learner abstains (``predict_one`` returns ``None``): the table's wrapper builds
+  its classifiers from the first example and predicts an empty dict until then, which river's progressive
+  validation does not score (olb/protocol.py).
 - **Seeds.** The learners that draw (HAT's bootstrap, ARF, AMF, MT, the ADWIN ensembles) take river's ``seed``
   from the learner's seed, one draw, so a seed fixes the result; every label's copy starts from that seed, as in
   the table's wrapper.
@@ -55,6 +58,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from olb.learners.base import OnlineLearner, Param
+from olb.learners.linear.rows import nonzero_entries
 
 DEFAULT_TREE_DELTA = 1e-5  # the table's split confidence of every Hoeffding-bound learner but ARF (river's: 1e-7)
 
@@ -386,7 +390,7 @@ class RiverTableLearner(OnlineLearner):
 
     code: ClassVar[str]
     column: ClassVar[Column]
-    default_protocol = "train_frozen"
+    default_protocol = "prequential"  # the table's
     outputs = ("scores", "labels")
     predict_before_learn = False
     accepts_sparse = True
@@ -401,17 +405,18 @@ class RiverTableLearner(OnlineLearner):
             self.models = [self.prototype]
         else:  # one copy per label, in label order, before any example (river's PerOutputClassifier copies so)
             self.models = [copy.deepcopy(self.prototype) for _ in range(self.n_labels)]
+        self.learned = False  # until the first example: abstain (module docstring)
 
     def _row(self, x) -> dict:
         if self.dense_rows:
             values = x.toarray().ravel() if hasattr(x, "toarray") else np.asarray(x).ravel()
             return dict(enumerate(values.tolist()))
-        from olb.learners.linear.rows import nonzero_entries
-
         idx, val = nonzero_entries(x, False)
         return dict(zip(idx.tolist(), val.tolist()))
 
     def predict_one(self, x):
+        if not self.learned:
+            return None
         row = self._row(x)
         if self.column.multi_target:
             values = self.models[0].predict_one(row)
@@ -429,9 +434,10 @@ class RiverTableLearner(OnlineLearner):
         row = self._row(x)
         if self.column.multi_target:
             self.models[0].learn_one(row, {k: float(v) for k, v in enumerate(feedback)})
-            return
-        for model, relevant in zip(self.models, feedback):
-            model.learn_one(row, float(relevant) if self.column.regressor else bool(relevant))
+        else:
+            for model, relevant in zip(self.models, feedback):
+                model.learn_one(row, float(relevant) if self.column.regressor else bool(relevant))
+        self.learned = True
 
 
 def _learner(code: str, column: Column) -> type[RiverTableLearner]:
