@@ -142,3 +142,46 @@ def test_the_reference_file_holds_the_tables_figures():
     assert float(by[("Flags", "KNN", "subset_acc")]["value"]) == pytest.approx(0.07231649578076106, abs=0)
     assert all(r["note"].startswith("published only") for r in rows if r["algorithm"] in PUBLISHED_ONLY)
     assert not any(r["note"].startswith("published only") for r in rows if r["algorithm"] in SPEC_COLUMNS)
+
+
+def test_a_river_learner_that_raises_mid_stream_fails_its_cell_and_the_grid_goes_on(tmp_path, monkeypatch):
+    """river 0.26's AMRules divides by a rule's target variance: a label constant over its first n_min rows raises
+    ZeroDivisionError (docs/stream_benchmark.md). That cell fails, named with the error; the others finish."""
+    import pandas as pd
+    import yaml
+
+    from olb.grid import compose, run_grid
+
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(60, 3)), (rng.random((60, 2)) < 0.5).astype(int)
+    Y[:, 0] = 0  # a label never relevant
+    lines = ["@relation constant", *(f"@attribute f{i} numeric" for i in range(3)), "@attribute a {0,1}"]
+    lines += [
+        "@attribute b {0,1}",
+        "@data",
+        *(",".join([*(f"{v:.5f}" for v in x), *map(str, y)]) for x, y in zip(X, Y)),
+    ]
+    (tmp_path / "data" / "constant").mkdir(parents=True)
+    (tmp_path / "data" / "constant" / "constant.arff").write_text("\n".join(lines) + "\n")
+    (tmp_path / "data" / "constant" / "constant.xml").write_text(
+        '<?xml version="1.0" encoding="utf-8"?>\n<labels xmlns="http://mulan.sourceforge.net/labels">\n'
+        '<label name="a"></label>\n<label name="b"></label>\n</labels>\n'
+    )
+    entry = {
+        "name": "constant",
+        "task": "multilabel",
+        "format": "mulan_arff",
+        "files": {"data": {"path": "constant/constant.arff"}, "labels": {"path": "constant/constant.xml"}},
+        "shape": {"n_examples": 60, "n_train": None, "n_features": 3, "n_labels": 2},
+    }
+    (tmp_path / "conf" / "dataset").mkdir(parents=True)
+    (tmp_path / "conf" / "dataset" / "constant.yaml").write_text(yaml.safe_dump(entry))
+    monkeypatch.setenv("OLB_CONF_DIR", str(tmp_path / "conf"))
+    overrides = ["backend=serial", "seeds=1", "tracking=off", "plots=false", "protocol=prequential"]
+    overrides += [f"data_dir=[{tmp_path / 'data'}]", "verify_checksums=false", "datasets=[constant]"]
+    overrides += ["algorithms=[mlhat_amr,mlhat_nb]", "+algorithm.mlhat_amr.params.n_min=20", "metrics=[mlhat_micro_f1]"]
+    o = run_grid(compose(overrides), tmp_path / "out")
+    assert o.exit_code == 1 and o.n_failed == 1 and o.n_run == 2
+    cells = pd.read_csv(o.files["cells"]).set_index("algorithm")
+    assert cells.loc["mlhat_amr", "status"] == "FAILED" and "ZeroDivisionError" in cells.loc["mlhat_amr", "error"]
+    assert cells.loc["mlhat_nb", "status"] == "FINISHED" and cells.loc["mlhat_nb", "mlhat_micro_f1"] >= 0
