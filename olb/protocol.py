@@ -284,8 +284,11 @@ def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_e
                     if recent is not None:
                         recent.add(stats)
                     if phase.scored:
+                        computed = {primary.shares: stats}
                         for m in chosen:
-                            final[m.name].update(_view(prediction, m.needs), y)
+                            if m.shares not in computed:
+                                computed[m.shares] = m.batch_stats(_view(prediction, m.needs), y)
+                            final[m.name].add(computed[m.shares])
                 if phase.update:
                     learner.learn_one(x, feedback(prediction, y))
                 step += 1
