@@ -75,6 +75,7 @@ def test_the_ensembles_and_the_others_get_the_tables_settings():
         -0.75,
         30,
     )
+    assert amr.pred_type == "model"
     assert [type(o).__name__ for o in (amr.pred_model, amr.splitter, amr.drift_detector)] == [
         "LogisticRegression",
         "TEBSTSplitter",
@@ -91,6 +92,7 @@ def test_the_ensembles_and_the_others_get_the_tables_settings():
     tree = isoup.models[0]
     assert len(isoup.models) == 1 and type(tree).__name__ == "ISOUPTreeRegressor"
     assert (tree.grace_period, tree.delta, tree.tau, tree.model_selector_decay) == (200, 1e-5, 0.05, 0.95)
+    assert tree.leaf_prediction == "model"
     assert (type(tree.leaf_model).__name__, type(tree.splitter).__name__) == ("LogisticRegression", "TEBSTSplitter")
     assert type(model("mlhat_nb")).__name__ == "GaussianNB"
     assert len(get_algorithm("mlhat_ht")(5, 3).models) == 3  # binary relevance: one copy per label

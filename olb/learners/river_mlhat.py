@@ -82,6 +82,17 @@ HOEFFDING = {
 }
 """The table's Hoeffding-tree settings (HT, EFDT, HAT; grace period 200, delta 1e-5, tau 0.05)."""
 
+PREDICTION = Param(
+    str,
+    "model",
+    choices=("model", "adaptive", "mean"),
+    doc="what a rule or leaf predicts: its LogisticRegression model (the table's), the better of its mean and model "
+    "so far (river's default), its mean",
+)
+"""AMR's and iSOUPT's prediction. The table names none; its AMR and iSOUPT columns are identical on Flags and
+Emotions, and are those of the LogisticRegression model (without a split both are binary relevance over it), not of
+river's adaptive choice: so the model is the default here."""
+
 MONDRIAN = {
     "step": Param(float, 1.0, low=0.0, open_low=True, doc="step of the Mondrian trees' aggregation weights"),
     "use_aggregation": Param(bool, True, doc="aggregate the predictions of a tree's nodes along the path"),
@@ -202,6 +213,7 @@ def _amr(hyper, seed):
         n_min=hyper["n_min"],
         delta=hyper["split_confidence"],
         tau=hyper["tie_threshold"],
+        pred_type=hyper["prediction"],
         pred_model=linear_model.LogisticRegression(),
         splitter=TEBSTSplitter(),
         drift_detector=drift.ADWIN(),
@@ -229,6 +241,7 @@ def _isoupt(hyper, seed):
         grace_period=hyper["grace_period"],
         delta=hyper["split_confidence"],
         tau=hyper["tie_threshold"],
+        leaf_prediction=hyper["prediction"],
         leaf_model=linear_model.LogisticRegression(),
         model_selector_decay=hyper["model_selector_decay"],
         splitter=TEBSTSplitter(),
@@ -326,6 +339,7 @@ COLUMNS: dict[str, Column] = {
         _amr,
         {
             "n_min": Param(int, 200, low=1, doc="examples a rule sees between expansion attempts"),
+            "prediction": PREDICTION,
             "split_confidence": _split_confidence(DEFAULT_TREE_DELTA),
             "tie_threshold": TIE_THRESHOLD,
             "fading_factor": Param(float, 0.99, low=0.0, high=1.0, doc="fading factor of the rules' error estimates"),
@@ -337,7 +351,7 @@ COLUMNS: dict[str, Column] = {
         regressor=True,
         changes=(
             "AMRules is a regressor in river: each label is regressed as 0/1 (LogisticRegression as the rules' "
-            "prediction model, pred_type adaptive) and is relevant when the prediction exceeds 0.5"
+            "prediction model, pred_type=prediction, 'model' by default) and is relevant when the prediction exceeds 0.5"
         ),
         test_params={"n_min": 100},
     ),
@@ -363,6 +377,7 @@ COLUMNS: dict[str, Column] = {
             "grace_period": _grace_period(200),
             "split_confidence": _split_confidence(DEFAULT_TREE_DELTA),
             "tie_threshold": TIE_THRESHOLD,
+            "prediction": PREDICTION,
             "model_selector_decay": Param(
                 float, 0.95, low=0.0, high=1.0, doc="decay of the leaves' choice between the mean and the model"
             ),
@@ -373,7 +388,8 @@ COLUMNS: dict[str, Column] = {
         multi_target=True,
         changes=(
             "river 0.26 names it ISOUPTreeRegressor; one tree regresses the 0/1 label vector (LogisticRegression leaf "
-            "models, leaf_prediction adaptive) and a label is relevant when its prediction exceeds 0.5"
+            "models, leaf_prediction=prediction, 'model' by default) and a label is relevant when its prediction "
+            "exceeds 0.5"
         ),
         test_params={"grace_period": 10},
     ),
