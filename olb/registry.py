@@ -31,6 +31,7 @@ FAMILIES = (
     "olb.learners.thresholds",
     "olb.learners.neighbors",
     "olb.learners.river_family",
+    "olb.learners.river_mlhat",
 )
 
 ALGORITHMS: dict[str, type[OnlineLearner]] = {

@@ -3,7 +3,7 @@
 
 Every multi-label learner of the registry is here under its class name (``olb.river.FALT``, ``olb.river.PA1BR``,
 ``olb.river.OSMLELM``, ``olb.river.AdaOLMRThresholded``, ...; river's own learners, registered in olb as
-``river_*``, are not wrapped back). A wrapped learner takes the learner's hyperparameters as keyword arguments
+``river_*`` and ``mlhat_*``, are not wrapped back). A wrapped learner takes the learner's hyperparameters as keyword arguments
 and checks them when it is built (olb's ``Param`` declarations: a bad value is refused before any example);
 the model itself is built from the first example: its feature names (in the order of that dict) and its label
 names, unless ``features=`` and ``labels=`` give them up front.
@@ -203,7 +203,9 @@ def _wrap(cls: type[OnlineLearner]) -> type[OLBMultiLabel]:
 
 
 WRAPPED = tuple(
-    cls for cls in ALGORITHMS.values() if cls.task == "multilabel" and not cls.__module__.endswith("river_family")
+    cls
+    for cls in ALGORITHMS.values()
+    if cls.task == "multilabel" and not cls.__module__.endswith(("river_family", "river_mlhat"))
 )
 LEARNERS = {cls.__name__: _wrap(cls) for cls in WRAPPED}
 """Class name -> the river version of that learner."""

@@ -28,6 +28,8 @@ MULTILABEL = {
     "corel5k": (4500, 500, 499, 374, 3.5220, 3175),
     "cal500": (335, 167, 68, 174, 26.0438, 502),  # declared split (seeded permutation)
     "slashdot": (1891, 1891, 1079, 22, 1.1809, 156),  # declared split (first rows)
+    "flags": (129, 65, 19, 7, 3.3918, 54),
+    "tmc2007": (21519, 7077, 500, 22, 2.1579, 1341),
 }
 # name: (n_examples, n_features, examples per class)
 MULTICLASS = {
@@ -60,9 +62,9 @@ MULTICLASS = {
     ),
 }
 NOT_STAGED = {"mediamill", "isolet", "rcv1v2_topics", "rcv1v2_industries", "rcv1v2_regions", "image"}
-SPARSE_ON_DISK = {"bibtex", "enron", "medical", "corel5k", "slashdot"}
+SPARSE_ON_DISK = {"bibtex", "enron", "medical", "corel5k", "slashdot", "tmc2007"}
 GENERATED = {"synthetic-mediamill"}
-BIG = {"bibtex", "corel5k", "movement"}
+BIG = {"bibtex", "corel5k", "movement", "tmc2007"}
 
 
 def maybe_slow(names):
@@ -150,6 +152,14 @@ def test_birds_nominal_features_are_codes(load):
     assert ds.nominal[-1] == ("2", "10", "1", "7", "5", "4", "17", "15", "16", "8", "13", "11")
     assert set(np.unique(ds.X[:, -1])) <= set(range(12)) and ds.nominal[0] is None
     assert "Swainson's Thrush" in ds.label_names
+
+
+def test_flags_nominal_digit_values_are_codes_not_values(load):
+    ds = load("flags")
+    landmass = ds.feature_names.index("landmass")
+    assert ds.nominal[landmass] == ("1", "2", "3", "4", "5", "6") and ds.nominal[ds.feature_names.index("area")] is None
+    assert ds.X[0, landmass] == 3  # the file's first row has landmass 4: the code of the fourth declared value
+    assert ds.label_names == ("red", "green", "blue", "yellow", "white", "black", "orange")
 
 
 def test_mushroom_question_marks_are_missing(load):

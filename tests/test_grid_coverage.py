@@ -129,3 +129,17 @@ def test_alt_table2_covers_the_papers_49_rows():
     planned = {(c.dataset, c.entry) for c in plan.cells}
     missing = [(ds, alg) for ds, alg in rows.index if (ds, names.get(alg)) not in planned]
     assert not missing
+
+
+def test_a_published_only_method_is_listed_as_published_never_as_a_run(ref_cfg, tmp_path):
+    lines = ["paper,table,dataset,algorithm,metric,value,std,note", "P,T2,small,FALT,f1_x100,50.00,,"]
+    lines.append("P,T2,small,MLHAT,f1_x100,60.00,,published only: the paper's own tree")
+    (tmp_path / "published.csv").write_text("\n".join(lines) + "\n")
+    ref_cfg.file = str(tmp_path / "published.csv")
+    table = _table([("small", "FALT", "f1", 0.515, 0.50)])
+    out = cover(table, ref_cfg, {"falt": ENTRIES["falt"]}, ["small"], {}, LOWER)
+    published = out[out["algorithm"] == "MLHAT (published)"].iloc[0]
+    assert published.coverage == "published" and published.n_seeds == 0 and math.isnan(published["mean"])
+    assert published.paper == pytest.approx(0.60) and published.note == "published: the paper's own tree"
+    line = summary_line(out)
+    assert "1 within tolerance, 0 missed" in line and "0 absent" in line and "1 published only" in line

@@ -150,3 +150,45 @@ def test_cell_ids_written_once_per_configuration_are_the_cells_own():
                   2, ("rank_loss",), 50)  # fmt: skip
     seeds = [0, 3, 17, 1000]
     assert seed_cell_ids(key, seeds) == [cell_id(CellKey(**{**key.__dict__, "seed": s})) for s in seeds]
+
+
+STREAMS = [
+    "flags",
+    "emotions",
+    "birds",
+    "yeast",
+    "scene",
+    "medical",
+    "slashdot",
+    "enron",
+    "tmc2007",
+    "corel5k",
+    "bibtex",
+]
+
+
+def _planned_cells(text: str) -> dict[tuple[str, str], float]:
+    """(data set, label) -> planned CPU s of a dry run's per-cell table."""
+    cells = {}
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split("|")]
+        if len(parts) > 9 and parts[1] in STREAMS:
+            cells[(parts[1], parts[2])] = float(parts[8].replace(",", ""))
+    return cells
+
+
+def test_stream_benchmark_plans_every_cell_and_its_local_part_fits_a_day():
+    result, text = dry("+experiment=stream_benchmark", "tracking=off", "backend=serial")
+    assert result.exit_code == 0 and "0 unavailable" in text
+    full = _planned_cells(text)
+    river = [f"river {c}" for c in "HT EFDT HAT ARF AMF MT SGT KNN NB AMR ABALR ABOLR iSOUPT".split()]
+    everywhere = [*river, "Ada.OLMR+ALT", "OnlineBMR+ALT", "FALT", "PA-I-BR", "PA-II-BR", "OSML-ELM", "OML", "kNN"]
+    assert {(ds, learner) for ds in STREAMS for learner in everywhere} <= set(full)
+    assert {("bibtex", "SALT"), ("flags", "SALT")} & set(full) == {("bibtex", "SALT")}  # SALT: no kernel version
+    assert all(cost > 0 for cost in full.values()) and f"{len(full)} cell(s) would run" in text
+    assert sum(full.values()) / 3600 > 24  # the whole board needs a cluster
+    _, local_text = dry("+experiment=stream_benchmark_local", "tracking=off", "backend=serial")
+    local = _planned_cells(local_text)
+    assert set(local) < set(full) and all(local[cell] == full[cell] for cell in local)
+    assert sum(local.values()) / 3600 <= 24
+    assert ("bibtex", "river HT") not in local and ("bibtex", "FALT") in local and ("flags", "river AMF") in local

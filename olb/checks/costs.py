@@ -200,7 +200,8 @@ def _peak_resident_mb(
     (and scaled as the learner asks) before. The freed heap is given back first (glibc's ``malloc_trim``) and large
     arrays are always mapped apart (:func:`_allocator`), so that what the learner touches is what the process
     gains, at a page's resolution."""
-    reader = RowReader(data, _make(cls, data), np.concatenate([p.rows for p in phases if not p.scored]))
+    unscored = [p.rows for p in phases if not p.scored]  # none in a prequential stream
+    reader = RowReader(data, _make(cls, data), np.concatenate(unscored) if unscored else np.array([], dtype=np.int64))
     gc.collect()
     trim(0)
     with open("/proc/self/clear_refs", "w") as f:

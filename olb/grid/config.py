@@ -204,3 +204,5 @@ def register_configs() -> None:
     cs.store(name="grid_schema", node=make_schema())
     cs.store(name=PRIMARY_CONFIG, node=OmegaConf.load(olb.conf_file("config.yaml")))
     OmegaConf.register_new_resolver("olb_choices", choices_text, replace=True)
+    # ${olb_conf:reference/x.csv}: a file of the config search path, e.g. an experiment's reference file
+    OmegaConf.register_new_resolver("olb_conf", lambda relative: str(olb.conf_file(relative)), replace=True)

@@ -1,12 +1,15 @@
-"""The cost models of river's multi-label learners (:mod:`olb.learners.river_family`)."""
+"""The cost models of river's multi-label learners (:mod:`olb.learners.river_family`) and of the MLHAT table's
+(:mod:`olb.learners.river_mlhat`)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from olb.learners.base import OnlineLearner, StreamShape
 from olb.learners.costs import ROUND_OVERHEAD_S, CostModel, Params
 from olb.learners.river_family import LEARNERS
+from olb.learners.river_mlhat import LEARNERS as TABLE_LEARNERS
 
 LABEL_FEATURE_COST_S = {"pa": 1.6e-7, "lr": 9e-8, "ht": 1.6e-6}
 """CPU seconds of one round (a prediction, and an update on a training row) per label and feature of each
@@ -50,3 +53,83 @@ class RiverCost(CostModel):
 
 
 COST_MODELS: dict[type[OnlineLearner], CostModel] = {cls: RiverCost(cls.strategy, cls.classifier) for cls in LEARNERS}
+
+
+TABLE_LABEL_FEATURE_COST_S = {
+    "ht": 2.5e-6,
+    "efdt": 1e-5,
+    "hat": 3.5e-6,
+    "arf": 2e-5,
+    "amf": 4e-5,
+    "mt": 2.5e-6,
+    "sgt": 5e-5,
+    "knn": 4.2e-6,
+    "nb": 3.5e-6,
+    "amr": 7.3e-6,
+    "abalr": 2.7e-6,
+    "abolr": 3.2e-6,
+    "isoupt": 5e-6,
+}
+"""CPU seconds of one prequential round (a prediction and an update) per label and feature of the MLHAT table's
+learners (:mod:`olb.learners.river_mlhat`) at the table's settings, given every feature (``dense_rows``): measured
+on emotions (every row) and yeast (its first 800 rows), 72 and 103 features, 6 and 14 labels; BR+HT on medical's first
+250 rows (1,449 features, 45 labels) measured the same 2.3 us (2026-12-01, the 2-core machine shared with other
+jobs). The ensembles' figures are at 10 members, kNN's at a window of 200: they scale with ``n_models`` and
+``window_size``."""
+
+TABLE_LABEL_FEATURE_BYTES = {
+    "ht": 8192,
+    "efdt": 8192,
+    "hat": 8192,
+    "arf": 37_000,
+    "sgt": 75_000,
+    "knn": 8192,
+    "nb": 8192,
+    "amr": 12_000,
+    "abalr": 1000,
+    "abolr": 1000,
+    "isoupt": 8192,
+}
+"""Resident bytes per label and feature of each learner's model (ensembles: at 10 members; kNN: at a window of 200),
+measured on the synthetic stream of :mod:`olb.checks.costs` (400 rows, 72 features, 6 labels, the learners'
+``test_params``): a Hoeffding tree's leaf keeps a Gaussian splitter per feature (~5 KB), ARF's trees and SGT's
+quantizers more, a linear model a weight."""
+
+MONDRIAN_NODE_BYTES = 1100
+"""Resident bytes per label, feature, tree and square root of the rows learned of a Mondrian forest (AMF, MT): each
+node keeps the range of every feature, and the trees grow with the stream (measured 1,100-1,150 B on the synthetic
+stream with 1 and 2 trees; the square root is an assumption: a Mondrian tree splits when a row falls outside its
+node's box, ever more rarely)."""
+
+
+@dataclass(frozen=True)
+class TableColumnCost(CostModel):
+    """One column of the MLHAT table (:mod:`olb.learners.river_mlhat`): a cost per label and feature."""
+
+    code: str
+
+    def _scale(self, params: Params) -> float:
+        """The ensembles' and the window's size against the ones the costs were measured at."""
+        return params.get("n_models", 10) / 10 * params.get("window_size", 200) / 200
+
+    def _features(self, params: Params, shape: StreamShape) -> int:
+        """Features that reach river per row: every one (``dense_rows``), else the nonzeros, capped at 2000 as
+        for the other river learners (the registry does not record a sparse row's nonzeros)."""
+        return shape.n_features if params.get("dense_rows", True) else min(shape.n_features, 2000)
+
+    def cost_per_example_s(self, params: Params, shape: StreamShape) -> float:
+        """~80 us of protocol plus the learner's cost per label and feature (``TABLE_LABEL_FEATURE_COST_S``)."""
+        per_label_feature = TABLE_LABEL_FEATURE_COST_S[self.code] * self._scale(params)
+        return ROUND_OVERHEAD_S + per_label_feature * shape.n_labels * self._features(params, shape)
+
+    def model_memory_mb(self, params: Params, shape: StreamShape) -> float:
+        """``TABLE_LABEL_FEATURE_BYTES`` per label and feature (scaled as the CPU); a Mondrian forest's
+        ``MONDRIAN_NODE_BYTES`` per label, feature, tree and square root of the training rows."""
+        label_features = shape.n_labels * self._features(params, shape)
+        if self.code in ("amf", "mt"):
+            trees = params.get("n_models", 1)
+            return MONDRIAN_NODE_BYTES * label_features * trees * math.sqrt(shape.n_train or 1) / 2**20
+        return TABLE_LABEL_FEATURE_BYTES[self.code] * self._scale(params) * label_features / 2**20
+
+
+COST_MODELS.update({cls: TableColumnCost(cls.code) for cls in TABLE_LEARNERS})

@@ -10,7 +10,9 @@ produce, one per metric with the reason, and gives every cell that has a paper v
 - ``missed``: further away (``better``: of those, the ones on the better side of the paper's);
 - ``absent``: no figure (the data is not available offline, or the method or data set is not in the grid);
 - ``stand-in``: produced by a labelled stand-in (a label ending in ``*``, e.g. ELM-OMLL*), not the paper's method;
-- ``not run``: the grid has not computed it yet (an interrupted run; rerunning the command resumes).
+- ``not run``: the grid has not computed it yet (an interrupted run; rerunning the command resumes);
+- ``published``: a method the reference file marks as published only (its ``note`` starts with
+  ``published only``: no olb run can rebuild it), listed with its figure as "METHOD (published)", never as a run.
 
 :func:`summary_line` counts them; :func:`with_summary` puts that line into table.md above the long table.
 """
@@ -24,8 +26,9 @@ from omegaconf import DictConfig
 
 from olb.grid.reporting.references import load_reference
 
-CLASSES = ("within", "missed", "absent", "stand-in", "not run")
+CLASSES = ("within", "missed", "absent", "stand-in", "not run", "published")
 _ABSENT_DATA = "data not available offline"
+PUBLISHED_ONLY = "published only"  # a reference note's start marking a method no run rebuilds
 
 
 def _source(dataset: str) -> str:
@@ -60,6 +63,8 @@ def _classify(
     if math.isnan(row["paper"]) or row["metric"] not in tolerance:
         return ""
     if row["n_seeds"] == 0 or math.isnan(row["mean"]):
+        if row["note"].startswith("published"):
+            return "published"
         return "not run" if row["note"].startswith("not run") else "absent"
     if str(row["algorithm"]).split(" (")[0].endswith("*"):
         return "stand-in"
@@ -141,11 +146,17 @@ def _absent_rows(
             paper = float(r.value) / scale
         except ValueError:
             continue
-        reason = absent_reason(dataset, dataset in datasets, unavailable, bool(ours))
+        note = str(r.note or "")
+        if note.startswith(PUBLISHED_ONLY):
+            algorithm, note = f"{r.algorithm} (published)", "published" + note[len(PUBLISHED_ONLY) :]
+        else:
+            reason = absent_reason(dataset, dataset in datasets, unavailable, bool(ours))
+            algorithm = ours[0] if ours else r.algorithm
+            note = ("unavailable: " if dataset in unavailable else "absent: ") + reason
         extra.append(
             {
                 "dataset": dataset,
-                "algorithm": ours[0] if ours else r.algorithm,
+                "algorithm": algorithm,
                 "metric": metric,
                 "mean": math.nan,
                 "std": math.nan,
@@ -158,7 +169,7 @@ def _absent_rows(
                 "partial": False,
                 "selected": "",
                 "n_failed": 0,
-                "note": ("unavailable: " if dataset in unavailable else "absent: ") + reason,
+                "note": note,
                 "best": False,
             }
         )
@@ -184,6 +195,7 @@ def summary_line(table: pd.DataFrame) -> str:
         f"below the paper's; with the tolerance either side: {n_symmetric['within']} within, "
         f"{n_symmetric['missed']} missed), {n['absent']} absent{why_text}, "
         f"{n['stand-in']} produced by a stand-in"
+        + (f", {n['published']} published only (no run rebuilds them)" if n["published"] else "")
         + (f", {n['not run']} not run yet (rerun the command to complete)." if n["not run"] else ".")
     )
 
