@@ -33,6 +33,7 @@ _MODULES = {
         "RiverCCPA",
         "RiverMCCLR",
     ),
+    "olb.learners.stream_br.hoeffding": ("BRHT",),
     "olb.learners.stream_br.knn": ("BRKNN",),
     "olb.learners.thresholds": ("AdaOLMRThresholded", "OnlineBMRThresholded"),
 }
