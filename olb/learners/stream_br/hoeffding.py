@@ -30,7 +30,7 @@ from olb.kernels import KernelModule
 from olb.learners.base import OnlineLearner, Param, RoundCache
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import FEATURE_SCALING
-from olb.learners.stream_br.hoeffding_core import TreeArrays
+from olb.learners.stream_br.tree_arrays import TreeArrays
 
 core = KernelModule("olb.learners.stream_br.hoeffding_core")
 
