@@ -22,6 +22,7 @@ from olb.learners.boosting import costs as boosting_costs
 from olb.learners.costs import DEFAULT_COST_MODEL, CostModel
 from olb.learners.linear import costs as linear_costs
 from olb.learners.neighbors import costs as neighbor_costs
+from olb.learners.stream_br import costs as stream_br_costs
 from olb.text import did_you_mean
 
 FAMILIES = (
@@ -32,13 +33,22 @@ FAMILIES = (
     "olb.learners.neighbors",
     "olb.learners.river_family",
     "olb.learners.river_mlhat",
+    "olb.learners.stream_br",
 )
 
 ALGORITHMS: dict[str, type[OnlineLearner]] = {
     cls.name: cls for family in FAMILIES for cls in importlib.import_module(family).LEARNERS
 }
 
-COST_FAMILIES = (boosting_costs, linear_costs, elm_costs, threshold_costs, neighbor_costs, river_costs)
+COST_FAMILIES = (
+    boosting_costs,
+    linear_costs,
+    elm_costs,
+    threshold_costs,
+    neighbor_costs,
+    river_costs,
+    stream_br_costs,
+)
 
 COST_MODELS: dict[str, CostModel] = {
     cls.name: model for family in COST_FAMILIES for cls, model in family.COST_MODELS.items()

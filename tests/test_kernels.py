@@ -25,7 +25,8 @@ from olb.weak import VFDTForest
 ROOT = Path(__file__).resolve().parents[1]
 
 # One cell per kernel module and learner family: the forest and the multi-label boosters' rounds (with ALT's
-# thresholds), the multiclass and top-k boosters, and the linear learners' compiled passes and rounds.
+# thresholds), the multiclass and top-k boosters, the linear learners' compiled passes and rounds, and the compiled
+# BR + Hoeffding trees (splitting eagerly).
 CELLS = [
     ["algorithm=onlinebmr+threshold", "dataset=emotions", "num_learners=5", "gamma=0.1", "threshold_rule=alt_scores"],
     ["algorithm=adaolmr", "dataset=emotions", "num_learners=5", "authors_weights=true"],
@@ -37,6 +38,7 @@ CELLS = [
     ["algorithm=salt", "dataset=emotions"],
     ["algorithm=pa1_br", "dataset=emotions", "protocol=train_frozen"],
     ["algorithm=olansgd_star", "dataset=emotions"],
+    ["algorithm=br_ht", "dataset=emotions", "grace_period=10", "split_confidence=0.1", "tie_threshold=0.3"],
 ]
 
 _CELL_SCRIPT = """

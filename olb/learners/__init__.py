@@ -33,6 +33,8 @@ _MODULES = {
         "RiverCCPA",
         "RiverMCCLR",
     ),
+    "olb.learners.stream_br.hoeffding": ("BRHT",),
+    "olb.learners.stream_br.knn": ("BRKNN",),
     "olb.learners.thresholds": ("AdaOLMRThresholded", "OnlineBMRThresholded"),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
