@@ -9,12 +9,21 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from olb.grid.recording.tracking import MlflowTracker
+from olb.paths import unwritable
 
 
 class MlflowSqliteTracker(MlflowTracker):
     """MLflow on a SQLite file: the store is created under a file lock (grids started at the same time on a fresh
     file do not race in MLflow's schema migration), artifacts go beside the file, and writes are retried while
     another grid holds SQLite's lock (:meth:`MlflowTracker._retry`)."""
+
+    def _connect(self, timeout_s: float) -> None:
+        """The database file's folder must exist and be writable: MLflow would create the folder (a mistyped
+        path would become a new store nobody looks at) or fail with a traceback."""
+        path = sqlite_file(self.uri)
+        problem = unwritable(path.parent, create=False) if path is not None else None
+        if problem:
+            raise FileNotFoundError(problem)
 
     def _opening(self) -> AbstractContextManager[None]:
         return _sqlite_lock(self.uri)
@@ -30,9 +39,15 @@ def sqlite_artifact_location(uri: str, experiment_name: str) -> str | None:
     >>> sqlite_artifact_location("sqlite:////tmp/grid/mlflow.db", "olb/table3")
     'file:///tmp/grid/mlruns/olb/table3'
     """
-    if not uri.startswith("sqlite:///") or uri == "sqlite:///:memory:":
-        return None
-    return (Path(uri[len("sqlite:///") :]).resolve().parent / "mlruns" / experiment_name).as_uri()
+    path = sqlite_file(uri)
+    return None if path is None else (path.resolve().parent / "mlruns" / experiment_name).as_uri()
+
+
+def sqlite_file(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI (relative to the working directory, or absolute with four
+    slashes), None for an in-memory database or another store."""
+    path = uri[len("sqlite:///") :].split("?")[0] if uri.startswith("sqlite:///") else ""
+    return Path(path) if path and not path.startswith(":memory:") else None
 
 
 @contextmanager
@@ -42,8 +57,8 @@ def _sqlite_lock(uri: str) -> Iterator[None]:
     import fcntl
     import hashlib
 
-    path = uri[len("sqlite:///") :].split("?")[0] if uri.startswith("sqlite:///") else None
-    if not path or path.startswith(":memory:"):
+    path = sqlite_file(uri)
+    if path is None:
         yield
         return
     key = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:16]

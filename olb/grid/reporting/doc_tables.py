@@ -59,7 +59,7 @@ import pandas as pd
 from olb.grid.plan import RUNTIME_COLUMNS
 from olb.grid.reporting.coverage import summary_line
 from olb.grid.reporting.leaderboard import RANKS_CSV, RUNTIME_CSV
-from olb.grid.reporting.markdown import figure_text, md_table, number_text, partial_text, pivot_markdown
+from olb.grid.reporting.markdown import figure_text, md_table, number_text, paper_text, partial_text, pivot_markdown
 
 _BLOCK = re.compile(r"(<!-- olb:table (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(<!-- /olb:table -->)", re.DOTALL)
 _AXES = ("dataset", "algorithm", "metric")
@@ -244,8 +244,10 @@ def _mean_paper_text(row: dict, decimals: int, bold: bool) -> str:
     """Ours / the paper's: ours bold when best (``bold``), in italics when outside the paper's tolerance."""
     text = figure_text(row, decimals, bold)
     text = f"*{text}*" if row.get("coverage") == "missed" else text
-    if not pd.isna(row["paper"]):
-        text += f" / {number_text(row['paper'], 2 if row['metric'] in RUNTIME_COLUMNS else decimals)}"
+    if row["metric"] in RUNTIME_COLUMNS:
+        text += paper_text(row, decimals)  # not "ours / the paper's": measured on other hardware
+    elif not pd.isna(row["paper"]):
+        text += f" / {number_text(row['paper'], decimals)}"
     if row["partial"]:
         text += f" ({partial_text(row)})"
     return text
