@@ -72,7 +72,9 @@ def run_grid(
         "command line says allow_unavailable=true"
     )
     for name, msg in data.unavailable.items():
-        log.warning("olb.grid: data set %r is unavailable; its cells are marked unavailable (%s): %s", name, accepted, msg)
+        log.warning(
+            "olb.grid: data set %r is unavailable; its cells are marked unavailable (%s): %s", name, accepted, msg
+        )
     backend, backend_reason = choose(cfg, plan, data.unavailable)
     backend.log_dir = Path(output_dir)  # where a local Ray's logs of lost cells are kept
     tracker = start_tracker_and_backend(cfg, backend)

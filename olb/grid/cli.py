@@ -216,7 +216,11 @@ def unwritable_run_dir(overrides: list[str]) -> str | None:
     finally:
         GlobalHydra.instance().clear()
     problem = unwritable(Path(run_dir))
-    return f"hydra.run.dir={run_dir}: {problem} (start from a folder of one's own, or set hydra.run.dir)" if problem else None
+    return (
+        f"hydra.run.dir={run_dir}: {problem} (start from a folder of one's own, or set hydra.run.dir)"
+        if problem
+        else None
+    )
 
 
 def main() -> None:

@@ -512,7 +512,9 @@ def check_quotes(text: str, root: Path, name: str) -> list[str]:
         for cell in cells:
             address, _, column = cell.partition(":")
             values = address.split("/")
-            rows = frame[(frame[list(keys)].astype(str) == values).all(axis=1)] if len(values) == len(keys) else []
+            rows = (
+                frame[(frame[list(keys)].astype(str) == values).all(axis=1)] if len(values) == len(keys) else frame[:0]
+            )
             if len(rows) != 1 or (column or default) not in frame.columns:
                 problems.append(
                     f"{where}: {source} has no single cell {cell!r} ({'/'.join(keys)}[:column]; {len(rows)} found)"

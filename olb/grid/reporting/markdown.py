@@ -34,6 +34,11 @@ def number_text(x: float, decimals: int) -> str:
     return f"{x:.{decimals}f}"
 
 
+def seconds_text(seconds: float) -> str:
+    """Seconds as the grid prints a planned or measured time: ``4,105``, ``58``, ``0.31``."""
+    return f"{seconds:,.0f}" if seconds >= 100 else f"{seconds:.2g}"
+
+
 def figure_text(row: dict, decimals: int, bold: bool = False) -> str:
     """A cell's own figure: its mean (bold when ``bold`` and the best), or why it has none."""
     if row["note"].startswith("unavailable"):
