@@ -8,10 +8,18 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
+# each stage says what it does; pip lists every package it collects and downloads, and while it works (its last
+# step, installing them all, says nothing for a minute or more) a line every 10 s says it still does
 $(STAMP): pyproject.toml
+	@echo "olb: setup 1/3: the virtual environment $(VENV)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "olb: setup 2/3: pip itself, upgraded"
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[grid,cluster,test]"
+	@echo "olb: setup 3/3: olb and its dependencies (.[grid,cluster,test]; pip lists each package it collects)"
+	@$(PY) -m pip install --progress-bar on -e ".[grid,cluster,test]" & pip=$$!; trap "kill $$pip" INT TERM; waited=0; \
+	while kill -0 $$pip 2>/dev/null; do sleep 1; waited=$$((waited + 1)); \
+	if [ $$((waited % 10)) = 0 ]; then echo "olb: setup 3/3: pip still working, $$waited s"; fi; done; \
+	wait $$pip
 	touch $(STAMP)
 
 # The main job: a small grid on the embedded emotions data set, tracked in ./mlflow.db

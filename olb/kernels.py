@@ -9,7 +9,8 @@ olb.kernels`` compiles them, with numba's own compiler for this machine's proces
 then imports only that module: the same machine code numba's JIT would make, without numba's typing tables and
 LLVM's compiler, about 110 MB per process (``docs/speed.md``). :func:`kernels` returns a module's functions from
 the extension, building it first when it is missing: in a subprocess, announced on stderr (a line when it starts,
-one when it ends, with its time), by one process at a time (:class:`BuildLock`, safe on a folder shared over NFS
+with the time this machine is expected to take, derived from the last build's CPU seconds and the load now; one
+every ``HEARTBEAT_S`` while it runs; one when it ends, with its time), by one process at a time (:class:`BuildLock`, safe on a folder shared over NFS
 by several machines), into a private folder renamed into place whole.
 
 ``OLB_KERNELS`` picks how kernels are run:
@@ -81,10 +82,11 @@ from olb.kernel_declarations import (
 
 MODES = ("aot", "jit")
 EXTENSION = "olb_kernels"
-BUILD_TIMEOUT_S = 1800.0  # the build (numba, then a C compiler) took 13-30 s on a 2-core machine
+BUILD_TIMEOUT_S = 1800.0  # the build (numba, then a C compiler) took 13-158 s on a 2-core machine, loaded or not
 LOCK_TIMEOUT_S = BUILD_TIMEOUT_S + 60.0  # a process waiting for another's build
 HEARTBEAT_S = 10.0  # a build refreshes its lock this often
 STALE_AFTER_S = 120.0  # a lock left unrefreshed this long, as watched by a waiting process, is a dead build's
+BUILD_TIMES = "last-build.json"  # beside the builds: the last one's seconds, which tell the next its expected time
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _JIT_COST = "numba's JIT runs them instead (the same results, about 110 MB more per process)"
 
@@ -294,11 +296,15 @@ def _built(folder: Path) -> dict:
             "`apt-get install build-essential`; Fedora: `dnf install gcc gcc-c++`), or set OLB_KERNELS=jit",
         )
     lock = BuildLock(folder.with_name(f"{folder.name}.lock"))
-    deadline = time.monotonic() + LOCK_TIMEOUT_S
-    waiting = False
+    started = time.monotonic()
+    deadline, told = started + LOCK_TIMEOUT_S, None
     while not lock.take():
         manifest = _verified(folder, warn=False)
         if manifest is not None:
+            if told is not None:
+                _tell(
+                    f"olb's kernels are ready (compiled by another process; waited {time.monotonic() - started:.0f} s)"
+                )
             return manifest
         failure = _remembered_failure(folder)
         if failure is not None:  # the other process's build failed (and it said why)
@@ -308,9 +314,14 @@ def _built(folder: Path) -> dict:
             continue
         if time.monotonic() > deadline:
             raise RuntimeError(f"waited {LOCK_TIMEOUT_S:.0f} s for another process's build ({lock.path})")
-        if not waiting:
-            _tell(f"waiting for olb's kernels, being compiled by {lock.holder_text()}...")
-            waiting = True
+        if told is None:
+            _tell(
+                f"waiting for olb's kernels, being compiled by {lock.holder_text()} ({_expected_text(folder.parent)})..."
+            )
+            told = time.monotonic()
+        elif time.monotonic() - told >= HEARTBEAT_S:
+            _tell(f"still waiting for olb's kernels: {time.monotonic() - started:.0f} s")
+            told = time.monotonic()
         time.sleep(0.5)
     try:
         manifest = _verified(folder, warn=False)  # another process's build, finished while this one waited
@@ -510,8 +521,10 @@ def _run_build(folder: Path, lock: BuildLock) -> None:
     lock is refreshed while it runs; a line on stderr when it starts and when it ends."""
     command = [sys.executable, "-m", "olb.kernels", "--out", str(folder), "--key", folder.name]
     path = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")]))
-    _tell("compiling olb's kernels for this machine (once, about 30 s; OLB_KERNELS=jit skips it)...")
-    started = time.perf_counter()
+    _tell(
+        f"compiling olb's kernels for this machine (once; {_expected_text(folder.parent)}; OLB_KERNELS=jit skips it)..."
+    )
+    started, cpu_before = time.perf_counter(), _children_cpu_s()
     process = subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,
@@ -530,11 +543,54 @@ def _run_build(folder: Path, lock: BuildLock) -> None:
                 process.communicate()
                 raise RuntimeError(f"the build took more than {BUILD_TIMEOUT_S:.0f} s") from None
             lock.refresh()
+            _tell(f"compiling olb's kernels: {time.perf_counter() - started:.0f} s")
     if process.returncode != 0:
         tail = " / ".join(line.strip() for line in errors.strip().splitlines()[-4:] if line.strip())
         raise RuntimeError(f"`{' '.join(command[1:])}` failed (exit {process.returncode}): {tail}")
     STATE["built_s"] = time.perf_counter() - started
-    _tell(f"compiled olb's kernels in {STATE['built_s']:.1f} s ({folder})")
+    cpu_s = _children_cpu_s() - cpu_before
+    _record_build(folder.parent, STATE["built_s"], cpu_s)
+    _tell(f"compiled olb's kernels in {STATE['built_s']:.1f} s ({cpu_s:.1f} CPU s; {folder})")
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds of this process's ended children (and theirs: the build's compilers)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def expected_build_s(root: Path) -> tuple[float, str] | None:
+    """The seconds a build is expected to take on this machine now, and what they rest on: the last build's CPU
+    seconds (``root``'s ``BUILD_TIMES``), stretched by the load, since the build runs one process at a time and
+    gets a CPU's share of ``cpus / (load + 1)`` once the machine is busier than its CPUs. None before any build."""
+    try:
+        cpu_s = float(json.loads(_read_nofollow(root / BUILD_TIMES))["cpu_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    why = f"the last build's {cpu_s:.0f} CPU s, at load {load:.1f} on {cpus} CPU(s)"
+    return cpu_s * max(1.0, (load + 1) / cpus), why
+
+
+def _expected_text(root: Path) -> str:
+    expected = expected_build_s(root)
+    if expected:
+        return f"~{expected[0]:.0f} s expected: {expected[1]}"
+    return f"no earlier build here to time it by; load {os.getloadavg()[0]:.1f} on {os.cpu_count() or 1} CPU(s)"
+
+
+def _record_build(root: Path, wall_s: float, cpu_s: float) -> None:
+    """Keep a build's seconds for the next one's :func:`expected_build_s` (written whole, never through a link)."""
+    record = {"wall_s": round(wall_s, 1), "cpu_s": round(cpu_s, 1), "load": round(os.getloadavg()[0], 1)}
+    fd, staged = tempfile.mkstemp(prefix=".last-build-", dir=root)
+    try:
+        with os.fdopen(fd, "w") as file:
+            json.dump({**record, "cpus": os.cpu_count()}, file)
+        os.replace(staged, root / BUILD_TIMES)
+    except OSError:  # a read-only cache keeps its builds: the next is told no expected time
+        Path(staged).unlink(missing_ok=True)
 
 
 def _load(folder: Path, manifest: dict) -> dict[str, dict[str, Callable]]:

@@ -1,6 +1,8 @@
-"""Where olb's configuration lives: its own ``conf/`` and the directories of one's own (``$OLB_CONF_DIR``)."""
+"""Where olb's configuration lives: its own ``conf/`` and the directories of one's own (``$OLB_CONF_DIR``); whether
+olb can write where it is asked to."""
 
 import os
+import tempfile
 from pathlib import Path
 
 
@@ -23,3 +25,19 @@ def conf_dirs() -> list[Path]:
 def conf_file(relative: str) -> Path:
     """The first ``relative`` file on the search path (:func:`conf_dirs`); olb's own when none has it."""
     return next((d / relative for d in conf_dirs() if (d / relative).is_file()), conf_dir() / relative)
+
+
+def unwritable(folder: Path, create: bool = True) -> str | None:
+    """Why olb cannot write in ``folder``, else None. With ``create``, a folder that does not exist yet is judged
+    by its nearest existing parent (where it would be created); without, it must exist. Tried by creating and
+    removing a file: permissions alone do not tell (root, a read-only file system)."""
+    existing = folder
+    while create and not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"no such folder: {existing}" if not existing.exists() else f"not a folder: {existing}"
+    try:
+        tempfile.TemporaryFile(dir=existing).close()
+    except OSError as err:
+        return f"cannot write in {existing.absolute()}: {err.strerror or err}"
+    return None

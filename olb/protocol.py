@@ -102,6 +102,14 @@ PASS_BLOCK_BYTES = 1 << 20
 DEFAULT_METRICS = {"multilabel": ("rank_loss",), "multiclass": ("accuracy",)}
 
 
+def scored_metrics(learner_cls, names, task: str) -> tuple[str, ...]:
+    """The metrics scored example by example for ``names``: the learner's end-of-stream figures
+    (``report_metrics``, recorded whatever ``metrics`` says) set aside, the task's default when none is left (the
+    learning curve is a scored metric's running mean)."""
+    reported = getattr(learner_cls, "report_metrics", {})
+    return tuple(name for name in names or () if name not in reported) or DEFAULT_METRICS[task]
+
+
 @dataclass(frozen=True)
 class Phase:
     """Rows of the data set in stream order; ``block``: learned at once through ``learn_many``."""
@@ -239,7 +247,7 @@ def run_stream(
 
 
 def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_every: int, window: int) -> StreamResult:
-    names = tuple(metrics or DEFAULT_METRICS[dataset.task])
+    names = scored_metrics(type(learner), metrics, dataset.task)
     unknown = [m for m in names if m not in METRICS]
     if unknown:
         raise ValueError(f"unknown metric(s) {unknown}; allowed: {sorted(METRICS)}")
@@ -401,6 +409,7 @@ def usable_metrics(learner_cls) -> str:
     """The metrics ``learner_cls`` can produce (those that need an output it declares), as text."""
     outputs = tuple(getattr(learner_cls, "outputs", ("scores",)))
     usable = [name for name, metric in METRICS.items() if metric.needs in outputs]
+    usable += getattr(learner_cls, "report_metrics", {})
     return f"{learner_cls.name} can produce {', '.join(usable)} (definitions: docs/metrics.md)"
 
 

@@ -13,6 +13,8 @@ From the command line (``key=value`` pairs; any other key is a hyperparameter of
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -233,10 +235,11 @@ def check_before_loading(spec: CellSpec, cls, protocol: str) -> None:
     from olb.protocol import metrics_fix, missing_outputs, split_problem, usable_metrics
     from olb.text import did_you_mean
 
-    unknown = [name for name in spec.metrics or () if name not in METRICS]
+    known = [*METRICS, *cls.report_metrics]
+    unknown = [name for name in spec.metrics or () if name not in known]
     if unknown:
         raise ValueError(
-            f"metrics: unknown metric {unknown[0]!r}{did_you_mean(unknown[0], METRICS)}; {usable_metrics(cls)}"
+            f"metrics: unknown metric {unknown[0]!r}{did_you_mean(unknown[0], known)}; {usable_metrics(cls)}"
         )
     problems = missing_outputs(cls, spec.metrics or ())
     if problems:
@@ -248,12 +251,23 @@ def check_before_loading(spec: CellSpec, cls, protocol: str) -> None:
 
 
 def missing_data_dirs(data_dir) -> str | None:
-    """What is wrong with a ``data_dir`` given explicitly (not ``$OLB_DATA_DIR``) that names folders that do not
-    exist (all of them), else None: refused even where an embedded copy would do, since the user meant a folder."""
+    """What is wrong with the data dirs named (``data_dir``, else ``$OLB_DATA_DIR``) when some do not exist, else
+    None: refused even where an embedded copy would do, since the user meant a folder."""
     from olb.data.files import data_dirs
 
-    missing = [str(folder) for folder in data_dirs(data_dir) if not folder.is_dir()] if data_dir else []
-    return f"data_dir: no such folder: {', '.join(missing)}" if missing else None
+    named, origin = (data_dir, "data_dir") if data_dir else (os.environ.get("OLB_DATA_DIR"), "OLB_DATA_DIR")
+    missing = [str(folder) for folder in data_dirs(named) if not folder.is_dir()] if named else []
+    return f"{origin}: no such folder: {', '.join(missing)}" if missing else None
+
+
+class _ValueLoader(yaml.SafeLoader):
+    """YAML scalars as YAML 1.2 reads them: ``1e-05`` and ``1e-5`` are numbers (YAML 1.1 wants ``1.0e-05``),
+    as in the config files (OmegaConf) and as olb prints them (``cells.csv``, this command's output)."""
+
+
+_ValueLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
+)
 
 
 class UsageError(ValueError):
@@ -269,7 +283,7 @@ def parse_cli(argv: list[str]) -> CellSpec:
         if not sep:
             raise UsageError(f"expected key=value, got {arg!r} (python -m olb.run --help)")
         try:
-            value = yaml.safe_load(raw)
+            value = yaml.load(raw, Loader=_ValueLoader)  # a SafeLoader
         except yaml.YAMLError:
             raise UsageError(f"{key}: cannot read the value {raw!r} (YAML scalar or [list])") from None
         (fields if key in SPEC_KEYS else params)[key] = value

@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 
 from olb.grid import compose, run_grid
 from olb.data import dataset_names, dataset_spec
-from olb.grid.cost import planned_stream, planned_work
+from olb.grid.cost import planned_cell_s, planned_stream, planned_work
 from olb.grid.running.backends import BACKENDS, choose_backend
 from olb.grid.config import BACKENDS as BACKEND_NAMES, BackendConfig
 from olb.grid.planning.expand import plan_grid
@@ -99,13 +99,22 @@ def test_planned_work_counts_every_candidates_folds_and_one_candidates_cells():
     assert planned_work(plan, unavailable={"bibtex"}) == (0.0, 0)
 
 
-def test_the_default_grid_runs_serially_and_says_why(tmp_path, caplog):
+def test_the_default_grid_runs_serially_says_why_and_ends_with_plan_against_measurement(tmp_path, caplog):
     caplog.set_level("INFO", logger="olb.grid")
-    outcome = run_grid(
-        compose(["seeds=1", "num_learners=2", "tracking=off", "plots=false"]), tmp_path / "out", stream=io.StringIO()
-    )
+    out = io.StringIO()
+    cfg = compose(["seeds=1", "num_learners=2", "tracking=off", "plots=false"])
+    outcome = run_grid(cfg, tmp_path / "out", stream=out)
     assert outcome.exit_code == 0
-    assert any("backend serial: planned work" in r.getMessage() for r in caplog.records)
+    assert any(
+        "backend serial: planned work ~0 CPU s (assuming an idle CPU per cell; load now " in r.getMessage()
+        for r in caplog.records
+    )
+    planned = sum(planned_cell_s(c) for c in plan_grid(cfg).unique_cells)
+    assert outcome.planned_cpu_s == pytest.approx(planned) and 0 < outcome.cpu_s
+    assert (
+        f"olb.grid: the 3 cell(s) run: planned ~{planned:.2g} CPU s (an idle CPU per cell), measured "
+        f"{outcome.cpu_s:.2g} CPU s ({outcome.cpu_s / planned:.2f}x the plan) and " in out.getvalue()
+    )
 
 
 def test_each_driver_starts_its_local_ray_in_its_own_folder(monkeypatch):

@@ -144,3 +144,36 @@ def test_a_wins_marker_that_cannot_be_counted_is_refused(tmp_path, capsys, spec,
     source = _table(tmp_path, rows)
     assert main(["--check", "--root", str(tmp_path), _doc(tmp_path, f"{source} {spec}")]) == 2
     assert message in capsys.readouterr().err
+
+
+def _quoting(root, spec: str, sentence: str) -> str:
+    doc = root / "quote.md"
+    doc.write_text(f"# Claims\n\nOn d0 <!-- olb:quote {spec} -->{sentence}<!-- /olb:quote -->.\n")
+    return str(doc)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "culprit"),
+    [
+        (".580 F1 against B's 0.12 (3,254 µs)", None),
+        (".581 F1 against B's 0.12 (3,254 µs)", "d0/A/f1 is 0.5801, which the sentence does not quote"),
+        ("B's 0.12 against .580 for A (3,254 µs)", "d0/B/f1 is 0.1234, which the sentence does not quote after"),
+        (".58 F1 against B's 0.12 (3,253 µs)", "d0/A/cpu_us is 3253.7"),
+    ],
+)
+def test_a_sentence_quoting_a_table_is_checked_cell_by_cell_in_order(tmp_path, capsys, sentence, culprit):
+    source = _table(tmp_path, [("d0", "A", "f1", 0.5801), ("d0", "B", "f1", 0.1234), ("d0", "A", "cpu_us", 3253.7)])
+    doc = _quoting(tmp_path, f"{source} d0/A/f1 d0/B/f1 d0/A/cpu_us", sentence)
+    for mode in (["--check"], []):  # a quote is never rewritten: `make docs` fails on it too
+        assert main([*mode, "--root", str(tmp_path), doc]) == (0 if culprit is None else 1)
+        err = capsys.readouterr().err
+        assert (culprit is None and err == "") or (culprit in err and "quote.md:3:" in err)
+
+
+def test_a_quote_of_a_cell_that_is_not_there_or_of_a_mean_rank(board, capsys):
+    root, _, _ = board
+    ranks = "results/run/leaderboard/ranks.csv"
+    best = pd.read_csv(root / ranks).query("metric == 'f1' and learner == 'best'")["mean_rank"].iloc[0]
+    assert main(["--check", "--root", str(root), _quoting(root, f"{ranks} f1/best", f"best ranks {best:.2f}")]) == 0
+    assert main(["--check", "--root", str(root), _quoting(root, f"{ranks} f1/nobody", "nobody ranks 1.00")]) == 1
+    assert "has no single cell 'f1/nobody' (metric/learner[:column]; 0 found)" in capsys.readouterr().err

@@ -84,6 +84,11 @@ def test_the_default_grid_shows_the_paper_value_apart_and_full_table3_beside(tmp
         md = table_markdown(table, "t", TableLayout(["dataset"], ["algorithm"], 4))
         if shown:
             assert ada["paper"] == pytest.approx(0.16) and "[0.1600]" in md
+            # the paper's seconds, from other hardware: kept, apart and labelled, never subtracted from ours
+            runtime = table[(table["algorithm"] == "Ada.OLMR") & (table["metric"] == "runtime_s")].iloc[0]
+            assert runtime["paper"] == 253.0 and math.isnan(runtime["diff"]) and "[253.00]" not in md
+            assert "1.00 ± 0.00 (paper's hardware: 253.00 s)" in md
+            assert runtime["note"] == "the paper's runtime, on other hardware: not comparable"
         else:
             assert math.isnan(ada["paper"]) and "[0.1600]" not in md
             assert "not comparable: paper (100 trees, 10 seeds) 0.1600; here 3 seed(s) (paper: 10)" in ada["note"]

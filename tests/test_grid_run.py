@@ -4,7 +4,13 @@ isolation, unavailable data sets."""
 from __future__ import annotations
 
 import math
+import os
+import shlex
+import shutil
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -261,6 +267,32 @@ def test_progress_speaks_at_once_and_its_eta_leaves_compiling_out(monkeypatch):
     assert out.getvalue().count("\n") == 2  # a line after the first result
     assert progress.eta() == pytest.approx(10.0)  # 10 cells of 1 s, not 10 x 31 s
     progress.close()
+
+
+_PROGRESS_SCRIPT = """
+import sys
+from olb.grid.running.progress import Progress
+progress = Progress(3, stream=sys.stderr)
+for _ in range(3):
+    progress.update("FINISHED", running=0)
+progress.close()
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("script") is None or shutil.which("stty") is None, reason="needs script and stty")
+def test_the_progress_bar_draws_on_a_terminal_without_a_size(tmp_path):
+    """`script` gives the grid a pseudo-terminal; one of 0 columns and 0 lines (no size, as under a batch job)
+    showed no bar, and no progress line either, for as long as the cells ran."""
+    (tmp_path / "progress.py").write_text(_PROGRESS_SCRIPT)
+    command = f"stty cols 0 rows 0; {shlex.quote(sys.executable)} {tmp_path / 'progress.py'}"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run(
+        ["script", "-qfec", command, str(tmp_path / "typescript")], env=env, capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done
+    screen = (tmp_path / "typescript").read_text(errors="replace")
+    assert "3/3" in screen and "cells: 100%" in screen, screen
 
 
 def test_stopwatch_times_compiling_apart():

@@ -5,10 +5,12 @@ behind, and numba's JIT where the extension cannot be had (said once per machine
 import json
 import os
 import pickle
+import re
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -145,6 +147,43 @@ def test_waiting_for_another_build_is_bounded(tmp_path, monkeypatch):
     finally:
         held.release()
     assert not (tmp_path / "key.lock").exists()
+
+
+def test_a_process_waiting_for_another_build_says_when_it_is_done(tmp_path, capsys):
+    """A build finished by another process while this one waits (here: the session's, copied in by a thread)."""
+    _require_the_extension()
+    folder = tmp_path / "key"
+    held = BuildLock(tmp_path / "key.lock")
+    assert held.take()
+    session_build = Path(sys.modules[kernels.EXTENSION].__file__).parent
+    finishing = threading.Timer(1.0, shutil.copytree, (session_build, folder))
+    finishing.start()
+    try:
+        assert kernels._built(folder) == kernels._verified(session_build)
+    finally:
+        finishing.join()
+        held.release()
+    told = capsys.readouterr().err.splitlines()
+    assert told[0].startswith(f"olb: waiting for olb's kernels, being compiled by pid {os.getpid()} on ")
+    assert re.fullmatch(r"olb: olb's kernels are ready \(compiled by another process; waited \d+ s\)", told[-1])
+
+
+def test_a_builds_expected_time_is_the_last_builds_cpu_stretched_by_the_load(tmp_path, monkeypatch):
+    assert kernels.expected_build_s(tmp_path) is None  # no build yet: nothing to time it by
+    kernels._record_build(tmp_path, wall_s=80.0, cpu_s=20.0)
+    assert json.loads((tmp_path / kernels.BUILD_TIMES).read_text())["cpu_s"] == 20.0
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    for load, expected in ((0.2, 20.0), (7.0, 80.0)):  # idle: its CPU seconds; at load 7 on 2 CPUs a quarter CPU
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
+        assert kernels.expected_build_s(tmp_path) == (
+            pytest.approx(expected),
+            f"the last build's 20 CPU s, at load {load:.1f} on 2 CPU(s)",
+        )
+    record = tmp_path / kernels.BUILD_TIMES
+    record.unlink()
+    record.symlink_to(tmp_path / "elsewhere.json")  # never read through a link
+    (tmp_path / "elsewhere.json").write_text('{"cpu_s": 1}')
+    assert kernels.expected_build_s(tmp_path) is None
 
 
 def test_the_lock_follows_no_link_and_breaks_a_dead_builds(tmp_path):

@@ -23,8 +23,8 @@ from olb.grid.context import GridRun, Stages
 from olb.grid.cost import check_memory, planned_memory_mb
 from olb.grid.dryrun import DryRun, dry_run, print_dry_run
 from olb.grid.running.fanout import fan_out
-from olb.grid.finish import finish
-from olb.grid.messages import CellOutcome, CellTask, GridOutcome, Status
+from olb.grid.finish import allowed_unavailable, finish
+from olb.grid.messages import EXIT_UNAVAILABLE, CellOutcome, CellTask, GridOutcome, Status
 from olb.data import DataDirs
 from olb.grid.plan import Cell, describe
 from olb.grid.recording.recorder import Recorder, resumed_outcomes
@@ -65,11 +65,15 @@ def run_grid(
     plan, data = prepare(cfg)
     for warning in plan.warnings:
         log.warning("warning: %s", warning)
+    accepted = (
+        "allow_unavailable=true"
+        if allowed_unavailable(overrides or [])
+        else f"the experiment's allow_unavailable: true; the grid exits {EXIT_UNAVAILABLE} without them unless the "
+        "command line says allow_unavailable=true"
+    )
     for name, msg in data.unavailable.items():
         log.warning(
-            "olb.grid: data set %r is unavailable; its cells are marked unavailable (allow_unavailable=true): %s",
-            name,
-            msg,
+            "olb.grid: data set %r is unavailable; its cells are marked unavailable (%s): %s", name, accepted, msg
         )
     backend, backend_reason = choose(cfg, plan, data.unavailable)
     backend.log_dir = Path(output_dir)  # where a local Ray's logs of lost cells are kept

@@ -218,24 +218,52 @@ def unknown_override_keys(args: list[str]) -> list[str]:
     return problems
 
 
-def unknown_experiment(args: list[str]) -> str | None:
-    """The message for an ``experiment=NAME`` override naming no experiment file of the config dirs (olb's and
-    ``$OLB_CONF_DIR``'s), with "did you mean" and the known names (Hydra's message adds its search path)."""
+def unknown_choices(args: list[str]) -> list[str]:
+    """One message per ``group=NAME`` override (``+experiment=table3``, ``backend=ray``) naming no file of that
+    config group in the config dirs (olb's and ``$OLB_CONF_DIR``'s), with "did you mean" and the known names
+    (Hydra's message adds its search path)."""
     from olb.text import did_you_mean
 
-    chosen = [a.split("=", 1)[1] for a in args if a.lstrip("+~").split("=", 1)[0] == "experiment" and "=" in a]
-    known = sorted(
-        {
-            str(f.relative_to(d / "experiment").with_suffix(""))
-            for d in olb.conf_dirs()
-            for f in d.glob("experiment/**/*.yaml")
-        }
-    )
-    name = chosen[-1] if chosen else None
-    if name is None or name in known:
+    problems = []
+    for arg in args:
+        key, sep, name = arg.lstrip("+~").partition("=")
+        group = key.split("@", 1)[0]
+        dirs = [d / group for d in olb.conf_dirs() if (d / group).is_dir()]
+        if not sep or not dirs or "." in group or any(c in name for c in ",[]$"):  # not a choice, or a sweep
+            continue
+        known = sorted({str(f.relative_to(d).with_suffix("")) for d in dirs for f in d.glob("**/*.yaml")})
+        if name not in known:
+            where = " and ".join(map(str, dirs))
+            problems.append(
+                f"{group}: unknown {group} {name!r}{did_you_mean(name, known)} in {where}; known: {', '.join(known)}"
+            )
+    return problems
+
+
+def unwritable_run_dir(overrides: list[str]) -> str | None:
+    """Why Hydra could not create the grid's output folder (``hydra.run.dir``, under the working directory unless
+    set), else None: Hydra would answer with a traceback. None too when the config does not compose (Hydra's own
+    message follows)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from olb.paths import unwritable
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(olb.conf_dirs()[0]), version_base="1.3", job_name="olb.grid"):
+            run_dir = str(hydra_compose(PRIMARY_CONFIG, overrides, return_hydra_config=True).hydra.run.dir)
+    except Exception:  # noqa: BLE001 -- the real composition reports it
         return None
-    where = " and ".join(str(d / "experiment") for d in olb.conf_dirs())
-    return f"experiment: unknown experiment {name!r}{did_you_mean(name, known)} in {where}; known: {', '.join(known)}"
+    finally:
+        GlobalHydra.instance().clear()
+    problem = unwritable(Path(run_dir))
+    return (
+        f"hydra.run.dir={run_dir}: {problem} (start from a folder of one's own, or set hydra.run.dir)"
+        if problem
+        else None
+    )
 
 
 def main() -> None:
@@ -248,7 +276,8 @@ def main() -> None:
         raise SystemExit(EXIT_CONFIG)
     overrides = with_search_path(with_default_experiment(sys.argv[1:]))
     import_plugins(overrides)
-    problems = [p for p in [unknown_experiment(sys.argv[1:])] if p] + unknown_override_keys(sys.argv[1:])
+    problems = unknown_choices(sys.argv[1:]) + unknown_override_keys(sys.argv[1:])
+    problems += [p for p in [None if problems else unwritable_run_dir(overrides)] if p]
     if problems:
         for problem in problems:
             print(f"olb.grid: error: {problem}", file=sys.stderr)

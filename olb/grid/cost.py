@@ -73,6 +73,12 @@ def planned_stream(
     return cost, n_train, loops * n_train + n_test
 
 
+def planned_cell_s(cell: Cell) -> float:
+    """The CPU seconds the grid plans for one cell's stream, on an idle CPU (:func:`planned_stream`)."""
+    cost, _, rows = planned_stream(cell.algorithm, cell.params, cell.dataset, cell.loops, cell.protocol)
+    return cost * rows
+
+
 PROCESS_FLOOR_MB = 500.0
 """Resident MB of a Ray worker before its cell's own memory: Python, numpy, scipy, numba's compiled kernels,
 olb's and Ray's imports, and what the worker's earlier cells left behind (a worker runs many cells; one holding

@@ -25,7 +25,7 @@ from olb.grid.running.backends.ray_cluster import cluster_address
 from olb.grid.cost import planned_memory_by_cell, planned_work_by_pair, refuse_oversized
 from olb.grid.crossval import _candidates, cv_task, selected_entries
 from olb.grid.datacheck import DataCheck
-from olb.grid.reporting.markdown import md_table
+from olb.grid.reporting.markdown import md_table, seconds_text
 from olb.grid.messages import CellOutcome
 from olb.grid.plan import Cell, Plan
 from olb.grid.recording.recorder import code_version, resumed_outcomes, tracker_class
@@ -264,7 +264,7 @@ def print_dry_run(d: DryRun, cfg: DictConfig, stream: TextIO) -> None:
             f"{p.cells:,}",
             f"{p.resume:,}",
             f"{p.run:,}",
-            _seconds_text(p.cpu_s),
+            seconds_text(p.cpu_s),
             f"{p.peak_mb:,.0f}",
             _pair_note(p, plan),
         ]
@@ -273,12 +273,13 @@ def print_dry_run(d: DryRun, cfg: DictConfig, stream: TextIO) -> None:
     resume, run = sum(p.resume for p in d.pairs), sum(p.run for p in d.pairs)
     cpu_s, tasks = sum(p.cpu_s for p in d.pairs), sum(p.tasks for p in d.pairs)
     peak = max((p.peak_mb for p in d.pairs), default=0.0)
-    rows.append(["all", "", "", "", f"{cells:,}", f"{resume:,}", f"{run:,}", _seconds_text(cpu_s), f"{peak:,.0f}", ""])
+    rows.append(["all", "", "", "", f"{cells:,}", f"{resume:,}", f"{run:,}", seconds_text(cpu_s), f"{peak:,.0f}", ""])
     header = ["data set", "algorithm", "settings", "seeds", "cells", "resume", "run", "CPU s", "peak MB", "note"]
     say("\n" + md_table(header, rows))
     say(
         "\nCPU s: the planned work (olb/grid/cost.py) of every cell, finished ones too, and of the cross-validation "
-        "folds; peak MB: the largest predicted peak memory of a cell."
+        "folds, on an idle CPU per cell (a loaded machine takes longer); peak MB: the largest predicted peak memory "
+        "of a cell."
     )
     if d.largest:
         say("\nLargest cells by predicted peak memory:")
@@ -288,7 +289,8 @@ def print_dry_run(d: DryRun, cfg: DictConfig, stream: TextIO) -> None:
     unavailable = sum(p.cells for p in d.pairs if p.status == "unavailable")
     say(
         f"\nolb.grid: dry run: {run:,} cell(s) would run, {resume:,} would resume, {unavailable:,} unavailable; "
-        f"planned {_seconds_text(cpu_s)} CPU s ({cpu_s / 3600:.2f} CPU h) in {tasks:,} task(s); {d.wall_s:.1f} s",
+        f"planned {seconds_text(cpu_s)} CPU s ({cpu_s / 3600:.2f} CPU h, assuming an idle CPU per cell) in "
+        f"{tasks:,} task(s); {d.wall_s:.1f} s",
     )
     stream.flush()
 
@@ -301,7 +303,3 @@ def _pair_note(p: PairPlan, plan: Plan) -> str:
             f"1 of {p.candidates} settings, chosen by cross-validation ({select['folds']} folds): resume decided then"
         )
     return "; ".join(notes)
-
-
-def _seconds_text(seconds: float) -> str:
-    return f"{seconds:,.0f}" if seconds >= 100 else f"{seconds:.2g}"

@@ -15,6 +15,7 @@ import pandas as pd
 from olb.grid.reporting.comparable import differences
 from olb.data.files import data_dirs
 from olb.grid.context import GridRun, Stages
+from olb.grid.cost import planned_cell_s
 from olb.grid.reporting.coverage import cover, with_summary
 from olb.grid.running.fanout import FanoutStats
 from olb.grid.messages import (
@@ -156,6 +157,8 @@ def _end_on_full_disk(run: GridRun, st: Stages, full: DiskFull) -> None:
 def finish(run: GridRun, st: Stages) -> GridOutcome:
     """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report; DiskFull
     (said in one line, the parent run closed) when the disk cannot take them."""
+    plots = ", the leaderboard" * bool(run.cfg.leaderboard) + " and the plots" * bool(run.cfg.plots)
+    log.info("olb.grid: writing cells.csv, the table%s to %s...", plots, run.out)
     try:
         cells, table, markdown, files = write_outputs(run, st)
         if run.cfg.export:
@@ -182,6 +185,8 @@ def finish(run: GridRun, st: Stages) -> GridOutcome:
     ran = cells[(cells["source"] == "run") & (cells["status"] == Status.FINISHED)].drop_duplicates("cell_id")
     busy = float(ran["runtime_s"].sum() + ran["compile_s"].fillna(0).sum()) if len(ran) else 0.0  # CPUs kept busy
     efficiency = busy / (fan.cpus * fan.seconds) if (fan.n_done and fan.seconds > 0) else math.nan
+    by_id = {c.cell_id: c for c in run.plan.unique_cells}
+    planned_cpu_s = sum(planned_cell_s(by_id[cell_id]) for cell_id in ran["cell_id"] if cell_id in by_id)
     outcome = GridOutcome(
         exit_code=_exit_code(
             fan,
@@ -202,6 +207,9 @@ def finish(run: GridRun, st: Stages) -> GridOutcome:
         startup_s=fan.startup_s,
         fanout_s=fan.seconds if fan.n_done else 0.0,
         efficiency=efficiency,
+        planned_cpu_s=planned_cpu_s,
+        cpu_s=float(ran["cpu_s"].sum()) if len(ran) else 0.0,
+        compile_s=float(ran["compile_s"].fillna(0).sum()) if len(ran) else 0.0,
         cpus=fan.cpus,
         parent_run_id=st.parent_id,
         tracking_uri=run.tracker.uri,

@@ -215,6 +215,9 @@ class GridOutcome:
     startup_s: float = 0.0
     fanout_s: float = 0.0  # wall time from the first submitted cell to the last result
     efficiency: float = math.nan  # sum of cell runtimes and compile times / (CPUs x fanout_s)
+    planned_cpu_s: float = 0.0  # the cost model's CPU seconds for the cells this invocation ran (an idle CPU each)
+    cpu_s: float = 0.0  # ... and their measured CPU seconds
+    compile_s: float = 0.0  # ... and the seconds their workers spent building or loading kernels
     cpus: int = 1
     parent_run_id: str | None = None
     tracking_uri: str | None = None

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import logging
 import os
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Collection
 from pathlib import Path
-from typing import cast
+from typing import TypeVar, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -27,6 +29,7 @@ from olb.grid.recording.tracker import Tracker
 from olb.run import missing_data_dirs
 
 log = logging.getLogger("olb.grid")
+T = TypeVar("T")
 
 
 def grid_data_dir(cfg: DictConfig) -> str | list[str] | None:
@@ -73,21 +76,34 @@ def prepare(cfg: DictConfig, download: bool = True) -> tuple[Plan, DataCheck]:
 def start_tracker_and_backend(cfg: DictConfig, backend: Backend) -> Tracker:
     """Open the MLflow store (in a thread) while a local Ray starts (in this, the main thread: the processes Ray
     starts die with the thread that started them); the tracker, or GridConfigError with nothing left running."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    started = time.perf_counter()
+    if cfg.tracking.enabled:  # MLflow's import, and a new store's tables: 5-15 s on a loaded machine
+        log.info("olb.grid: opening the MLflow store %s...", cfg.tracking.uri or "(MLflow's default)")
     with ThreadPoolExecutor(max_workers=1) as pool:
         opening = pool.submit(open_tracker, cfg, code_version())
         try:
             if backend.name == "ray":
+                log.info("olb.grid: starting Ray...")
                 backend.start()
                 log.info("olb.grid: Ray ready in %.1f s with %d CPU(s)", backend.startup_s, backend.cpus)
         finally:
             try:
-                tracker = opening.result()
+                tracker = _waited(opening, "opening the MLflow store", started)
             except GridConfigError:
                 backend.stop()
                 raise
+    if cfg.tracking.enabled:
+        log.info("olb.grid: MLflow store open after %.1f s", time.perf_counter() - started)
     return tracker
+
+
+def _waited(future: Future[T], doing: str, started: float, every_s: float = 5.0) -> T:
+    """``future``'s result, saying every ``every_s`` seconds that the grid is still ``doing`` it."""
+    while True:
+        try:
+            return future.result(timeout=every_s)
+        except TimeoutError:
+            log.info("olb.grid: still %s: %.0f s", doing, time.perf_counter() - started)
 
 
 def cross_validate(

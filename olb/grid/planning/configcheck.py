@@ -200,9 +200,10 @@ def check_settings(cfg: DictConfig, problems: Problems) -> None:
             f"protocol={cfg.protocol!r} is not allowed{did_you_mean(cfg.protocol, PROTOCOLS)}; "
             f"allowed: {', '.join(PROTOCOLS)}"
         )
+    known = {*METRICS, *(m for name in algorithm_names() for m in get_algorithm(name).report_metrics)}
     for m in cfg.metrics or ():
-        if m not in METRICS:
-            problems.add(f"metrics: {unknown_name('metric', m, METRICS)}")
+        if m not in known:
+            problems.add(f"metrics: {unknown_name('metric', m, known)}")
     if cfg.backend.name not in BACKENDS:
         problems.add(f"backend.name={cfg.backend.name!r} is not allowed; allowed: {', '.join(BACKENDS)}")
     if cfg.backend.num_cpus is not None and cfg.backend.num_cpus < 1:

@@ -28,6 +28,7 @@ from olb.grid.planning.configcheck import (
     expand_seeds,
     seed_count,
     import_plugins,
+    metric_info,
     selected_entries,
     table_settings,
     unknown_name,
@@ -158,6 +159,8 @@ def _expand_entry(ctx: _Context, key: str, entry: DictConfig | None, entries: di
     entries[key] = e.info()
     for problem in missing_outputs(e.cls, e.metrics):
         ctx.problems.add(f"algorithm {key!r}: {problem}; {metrics_fix(e.cls)}")
+    for name in [m for m in e.metrics if m not in metric_info()]:  # another learner's end-of-stream figure
+        ctx.problems.add(f"algorithm {key!r}: {e.cls.name} does not report {name!r}; {metrics_fix(e.cls)}")
     cells: list[Cell] = []
     for ds in ctx.datasets:
         if e.only is None or ds in e.only:
@@ -170,7 +173,7 @@ def _entry_settings(ctx: _Context, key: str, entry: DictConfig | None) -> _Entry
     allowed; problems with its ``best_of``, data sets and ``select`` go to ``ctx.problems``."""
     from olb.data import dataset_names
     from olb.grid.selection import selection_settings
-    from olb.protocol import DEFAULT_METRICS, PROTOCOLS
+    from olb.protocol import PROTOCOLS, scored_metrics
 
     def given(name: str) -> Any:  # a YAML value, as plain Python: its type is the config's
         return plain(getattr(entry, name)) if entry is not None else None
@@ -200,7 +203,7 @@ def _entry_settings(ctx: _Context, key: str, entry: DictConfig | None) -> _Entry
     except ValueError as err:
         problems.add(str(err))
         select = None
-    metrics = tuple(plain(ctx.cfg.metrics) or DEFAULT_METRICS[cls.task])
+    metrics = scored_metrics(cls, plain(ctx.cfg.metrics), cls.task)
     base = dict(given("params") or {})
     label = given("label") or key
     return _Entry(

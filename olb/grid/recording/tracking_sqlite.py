@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from olb.grid.recording.tracking import MlflowTracker
+from olb.paths import unwritable
 
 
 class MlflowSqliteTracker(MlflowTracker):
@@ -23,6 +24,14 @@ class MlflowSqliteTracker(MlflowTracker):
     another grid holds SQLite's lock, up to the deadline; beyond, the grid ends naming the process that holds it."""
 
     bounded = True
+
+    def _connect(self, timeout_s: float) -> None:
+        """The database file's folder must exist and be writable: MLflow would create the folder (a mistyped
+        path would become a new store nobody looks at) or fail with a traceback."""
+        path = database_path(self.uri)
+        problem = unwritable(Path(path).parent, create=False) if path is not None else None
+        if problem:
+            raise FileNotFoundError(problem)
 
     def _opening(self) -> AbstractContextManager[None]:
         return _sqlite_lock(self.uri, self.timeout_s)

@@ -39,9 +39,22 @@ A marker naming a leaderboard's ranks.csv (:mod:`olb.grid.reporting.leaderboard`
 (:func:`ranks_markdown`): options ``metric``, ``algorithms`` (rows), ``decimals`` (default 2) and ``runtime``
 (``median``, or data sets whose training CPU per example, from the train_us.csv beside it, is shown).
 
+A sentence that quotes figures of a result file is checked too: written between two markers, the opening one
+names the table.csv (or ranks.csv) and the cells it quotes, in the order the sentence quotes them::
+
+    <!-- olb:quote results/leaderboard/table.csv birds/OnlineBMR+size/f1_unlabelled1 birds/OnlineBMR+size/example_f1 -->
+    OnlineBMR+size gets .580 F1 on birds against .098 example-F1<!-- /olb:quote -->
+
+A cell of a table.csv is ``dataset/algorithm/metric``, of a ranks.csv ``metric/learner`` (a name with spaces in
+double quotes); its mean (table.csv) or mean rank (ranks.csv) is quoted, or the column after a colon
+(``emotions/kNN/micro_f1:std``). Each cell must be one of the sentence's numbers, after the previous cell's, at
+that number's own decimals (``.580`` quotes 0.5801; ``3,254`` 3253.7). The sentence is the writer's: quotes are
+checked, never rewritten (:func:`check_quotes`).
+
 ``python -m olb.grid.reporting.doc_tables FILE...`` rewrites the tables (``make docs``); with ``--check`` it changes
 nothing and fails, naming the file, the table and the first differing line, when a table differs from what its
-result file gives (``make docs-check``, run by CI).
+result file gives (``make docs-check``, run by CI). Either fails, naming the sentence and the cell, when a quote
+is not what its result file gives.
 """
 
 from __future__ import annotations
@@ -59,7 +72,7 @@ import pandas as pd
 from olb.grid.plan import RUNTIME_COLUMNS
 from olb.grid.reporting.coverage import summary_line
 from olb.grid.reporting.leaderboard import RANKS_CSV, RUNTIME_CSV
-from olb.grid.reporting.markdown import figure_text, md_table, number_text, partial_text, pivot_markdown
+from olb.grid.reporting.markdown import figure_text, md_table, number_text, paper_text, partial_text, pivot_markdown
 
 _BLOCK = re.compile(r"(<!-- olb:table (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(<!-- /olb:table -->)", re.DOTALL)
 _AXES = ("dataset", "algorithm", "metric")
@@ -244,8 +257,10 @@ def _mean_paper_text(row: dict, decimals: int, bold: bool) -> str:
     """Ours / the paper's: ours bold when best (``bold``), in italics when outside the paper's tolerance."""
     text = figure_text(row, decimals, bold)
     text = f"*{text}*" if row.get("coverage") == "missed" else text
-    if not pd.isna(row["paper"]):
-        text += f" / {number_text(row['paper'], 2 if row['metric'] in RUNTIME_COLUMNS else decimals)}"
+    if row["metric"] in RUNTIME_COLUMNS:
+        text += paper_text(row, decimals)  # not "ours / the paper's": measured on other hardware
+    elif not pd.isna(row["paper"]):
+        text += f" / {number_text(row['paper'], decimals)}"
     if row["partial"]:
         text += f" ({partial_text(row)})"
     return text
@@ -470,6 +485,61 @@ def ranks_markdown(
     return md_table(header, body) + "\n"
 
 
+_QUOTE = re.compile(r"<!-- olb:quote (?P<spec>[^>]*?) -->(?P<body>.*?)<!-- /olb:quote -->", re.DOTALL)
+# a number as the docs write it: 0.580, .580, 12, 3,254 (not the digits of a name such as F1 or cal500)
+_NUMBER = re.compile(r"(?<![\w.,])((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?!\w)")
+# per result file: the columns that name a cell, and the column quoted unless a cell names another
+_QUOTED = {"table.csv": (("dataset", "algorithm", "metric"), "mean"), RANKS_CSV: (("metric", "learner"), "mean_rank")}
+
+
+def check_quotes(text: str, root: Path, name: str) -> list[str]:
+    """One message per quoted cell of ``text``'s ``olb:quote`` sentences that is not the sentence's next number
+    (module docstring)."""
+    problems = []
+    for match in _QUOTE.finditer(text):
+        where = f"{name}:{_line_number(text, match.start())}"
+        source, *cells = shlex.split(match["spec"])
+        if Path(source).name not in _QUOTED or not (root / source).is_file() or not cells:
+            problems.append(
+                f"{where}: a quote names a table.csv or {RANKS_CSV} that exists, then the cells it quotes "
+                f"(got {match['spec']!r})"
+            )
+            continue
+        keys, default = _QUOTED[Path(source).name]
+        frame = pd.read_csv(root / source)
+        numbers = list(_NUMBER.finditer(match["body"]))
+        start = 0
+        for cell in cells:
+            address, _, column = cell.partition(":")
+            values = address.split("/")
+            rows = (
+                frame[(frame[list(keys)].astype(str) == values).all(axis=1)] if len(values) == len(keys) else frame[:0]
+            )
+            if len(rows) != 1 or (column or default) not in frame.columns:
+                problems.append(
+                    f"{where}: {source} has no single cell {cell!r} ({'/'.join(keys)}[:column]; {len(rows)} found)"
+                )
+                continue
+            value = float(rows.iloc[0][column or default])
+            found = next((i for i in range(start, len(numbers)) if _quotes(numbers[i][0], value)), None)
+            if found is None:
+                problems.append(
+                    f"{where}: {source} {cell} is {value:.6g}, which the sentence does not quote after the cells "
+                    f"before it: {' '.join(match['body'].split())!r}"
+                )
+                continue
+            start = found + 1
+    return problems
+
+
+def _quotes(written: str, value: float) -> bool:
+    """Whether the number ``written`` is ``value`` rounded to ``written``'s decimals."""
+    decimals = len(written.partition(".")[2])
+    return not math.isnan(value) and abs(round(value, decimals) - float(written.replace(",", ""))) < 10 ** -(
+        decimals + 3
+    )
+
+
 def _line_number(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
@@ -504,7 +574,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table is not up to date")
     parser.add_argument("--root", type=Path, default=Path("."), help="the repository (result paths are relative)")
     args = parser.parse_args(argv)
-    failures, n_tables = [], 0
+    failures, misquoted, n_tables, n_quotes = [], [], 0, 0
     for path in args.files:
         text = path.read_text()
         try:
@@ -513,15 +583,28 @@ def main(argv: list[str] | None = None) -> int:
             print(f"olb.grid.reporting.doc_tables: {err}", file=sys.stderr)
             return 2
         n_tables += len(_BLOCK.findall(text))
+        n_quotes += len(_QUOTE.findall(text))
         failures += differences
+        misquoted += check_quotes(new, args.root, str(path))
         if differences and not args.check:
             path.write_text(new)
+    if misquoted:
+        print("\n".join(misquoted), file=sys.stderr)
+        print(
+            f"olb.grid.reporting.doc_tables: {len(misquoted)} quoted figure(s) not what their result file gives: "
+            "edit the sentence",
+            file=sys.stderr,
+        )
+        return 1
     if args.check and failures:
         print("\n".join(failures), file=sys.stderr)
         print(f"olb.grid.reporting.doc_tables: {len(failures)} table(s) out of date: run `make docs`", file=sys.stderr)
         return 1
     verb = "checked" if args.check else f"{len(failures)} rewritten of"
-    print(f"olb.grid.reporting.doc_tables: {verb} {n_tables} table(s) in {len(args.files)} file(s)")
+    print(
+        f"olb.grid.reporting.doc_tables: {verb} {n_tables} table(s) and checked {n_quotes} quote(s) in "
+        f"{len(args.files)} file(s)"
+    )
     return 0
 
 

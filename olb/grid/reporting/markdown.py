@@ -34,6 +34,11 @@ def number_text(x: float, decimals: int) -> str:
     return f"{x:.{decimals}f}"
 
 
+def seconds_text(seconds: float) -> str:
+    """Seconds as the grid prints a planned or measured time: ``4,105``, ``58``, ``0.31``."""
+    return f"{seconds:,.0f}" if seconds >= 100 else f"{seconds:.2g}"
+
+
 def figure_text(row: dict, decimals: int, bold: bool = False) -> str:
     """A cell's own figure: its mean (bold when ``bold`` and the best), or why it has none."""
     if row["note"].startswith("unavailable"):
@@ -49,13 +54,22 @@ def _cell_text(row: dict, decimals: int, bold: bool = False) -> str:
     text = figure_text(row, decimals, bold)
     if row["n_seeds"] > 1 and not row["note"].startswith("unavailable"):
         text += f" ± {number_text(row['std'], d)}"
-    if not math.isnan(row["paper"]):
-        text += f" [{number_text(row['paper'], d)}]"
+    text += paper_text(row, d)
     if row["selected"]:
         text += f" ({row['selected']})"
     if row["partial"]:
         text += f" ({partial_text(row)})"
     return text
+
+
+def paper_text(row: dict, decimals: int) -> str:
+    """The paper's figure as an entry shows it: `` [0.1600]`` beside ours; a runtime apart and labelled, since
+    the paper measured it on other hardware (`` (paper's hardware: 253.00 s)``); ``""`` when none."""
+    if pd.isna(row["paper"]):
+        return ""
+    if row["metric"] in RUNTIME_COLUMNS:
+        return f" (paper's hardware: {number_text(row['paper'], 2)} s)"
+    return f" [{number_text(row['paper'], decimals)}]"
 
 
 def md_table(header: list[str], body: list[list[str]]) -> str:
@@ -114,7 +128,8 @@ def table_markdown(table: pd.DataFrame, title: str, layout: TableLayout, referen
     source = f" ({reference})" if reference else ""
     legend = (
         f"Each entry: mean ± std over seeds [the paper's value{source}, only where the settings are the "
-        "paper's] (the selected hyperparameter) (partial: what a figure rests on when less than planned)."
+        "paper's; a runtime's apart, labelled, since the paper measured it on other hardware] (the selected "
+        "hyperparameter) (partial: what a figure rests on when less than planned)."
     )
     long_body = []
     for r in table.to_dict("records"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -12,6 +13,7 @@ from omegaconf import DictConfig
 
 from olb.grid.plan import Cell, Plan
 from olb.grid.messages import EXIT_INTERRUPTED, EXIT_LOST, EXIT_UNAVAILABLE, CellOutcome, GridOutcome, Status
+from olb.grid.reporting.markdown import seconds_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,6 +80,17 @@ def comparability_notes(table: pd.DataFrame | None) -> list[str]:
     return [f"{r.dataset} {r.algorithm} {r.metric}: {r.note}" for r in notes.itertuples()]
 
 
+def plan_against_measured(o: GridOutcome) -> str:
+    """The cost model's CPU seconds for the cells run against what they took, and the load they ran at (the plan
+    assumes an idle CPU per cell, so a loaded machine's wall time is longer than planned)."""
+    ratio = f" ({o.cpu_s / o.planned_cpu_s:.2f}x the plan)" if o.planned_cpu_s > 0 else ""
+    return (
+        f"olb.grid: the {o.n_run} cell(s) run: planned ~{seconds_text(o.planned_cpu_s)} CPU s (an idle CPU per "
+        f"cell), measured {seconds_text(o.cpu_s)} CPU s{ratio} and {seconds_text(o.compile_s)} s building or loading "
+        f"kernels; fan-out {seconds_text(o.fanout_s)} s wall on {o.cpus} CPU(s) at load {os.getloadavg()[0]:.1f}"
+    )
+
+
 def print_report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: float, stream: TextIO) -> None:
     pivot = markdown.split("## All values")[0].strip()
     print("\n" + pivot + "\n", file=stream)
@@ -92,6 +105,8 @@ def print_report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: flo
         f"{o.n_unavailable} unavailable; wall {o.wall_s:.1f} s (start-up {o.startup_s:.1f} s{eff})",
         file=stream,
     )
+    if o.n_run:
+        print(plan_against_measured(o), file=stream)
     for name, path in o.files.items():
         print(f"olb.grid: {name:<9} {path}", file=stream)
     if o.tracking_uri:

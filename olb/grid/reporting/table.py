@@ -77,6 +77,8 @@ class _TableInputs:
             where = f"paper ({self.summary})" if self.summary else "paper"
             shown = number_text(paper, 2 if metric in RUNTIME_COLUMNS else 4)
             return math.nan, f"not comparable: {where} {shown}; here {', '.join(differ)}"
+        if metric in RUNTIME_COLUMNS and not math.isnan(paper):
+            note = "; ".join(x for x in (note, "the paper's runtime, on other hardware: not comparable") if x)
         return paper, note
 
 
@@ -94,7 +96,8 @@ def build_table(
     ``n_seeds``/``n_planned`` and ``n_values``/``n_values_planned`` say what each figure rests on (``partial``
     when less than planned); ``n_failed`` counts the row's failed cells. The paper's value is shown only where
     ``differences`` (:func:`olb.grid.reporting.comparable.differences`) names no setting of the (entry, data set) that
-    differs from the paper's (``None``: shown everywhere); elsewhere the note gives it with what differs.
+    differs from the paper's (``None``: shown everywhere); elsewhere the note gives it with what differs. A
+    runtime's paper value was measured on other hardware: it has no ``diff``, and its note says so.
     """
     from olb.grid.reporting.comparable import paper_summary
 
@@ -164,7 +167,7 @@ def _config_rows(t: _TableInputs, key: str, ds: str, groups: dict[tuple, list[Ce
                 "n_values_planned": len(groups),
                 "partial": bool(n and (n < len(chosen) or len(finite) < len(groups))),
                 "paper": paper,
-                "diff": mean - paper,
+                "diff": math.nan if metric in RUNTIME_COLUMNS else mean - paper,  # seconds of other hardware
                 "selected": selected,
                 "n_failed": n_failed,
                 "note": "; ".join(x for x in (note, pnote) if x),

@@ -48,7 +48,10 @@ class Progress:
         self.t0 = self._last = time.perf_counter()
         self.unit = unit
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        sized = shutil.get_terminal_size((0, 0)).columns > 0  # a pseudo-terminal without a size draws nothing
+        # a pseudo-terminal without a size (`script`, some CI runners) says 0 columns and 0 lines, and tqdm draws
+        # no bar on a screen of 0 lines: give it a width and a height of its own there
+        size = shutil.get_terminal_size((0, 0))
+        sized = size.columns > 0 and size.lines > 0
         self.bar = tqdm(
             total=total,
             initial=skipped,
@@ -58,6 +61,7 @@ class Progress:
             disable=not self.tty,
             dynamic_ncols=sized,
             ncols=None if sized else 110,
+            nrows=None if sized else 24,
             smoothing=0.2,
         )
         self._postfix()

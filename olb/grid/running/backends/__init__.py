@@ -73,13 +73,15 @@ def choose_backend(cfg: BackendConfig, work_s: float, n_tasks: int) -> tuple[str
         return "ray", "a Ray cluster address is given"
     cpus = cfg.num_cpus or os.cpu_count() or 1
     on_ray = cfg.ray_startup_s + work_s / cpus
+    # the cost model's seconds are an idle CPU's: on a loaded machine every figure here grows with the load
+    planned = f"planned work ~{work_s:.0f} CPU s (assuming an idle CPU per cell; load now {os.getloadavg()[0]:.1f})"
     if cpus < 2 or n_tasks < 2 or work_s <= on_ray:
         return "serial", (
-            f"planned work ~{work_s:.0f} CPU s in {n_tasks} task(s): serially ~{work_s:.0f} s, on a "
+            f"{planned} in {n_tasks} task(s): serially ~{work_s:.0f} s, on a "
             f"local Ray with {cpus} CPU(s) ~{on_ray:.0f} s (start-up ~{cfg.ray_startup_s:.0f} s)"
         )
     return "ray", (
-        f"planned work ~{work_s:.0f} CPU s in {n_tasks} tasks: on a local Ray with {cpus} CPUs "
+        f"{planned} in {n_tasks} tasks: on a local Ray with {cpus} CPUs "
         f"~{on_ray:.0f} s (start-up ~{cfg.ray_startup_s:.0f} s) against ~{work_s:.0f} s serially"
     )
 
