@@ -178,11 +178,15 @@ def _planned_cells(text: str) -> dict[tuple[str, str], float]:
 
 
 def test_stream_benchmark_plans_every_cell_and_its_local_part_fits_a_day():
-    result, text = dry("+experiment=stream_benchmark", "tracking=off", "backend=serial")
+    # AMF on corel5k and bibtex is planned beyond this machine's memory: planned all the same for the listing
+    result, text = dry(
+        "+experiment=stream_benchmark", "tracking=off", "backend=serial", "backend.refuse_oversized=false"
+    )
     assert result.exit_code == 0 and "0 unavailable" in text
     full = _planned_cells(text)
     river = [f"river {c}" for c in "HT EFDT HAT ARF AMF MT SGT KNN NB AMR ABALR ABOLR iSOUPT".split()]
     everywhere = [*river, "Ada.OLMR+ALT", "OnlineBMR+ALT", "FALT", "PA-I-BR", "PA-II-BR", "OSML-ELM", "OML", "kNN"]
+    everywhere += ["olb BR+HT", "olb BR+kNN"]
     assert {(ds, learner) for ds in STREAMS for learner in everywhere} <= set(full)
     assert {("bibtex", "SALT"), ("flags", "SALT")} & set(full) == {("bibtex", "SALT")}  # SALT: no kernel version
     assert all(cost > 0 for cost in full.values()) and f"{len(full)} cell(s) would run" in text

@@ -126,8 +126,9 @@ def test_every_multilabel_learner_is_wrapped():
     from olb.registry import ALGORITHMS
 
     names = {cls.learner_class.name for cls in olb.river.LEARNERS.values()}
-    expected = {n for n, c in ALGORITHMS.items() if c.task == "multilabel" and not n.startswith(("river_", "mlhat_"))}
-    assert names == expected
+    # a test module's own learner (olb.grid.testing's _grid_stub) may be registered after olb.river was imported
+    own = {n for n, c in ALGORITHMS.items() if c.task == "multilabel" and not n.startswith(("river_", "mlhat_", "_"))}
+    assert own <= names <= own | {n for n in ALGORITHMS if n.startswith("_")}
 
 
 @pytest.mark.e2e
