@@ -5,6 +5,7 @@ and workers that import none of the driver's libraries."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import sqlite3
@@ -146,7 +147,8 @@ def test_a_batch_on_sqlite_holds_what_mlflows_own_calls_would(store):
 
     tracker, plan, result, failure = store
     cells = plan.unique_cells
-    items = [(cells[0], result, {"olb.data_fingerprint": "f"}), (cells[1], failure, None)]
+    read = {"olb.data_fingerprint": "f", "olb.data_files": "train=/d/my data/a.arff test=/d/my data/b.arff"}
+    items = [(cells[0], result, read), (cells[1], failure, None)]
     bulk = tracker.log_cells(items)  # one transaction through the SQL store
     sql, tracker.sql = tracker.sql, None
     try:
@@ -160,11 +162,25 @@ def test_a_batch_on_sqlite_holds_what_mlflows_own_calls_would(store):
         assert (run_a.info.start_time, run_a.info.end_time) == (run_b.info.start_time, run_b.info.end_time)
         assert run_a.data.params == run_b.data.params and run_a.data.metrics == run_b.data.metrics
         assert run_a.data.tags == run_b.data.tags
+        assert dataset_inputs(run_a) == dataset_inputs(run_b)
         assert run_a.info.artifact_uri == f"{tracker.artifact_location}/{a}/artifacts"
         assert {f.path for f in client.list_artifacts(a)} == {f.path for f in client.list_artifacts(b)}
     history = lambda run_id: [(m.step, m.value) for m in client.get_metric_history(run_id, "curve/train/rank_loss")]  # noqa: E731
     assert history(bulk[0]) == history(one_by_one[0]) and len(history(bulk[0])) > 3
     assert [f.path for f in client.list_artifacts(bulk[1])] == ["traceback.txt"]  # a failure's traceback
+    # the data set read, its fingerprint, its files' folder and the protocol; no data named, no input
+    source = json.dumps({"uri": "/d/my data"})
+    context = [("mlflow.data.context", cells[0].protocol)]
+    assert dataset_inputs(client.get_run(bulk[0])) == [(cells[0].dataset, "f", "local", source, context)]
+    assert dataset_inputs(client.get_run(bulk[1])) == []
+
+
+def dataset_inputs(run) -> list[tuple]:
+    """A run's dataset inputs as MLflow reads them back: name, digest, source type, source, tags."""
+    return [
+        (i.dataset.name, i.dataset.digest, i.dataset.source_type, i.dataset.source, [(t.key, t.value) for t in i.tags])
+        for i in run.inputs.dataset_inputs
+    ]
 
 
 def test_a_recorded_curve_is_read_back_phase_by_phase_and_from_older_stores(store):

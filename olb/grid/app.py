@@ -168,6 +168,10 @@ def _start_parent(run: GridRun, n_todo: int, n_resumed: int) -> str | None:
         "olb.overrides": " ".join(run.overrides),
         "olb.data_fingerprints": " ".join(f"{n}={s.fingerprint}" for n, s in run.data.sources.items()),
     }
-    return run.tracker.start_parent(
-        f"{cfg.name} {datetime.now():%Y-%m-%d %H:%M:%S}", params, tags, OmegaConf.to_yaml(cfg)
+    # a name the UI's runs table shows whole (the start time is the run's)
+    parent_id = run.tracker.start_parent(
+        f"{cfg.name} {datetime.now():%m-%d %H:%M}", params, tags, OmegaConf.to_yaml(cfg)
     )
+    varying = dict.fromkeys(key for c in plan.unique_cells for key, _ in c.varying)
+    run.tracker.show_runs(["label", "seed", *varying], [*plan.table_metrics, "runtime_s"])
+    return parent_id

@@ -34,11 +34,13 @@ from olb.grid.reporting.markdown import TableLayout, grid_title, selection_markd
 from olb.grid.reporting.references import reference_source
 from olb.grid.reporting.report import print_report, write_leaderboard, write_plots
 from olb.grid.recording.results import cells_frame
+from olb.grid.recording.tracking_cells import MAX_TAG
 from olb.grid.reporting.table import build_table
 from olb.grid.stages import grid_data_dir
 from olb.grid.writing import DiskFull, disk_full, write_csv, write_text
 
 log = logging.getLogger("olb.grid")
+NOTE_TAG = "mlflow.note.content"  # a run's description in the MLflow UI (markdown)
 
 
 def write_outputs(run: GridRun, st: Stages) -> tuple[pd.DataFrame, pd.DataFrame, str, dict[str, Path]]:
@@ -94,8 +96,18 @@ def allowed_unavailable(overrides: list[str]) -> bool:
     return bool(values) and values[-1].strip().lower() == "true"
 
 
-def _finish_parent(run: GridRun, st: Stages, outcome: GridOutcome, n_finished: int) -> bool:
-    """Close the parent run with the grid's status, summary metrics and files; False if the tracker failed."""
+def parent_note(markdown: str) -> str:
+    """The parent run's description (the MLflow UI shows it on the run's page): the table's summary, cut to what a
+    tag holds, pointing to the whole table."""
+    summary = markdown.split("## All values")[0].strip()
+    more = "\n\nEvery value, with the paper's where comparable: the artifact table.md."
+    room = MAX_TAG - len(more)
+    return (summary if len(summary) <= room else summary[: room - 4] + " ...") + more
+
+
+def _finish_parent(run: GridRun, st: Stages, outcome: GridOutcome, n_finished: int, markdown: str) -> bool:
+    """Close the parent run with the grid's status, summary metrics, description and files; False if the tracker
+    failed."""
     fan = st.fan
     if fan.lost is not None and fan.lost.what == "tracking":
         return True
@@ -128,7 +140,7 @@ def _finish_parent(run: GridRun, st: Stages, outcome: GridOutcome, n_finished: i
                 *([run.out / "plots"] if "plots" in files else []),
                 *([files["leaderboard"]] if "leaderboard" in files else []),
             ],
-            {"olb.ended_by": str(fan.lost)} if fan.lost is not None else None,
+            {NOTE_TAG: parent_note(markdown), **({"olb.ended_by": str(fan.lost)} if fan.lost is not None else {})},
         )
     except Exception as err:  # noqa: BLE001 - the files are written; say so and go on
         log.error("olb.grid: could not record the grid's parent run in MLflow (%s: %s)", type(err).__name__, err)
@@ -213,11 +225,12 @@ def finish(run: GridRun, st: Stages) -> GridOutcome:
         cpus=fan.cpus,
         parent_run_id=st.parent_id,
         tracking_uri=run.tracker.uri,
+        ui_page=run.tracker.ui_page,
         files=files,
         failures=st.recorder.failures,
         untracked=st.recorder.untracked,
     )
-    if not _finish_parent(run, st, outcome, n_finished):
+    if not _finish_parent(run, st, outcome, n_finished, markdown):
         outcome.exit_code = outcome.exit_code or EXIT_FAILED_CELLS
     print_report(outcome, markdown, run.cfg, efficiency, run.stream)
     return outcome

@@ -221,6 +221,7 @@ class GridOutcome:
     cpus: int = 1
     parent_run_id: str | None = None
     tracking_uri: str | None = None
+    ui_page: str | None = None  # the MLflow UI's page of the experiment's runs (after the UI's address)
     files: dict[str, Path] = field(default_factory=dict)  # what was written, by name (cells, table_csv, ...)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (cell's run name, its traceback)
     untracked: list[str] = field(default_factory=list)  # cells that finished but could not be logged to MLflow

@@ -80,8 +80,10 @@ class Cell:
 
     @property
     def run_name(self) -> str:
+        """Short enough for the MLflow UI's runs table (entry, data set, seed first; the hyperparameters that vary
+        after them, and in the run's parameters)."""
         extra = "".join(f" {k}={_fmt(v)}" for k, v in self.varying)
-        return f"{self.label}{extra} {self.dataset} s{self.seed}"
+        return f"{self.entry} {self.dataset} s{self.seed}{extra}"
 
     def record(self) -> dict[str, object]:
         """Flat description for cells.csv."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ class Tracker(ABC):
     olb's version (recorded with every run)."""
 
     uri: str | None = None  # where the runs are (shown to the user), None when nowhere
+    ui_page: str | None = None  # the MLflow UI's page of the experiment's runs (after the server's address)
     cell_artifacts: bool = False  # whether cells should send their curve plot along (the worker draws it)
 
     def __init__(self, tracking: TrackingConfig, experiment_name: str, code_version: str = "unknown"):
@@ -90,6 +91,10 @@ class Tracker(ABC):
     def log_cells(self, cells: list[tuple[Cell, CellResult | CellFailure, Tags | None]]) -> list[str | None]:
         """Cells' results or failures, each ``(cell, message, data_tags)``, as child runs; their ids. All or none
         are recorded (a failed write raises); a run is finished only with all its data."""
+
+    def show_runs(self, params: Sequence[str], metrics: Sequence[str]) -> None:
+        """Let :attr:`ui_page` show the experiment's runs with ``params`` and ``metrics`` as columns (nothing for
+        a tracker without a UI)."""
 
     def log_cell(self, cell: Cell, message: CellResult | CellFailure, data_tags: Tags | None = None) -> str | None:
         """One cell's result or failure as a child run; its id."""

@@ -38,11 +38,20 @@ from olb.grid.lost import TrackingLost
 from olb.grid.messages import CellFailure, CellResult, Status
 from olb.grid.plan import Cell
 from olb.grid.recording.tracker import CV_TASK_TAG, Accept, Curve, FinishedRun, Metrics, Params, Tags, Tracker
-from olb.grid.recording.tracking_cells import MAX_PARAM, MAX_TAG, CellRecord, cell_record, clip, curve_key
-from olb.grid.recording.tracking_sql import finished_runs, insert_runs, sql_store
+from olb.grid.recording.tracking_cells import (
+    MAX_PARAM,
+    MAX_TAG,
+    CellRecord,
+    DatasetRecord,
+    cell_record,
+    clip,
+    curve_key,
+)
+from olb.grid.recording.tracking_sql import DATASET_CONTEXT_TAG, finished_runs, insert_runs, sql_store
+from olb.grid.recording.ui_view import VIEW_TAG, runs_page, runs_view
 
 if TYPE_CHECKING:
-    from mlflow.entities import Metric, Run
+    from mlflow.entities import DatasetInput, Metric, Run
 
 T = TypeVar("T")
 
@@ -107,6 +116,7 @@ class MlflowTracker(Tracker):
         self._open()
         self.sql = sql_store(self.client)  # cells written and read in bulk (None: through MLflow's client)
         self.artifact_location = self._retry(self.client.get_experiment, self.experiment_id).artifact_location
+        self.ui_page = runs_page(self.experiment_id)
         self.parent_run_id: str | None = None
         self.orphans: list[str] = []  # runs logged before the parent run opened (they become its children)
         self.mark_stale_parents()
@@ -304,6 +314,9 @@ class MlflowTracker(Tracker):
         return n
 
     # -- writes -------------------------------------------------------------------------------------------
+    def show_runs(self, params: Sequence[str], metrics: Sequence[str]) -> None:
+        self._retry(self.client.set_experiment_tag, self.experiment_id, VIEW_TAG, runs_view(params, metrics))
+
     def start_parent(self, run_name: str, params: Params, tags: Tags, config_yaml: str) -> str:
         all_tags = {
             "olb.kind": "grid",
@@ -389,6 +402,8 @@ class MlflowTracker(Tracker):
         run_id = run.info.run_id
         metrics = [Metric(*m) for m in record.metrics]
         self._log_batch(run_id, metrics=metrics, params=record.params, tags={"olb.status": record.tags["olb.status"]})
+        if record.dataset is not None:
+            self._retry(self.client.log_inputs, run_id, datasets=[dataset_input(record.dataset)])
         if record.files:
             with tempfile.TemporaryDirectory(prefix="olb-cell-") as tmp:
                 for fname, data in record.files.items():
@@ -417,6 +432,14 @@ class MlflowTracker(Tracker):
         plist = [Param(str(k), clip(str(v), MAX_PARAM)) for k, v in (params or {}).items()]
         tlist = [RunTag(str(k), clip(str(v), MAX_TAG)) for k, v in (tags or {}).items()]
         self._retry(self.client.log_batch, run_id, metrics=list(metrics), params=plist, tags=tlist)
+
+
+def dataset_input(dataset: DatasetRecord) -> DatasetInput:
+    """A cell's data set as MLflow's dataset input entity."""
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+
+    entity = Dataset(dataset.name, dataset.digest, dataset.source_type, dataset.source)
+    return DatasetInput(entity, [InputTag(DATASET_CONTEXT_TAG, dataset.context)])
 
 
 def first_line(err: BaseException) -> str:

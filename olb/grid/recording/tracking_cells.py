@@ -5,14 +5,31 @@ that a tracker writes as it can (:meth:`olb.grid.recording.tracking.MlflowTracke
 
 from __future__ import annotations
 
+import json
+import os
+import re
 from dataclasses import dataclass
 
+from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG
 from olb.grid.messages import CellFailure, CellResult, Status
 from olb.grid.plan import Cell
 from olb.grid.recording.tracker import Tags
 
 MAX_PARAM = 6000
 MAX_TAG = 8000
+
+
+@dataclass(frozen=True)
+class DatasetRecord:
+    """The data a cell's run read, as an MLflow dataset input (the runs table's Dataset column): the data set's
+    registry ``name``, olb's data fingerprint as ``digest``, its files' folder as a ``local`` ``source`` (MLflow's
+    JSON) and the protocol it was read under as ``context``."""
+
+    name: str
+    digest: str
+    source_type: str
+    source: str
+    context: str
 
 
 @dataclass(frozen=True)
@@ -29,6 +46,7 @@ class CellRecord:
     params: dict[str, str]
     metrics: list[tuple[str, float, int, int]]
     files: dict[str, bytes]
+    dataset: DatasetRecord | None = None
 
 
 def cell_record(
@@ -50,7 +68,19 @@ def cell_record(
         params={str(k): clip(str(v), MAX_PARAM) for k, v in params.items()},
         metrics=cell_metrics(message, end_ms, cell.window),
         files=cell_files(message, artifacts),
+        dataset=cell_dataset(cell, data_tags),
     )
+
+
+def cell_dataset(cell: Cell, data_tags: Tags | None) -> DatasetRecord | None:
+    """The data set input of a cell that read the data ``data_tags`` name (None when they name none)."""
+    if not data_tags or FINGERPRINT_TAG not in data_tags:
+        return None
+    # the files tag: "role=path" per file (olb.data.Provenance.files_text), a path possibly with spaces in it
+    paths = re.findall(r"(?:^| )\w+=(.+?)(?= \w+=|$)", data_tags.get(FILES_TAG, ""))
+    folder = os.path.commonpath(paths) if len(paths) > 1 else (paths[0] if paths else cell.dataset)
+    source = json.dumps({"uri": folder})
+    return DatasetRecord(cell.dataset, data_tags[FINGERPRINT_TAG], "local", source, cell.protocol)
 
 
 def clip(text: str, limit: int) -> str:

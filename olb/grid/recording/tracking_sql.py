@@ -3,9 +3,9 @@ URI such as ``postgresql://``), in the tables MLflow's own calls fill.
 
 MLflow's client writes a run in three to four transactions (create, log, artifacts, terminate), each opening a
 session and reading the run back: ~50 ms per cell on SQLite. :func:`insert_runs` writes a whole batch of cells,
-each already FINISHED (or FAILED) with all its tags, parameters, metrics and metric history, in one transaction:
-a batch is in the store entirely or not at all, so a driver killed while writing leaves no half-written run
-(its cells run again on resume). :func:`finished_runs` reads the resume index (every finished run of a kind with
+each already FINISHED (or FAILED) with all its tags, parameters, metrics, metric history and dataset input, in one
+transaction: a batch is in the store entirely or not at all, so a driver killed while writing leaves no
+half-written run (its cells run again on resume). :func:`finished_runs` reads the resume index (every finished run of a kind with
 its tags, parameters and latest metrics) in three queries, whatever the number of runs, instead of MLflow's
 search, which builds one entity per run.
 """
@@ -29,9 +29,10 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session
     from sqlalchemy.sql.selectable import NamedFromClause
 
-    from olb.grid.recording.tracking_cells import CellRecord
+    from olb.grid.recording.tracking_cells import CellRecord, DatasetRecord
 
 SQL_FLOAT_MAX = 1.7976931348623157e308  # what MLflow stores for an infinite metric
+DATASET_CONTEXT_TAG = "mlflow.data.context"  # an input's tag: what the run did with the data set
 
 
 def sql_store(client: MlflowClient) -> SqlAlchemyStore | None:
@@ -108,7 +109,67 @@ def insert_runs(
             (SqlLatestMetric, latest),
         ):
             _insert(session, model.__table__, rows)
+        _insert_inputs(session, int(experiment_id), [(r, record.dataset) for r, record in zip(run_ids, records)])
     return run_ids
+
+
+def _insert_inputs(session: Session, experiment_id: int, inputs: list[tuple[str, DatasetRecord | None]]) -> None:
+    """Each run's data set as its dataset input, in the tables ``MlflowClient.log_inputs`` fills: a data set (name
+    and digest) once per experiment, then one input per run with its context tag."""
+    from mlflow.store.tracking.dbmodels.models import SqlDataset, SqlInput, SqlInputTag
+    from sqlalchemy import select
+
+    wanted = {(d.name, d.digest): d for _, d in inputs if d is not None}
+    if not wanted:
+        return
+    table = SqlDataset.__table__
+    known: dict[tuple[str, str], str] = {
+        (name, digest): dataset_uuid
+        for name, digest, dataset_uuid in session.connection().execute(
+            select(table.c.name, table.c.digest, table.c.dataset_uuid).where(
+                table.c.experiment_id == experiment_id, table.c.name.in_({name for name, _ in wanted})
+            )
+        )
+    }
+    new = {key: uuid.uuid4().hex for key in wanted if key not in known}
+    _insert(
+        session,
+        table,
+        [
+            dict(
+                dataset_uuid=new[key],
+                experiment_id=experiment_id,
+                name=d.name,
+                digest=d.digest,
+                dataset_source_type=d.source_type,
+                dataset_source=d.source,
+                dataset_schema=None,
+                dataset_profile=None,
+            )
+            for key, d in wanted.items()
+            if key in new
+        ],
+    )
+    uuids = {**known, **new}
+    edges: list[dict[str, object]] = []
+    edge_tags: list[dict[str, object]] = []
+    for run_id, d in inputs:
+        if d is not None:
+            input_uuid = uuid.uuid4().hex
+            source = uuids[(d.name, d.digest)]
+            edges.append(
+                dict(
+                    input_uuid=input_uuid,
+                    source_type="DATASET",
+                    source_id=source,
+                    destination_type="RUN",
+                    destination_id=run_id,
+                    step=0,
+                )
+            )
+            edge_tags.append(dict(input_uuid=input_uuid, name=DATASET_CONTEXT_TAG, value=d.context))
+    _insert(session, SqlInput.__table__, edges)
+    _insert(session, SqlInputTag.__table__, edge_tags)
 
 
 def _insert(session: Session, table: Table, rows: list[dict[str, object]]) -> None:

@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 from olb.grid.plan import Cell, Plan
 from olb.grid.messages import EXIT_INTERRUPTED, EXIT_LOST, EXIT_UNAVAILABLE, CellOutcome, GridOutcome, Status
 from olb.grid.reporting.markdown import seconds_text
+from olb.grid.ui import how_to_open
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,6 +116,8 @@ def print_report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: flo
             f"parent run {o.parent_run_id})",
             file=stream,
         )
+    if o.tracking_uri and o.ui_page:
+        print(f"olb.grid: UI        {how_to_open(o.tracking_uri, o.ui_page)}", file=stream)
     failed = o.cells[o.cells["status"] == Status.FAILED].drop_duplicates("cell_id")
     if len(failed):
         print(f"olb.grid: {len(failed)} FAILED cell(s) (tracebacks in their MLflow runs, traceback.txt):", file=stream)
