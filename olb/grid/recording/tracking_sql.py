@@ -124,7 +124,7 @@ def _insert_inputs(session: Session, experiment_id: int, inputs: list[tuple[str,
         return
     table = SqlDataset.__table__
     known: dict[tuple[str, str], str] = {
-        (name, digest): dataset_uuid
+        (str(name), str(digest)): str(dataset_uuid)
         for name, digest, dataset_uuid in session.connection().execute(
             select(table.c.name, table.c.digest, table.c.dataset_uuid).where(
                 table.c.experiment_id == experiment_id, table.c.name.in_({name for name, _ in wanted})
