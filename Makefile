@@ -33,7 +33,7 @@ grid: setup
 # the MLflow UI on the grids' ./mlflow.db, on this machine only: make ui [PORT=5000]
 PORT ?= 5000
 ui: setup
-	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port $(PORT)
+	$(PY) -m olb.grid.ui sqlite:///mlflow.db --port $(PORT)
 
 test: setup
 	$(PY) -m pytest
