@@ -11,6 +11,7 @@ import pytest
 
 from olb.learners import FALT, PA1BR, OnlineBMR
 from olb.learners.params import C, ETA, NUM_HIDDEN
+from olb.learners.river_mlhat import RiverTableLearner
 from olb.learners.river_family import CLASSIFIERS, STRATEGIES, RiverMultiLabel
 from olb.learners.thresholds import Thresholded
 from olb.registry import algorithm_names, get_algorithm
@@ -53,6 +54,8 @@ def _forwarded(cls) -> set[str]:
         return set(cls.scorer_class.params)
     if issubclass(cls, RiverMultiLabel):
         return set(STRATEGIES[cls.strategy]) | set(CLASSIFIERS[cls.classifier][1])
+    if issubclass(cls, RiverTableLearner):  # the table's settings, handed to river's model it builds
+        return set(cls.params) - {"dense_rows"}
     return set()
 
 

@@ -250,6 +250,8 @@ def unwritable_run_dir(overrides: list[str]) -> str | None:
 
     from olb.paths import unwritable
 
+    register_configs()
+    OmegaConf.register_new_resolver("olb_name", run_folder_name, replace=True)  # conf/config.yaml's hydra.run.dir
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(olb.conf_dirs()[0]), version_base="1.3", job_name="olb.grid"):
@@ -283,7 +285,6 @@ def main() -> None:
             print(f"olb.grid: error: {problem}", file=sys.stderr)
         raise SystemExit(EXIT_CONFIG)
     sys.argv[1:] = overrides
-    OmegaConf.register_new_resolver("olb_name", run_folder_name, replace=True)
     app = hydra.main(config_path=str(olb.conf_dirs()[0]), config_name=PRIMARY_CONFIG, version_base="1.3")(_hydra_task)
     try:
         app()
