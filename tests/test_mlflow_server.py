@@ -234,3 +234,48 @@ def test_mlflow_ui_in_headless_chromium(grid, tmp_path):
     assert name in run_page and parent in run_page  # the run and its parent
     for text in ("rank_loss", "gamma", "num_learners", str(child["cell_id"])):
         assert text in run_page
+
+
+@pytest.mark.skipif(
+    shutil.which("chromium") is None,
+    reason="headless Chromium is not installed (Debian package 'chromium'; .ci/system_packages.sh)",
+)
+def test_the_printed_address_opens_on_the_runs_with_their_data_sets(grid, tmp_path):
+    """The address a grid prints (olb's saved view) shows, without any click, the runs table: every cell's run by
+    name and its data set (name and olb's fingerprint as the dataset input's digest), not MLflow's GenAI overview."""
+    from olb.grid.recording.ui_view import runs_page
+
+    url, o = grid
+    exp = api(url, "GET", "experiments/get-by-name", params={"experiment_name": EXPERIMENT})["experiment"]
+    address = f"{url}/{runs_page(exp['experiment_id'])}"
+    text = page_text(address, tmp_path)
+    for run_id in o.cells["run_id"]:
+        run = api(url, "GET", "runs/get", params={"run_id": run_id})["run"]
+        (dataset_input,) = run["inputs"]["dataset_inputs"]
+        dataset = dataset_input["dataset"]
+        assert dataset["name"] == "emotions" and len(dataset["digest"]) == 16
+        assert run["info"]["run_name"] in text
+    assert f"emotions ({dataset['digest']})" in text or ("emotions" in text and dataset["digest"] in text)
+    shot = tmp_path / "runs.png"
+    subprocess.run(
+        [
+            shutil.which("chromium") or "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'shot-profile'}",
+            "--window-size=1600,1000",
+            "--virtual-time-budget=30000",
+            f"--screenshot={shot}",
+            address,
+        ],
+        capture_output=True,
+        timeout=180,
+    )
+    assert shot.stat().st_size > 10_000  # a drawn page, not a blank one
+    if os.environ.get("OLB_UI_SCREENSHOT"):  # keep it for a look: OLB_UI_SCREENSHOT=path.png
+        shutil.copyfile(shot, os.environ["OLB_UI_SCREENSHOT"])
