@@ -53,7 +53,7 @@ test-any-cpu: setup
 # stays when numba.pycc goes, docs/speed.md): the fast tests of every learner that calls a kernel, about 6 minutes
 JIT_TESTS := $(BIT_EXACT_TESTS) tests/test_mlr_boosting.py tests/test_multiclass_boosting.py \
 	tests/test_topk_boosting.py tests/test_potentials.py tests/test_thresholds.py tests/test_learner_contract.py \
-	tests/test_kernels.py tests/test_protocol.py
+	tests/test_kernels.py tests/test_protocol.py tests/test_stream_br.py tests/test_prequential.py
 
 test-jit: setup
 	OLB_KERNELS=jit $(PY) -m pytest -m "not e2e" $(JIT_TESTS)
