@@ -189,25 +189,26 @@ def test_cross_validation_tasks_resume_from_the_server_for_every_grid(server):
     assert sorted(t["mlflow.parentRunId"] for t in tags if t.get("olb.kind") == "cv") == [first.parent_run_id] * 2
 
 
+def headless_chromium(tmp: Path) -> list[str]:
+    """Headless Chromium with a fresh profile in ``tmp``, nothing fetched from outside, up to 30 s of page time."""
+    return [
+        shutil.which("chromium") or "chromium",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp / f'chromium-{time.time_ns()}'}",
+        "--virtual-time-budget=30000",
+    ]
+
+
 def page_text(url: str, tmp: Path) -> str:
     """The text of ``url`` as headless Chromium renders it (the MLflow UI is a React app)."""
-    chromium = shutil.which("chromium")
-    profile = tmp / f"chromium-{time.time_ns()}"
     proc = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={profile}",
-            "--virtual-time-budget=30000",
-            "--dump-dom",
-            url,
-        ],
+        [*headless_chromium(tmp), "--dump-dom", url],
         capture_output=True,
         text=True,
         timeout=180,
@@ -258,21 +259,7 @@ def test_the_printed_address_opens_on_the_runs_with_their_data_sets(grid, tmp_pa
     assert f"emotions ({dataset['digest']})" in text or ("emotions" in text and dataset["digest"] in text)
     shot = tmp_path / "runs.png"
     subprocess.run(
-        [
-            shutil.which("chromium") or "chromium",
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp_path / 'shot-profile'}",
-            "--window-size=1600,1000",
-            "--virtual-time-budget=30000",
-            f"--screenshot={shot}",
-            address,
-        ],
+        [*headless_chromium(tmp_path), "--window-size=1600,1000", f"--screenshot={shot}", address],
         capture_output=True,
         timeout=180,
     )
