@@ -236,7 +236,8 @@ def test_grid_runs_across_both_nodes(cluster, tmp_path):
     ready = next(line for line in out.splitlines() if "olb.grid: kernels ready in" in line)
     assert ready.count("built on") == 1 and ready.count("loaded on") == 1, ready
     assert (cells["compile_s"] < 5.0).all(), cells["compile_s"]
-    assert [path.name for path in (cluster.root / "kernels").iterdir()] == [kernels.build_key()]
+    builds = [path.name for path in (cluster.root / "kernels").iterdir() if path.name != kernels.BUILD_TIMES]
+    assert builds == [kernels.build_key()]  # one build (beside it the build times the next build's estimate reads)
 
 
 def test_stopping_the_nodes_leaves_no_process(cluster):
