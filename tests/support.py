@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import socket
 import sqlite3
 from pathlib import Path
 
@@ -46,3 +47,14 @@ def session_processes(sid: int) -> dict[int, str]:
         except OSError:  # exited meanwhile
             continue
     return found
+
+
+def answers(address: str, timeout: float = 2.0) -> bool:
+    """Whether something accepts a TCP connection at ``host:port`` (a port probe; olb asks the Ray head a real
+    request instead: :func:`olb.grid.running.backends.ray_head.head_answers`)."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False

@@ -10,8 +10,9 @@ import time
 import pytest
 
 from olb.grid.deadline import DeadlineExceeded, call_within
-from olb.grid.lost import RayLost, answers
+from olb.grid.lost import RayLost
 from olb.grid.running.backends.ray_head import check_head, head_answers
+from support import answers
 
 
 def test_a_call_within_its_deadline_returns_or_raises_as_itself():

@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 from ray_probe import listeners
-from support import local_cluster
+from support import answers, local_cluster
 
 from olb.grid.auth import private_dir, token_env, write_token
 from olb.grid.running.backends.ray_local import fresh_temp_dir, remove_stale_temp_dirs
 from olb.grid.running.backends.ray_lost import keep_logs
-from olb.grid.lost import answers
 
 ROOT = Path(__file__).resolve().parents[1]
 RAY_NODE = ROOT / "slurm" / "ray_node.sh"

@@ -7,8 +7,6 @@ running cells; the grid then writes the table of what finished and exits with it
 
 from __future__ import annotations
 
-import socket
-
 
 class InfrastructureLost(RuntimeError):
     """A part the grid depends on stopped answering; ``what`` names it ("ray" or "tracking")."""
@@ -22,13 +20,3 @@ class RayLost(InfrastructureLost):
 
 class TrackingLost(InfrastructureLost):
     what = "tracking"
-
-
-def answers(address: str, timeout: float = 2.0) -> bool:
-    """Whether something accepts a TCP connection at ``host:port``."""
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
-            return True
-    except (OSError, ValueError):
-        return False
