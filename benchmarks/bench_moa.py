@@ -23,9 +23,10 @@ the first run's CPU over the warm median). The JVM's start-up (wall and CPU seco
 runs each row once for each side, interleaved (which side goes first alternates by round); the figures are the
 medians over rounds, the ratio olb / MOA is the median of the rounds' ratios (below 1: olb is faster).
 
-``--out FILE.csv`` writes one line per (data set, row, metric) in the layout of olb's result tables (``dataset,
-algorithm, metric, mean, std, n_seeds``: ``n_seeds`` holds the rounds) and a ``.json`` beside it with the machine,
-the load and the JVM figures; docs/speed.md's table is generated from it (``olb.grid.reporting.doc_tables``).
+``--out FILE.csv`` writes one line per (data set, row, figure) in the layout of olb's result tables (``dataset,
+algorithm, metric, mean``, ...: each figure one value, a median over rounds) and a ``.json`` beside it with the machine, the load
+and the JVM figures; docs/speed.md's tables are generated from it (``olb.grid.reporting.doc_tables``).
+``--table-from FILE.json`` writes the ``.csv`` again from such a record.
 """
 
 from __future__ import annotations
@@ -235,8 +236,13 @@ def _java_version() -> str:
     return str(jpype.JClass("java.lang.System").getProperty("java.version")) if jpype.isJVMStarted() else ""
 
 
-def write(out: Path, results: list[dict], extra: dict, rounds: int, load: tuple[float, float]) -> None:
-    """The table (``out``, olb's result-table layout) and its record (``out`` with ``.json``)."""
+# the columns of olb's result tables (olb.grid.reporting.export) that a benchmark has no value for
+_ABSENT = {"std": float("nan"), "paper": float("nan"), "diff": float("nan"), "n_values": 1, "n_values_planned": 1}
+_ABSENT.update({"partial": False, "selected": "", "n_failed": 0, "note": "", "best": False})
+
+
+def write_table(out: Path, results: list[dict]) -> None:
+    """The comparison as a result table (``out``, olb's layout: one line per data set, row and figure)."""
     import pandas as pd
 
     lines = []
@@ -248,18 +254,15 @@ def write(out: Path, results: list[dict], extra: dict, rounds: int, load: tuple[
             ("olb accuracy", r["olb_accuracy"]),
             ("MOA accuracy", r["moa_accuracy"]),
         ):
-            lines.append(
-                {
-                    "dataset": r["dataset"],
-                    "algorithm": r["label"],
-                    "metric": metric,
-                    "mean": value,
-                    "std": float("nan"),
-                    "n_seeds": rounds,
-                }
-            )
+            entry = {"dataset": r["dataset"], "algorithm": r["label"], "metric": metric, "mean": value}
+            lines.append({**entry, "n_seeds": 1, "n_planned": 1, **_ABSENT})  # one figure: a median over rounds
     out.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(lines).to_csv(out, index=False)
+
+
+def write(out: Path, results: list[dict], extra: dict, rounds: int, load: tuple[float, float]) -> None:
+    """The table (``out``) and its record (``out`` with ``.json``: the machine, the load, every figure)."""
+    write_table(out, results)
     record = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": machine(),
@@ -279,7 +282,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, help="a .csv to store the table in (and a .json beside it)")
+    parser.add_argument("--table-from", type=Path, help="only write the .csv beside this stored .json record")
     args = parser.parse_args()
+    if args.table_from:
+        record = json.loads(args.table_from.read_text())
+        write_table(args.table_from.with_suffix(".csv"), record["results"])
+        return
     load_before = os.getloadavg()[0]
     results, extra = compare(args.datasets, args.rows, args.rounds, args.seed)
     load = (load_before, os.getloadavg()[0])

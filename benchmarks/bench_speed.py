@@ -303,8 +303,9 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int, protocol: str
     spec = CellSpec(algorithm, dataset, seed=seed, params=params, **({"protocol": protocol} if protocol else {}))
     run_cell(spec)
     seconds, counts = Counter(), Counter()
-    kernels = ("route", "leaf_masses", "update_statistics", "evaluate_splits", "apply_splits")
+    kernels = ("route", "leaf_masses", "update_statistics", "evaluate_splits", "branch_masses", "apply_splits")
     originals = {name: getattr(vfdt_core, name) for name in kernels}
+    fused = {name: getattr(vfdt_core, name) for name in ("predict_row", "learn_row")}
 
     def cdf_and_log_values(args, result):
         """How many normal-CDF values the call computed (a class with weight whose range holds the threshold) and
@@ -343,14 +344,15 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int, protocol: str
 
         return call
 
-    for name in kernels:  # the forest calls them as vfdt_core.<name>, so these attributes are the hook
+    for name in kernels:  # the forest's steps, one kernel call each (stepwise_kernels), hooked here
         setattr(vfdt_core, name, timed(name))
+    stepwise_kernels(vfdt_core)
     try:
         result = run_cell(spec)  # timed
         counting = True
         run_cell(spec)  # the same stream again, counting the CDF values (outside the timed run)
     finally:
-        for name, fn in originals.items():
+        for name, fn in {**originals, **fused}.items():
             setattr(vfdt_core, name, fn)
 
     ns_per_cdf, ns_per_log2 = ns_per_value(jit_core.ndtr), ns_per_value(math.log2)
@@ -364,6 +366,28 @@ def profile(algorithm: str, dataset: str, params: dict, seed: int, protocol: str
         f"in the exact scores, at most {counts['log2']:,} log2 values ({ns_per_log2:.1f} ns each: {log_s:.2f} s); "
         f"together {cdf_s + log_s:.2f} s of the {seconds['evaluate_splits']:.2f} s in evaluate_splits"
     )
+
+
+def stepwise_kernels(core) -> None:
+    """Make the VFDT forest call its steps' kernels one by one from Python, so that a diagnostic can hook each
+    (``core``: the kernels the forest calls, ``olb.weak.vfdt.vfdt_core``): its fused kernels ``predict_row`` and
+    ``learn_row`` replaced by their steps in their order (the same results, more calls)."""
+
+    def predict_row(forest, x, normalize):
+        leaves = core.route(forest, x)
+        return leaves, core.leaf_masses(forest, leaves, normalize)
+
+    def learn_row(forest, x, weights, leaves, n_nodes, n_slots):
+        due, trees = core.update_statistics(forest, x, weights, leaves)
+        if len(due):
+            splits, feature, _, _, best_t, thresholds = core.evaluate_splits(forest, due, trees, True)
+            if splits.any():
+                left, right = core.branch_masses(forest, splits, due, feature, best_t, thresholds)
+                args = (splits, feature, best_t, due, thresholds, left, right, n_nodes, n_slots)
+                return core.apply_splits(forest, *args)
+        return n_nodes, n_slots
+
+    core.predict_row, core.learn_row = predict_row, learn_row
 
 
 def ns_per_value(function) -> float:

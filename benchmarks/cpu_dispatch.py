@@ -108,8 +108,11 @@ def count_tied_splits(counts: dict) -> None:
     feature than the lowest index (wraps ``vfdt_core.evaluate_splits`` for this process)."""
     import numpy as np
 
+    from bench_speed import stepwise_kernels
+
     from olb.weak.vfdt import vfdt_core  # the kernels the forest calls (olb.kernels)
 
+    stepwise_kernels(vfdt_core)  # the split attempts one call each, hooked below
     evaluate = vfdt_core.evaluate_splits
 
     def counting(*args):

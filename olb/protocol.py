@@ -265,6 +265,15 @@ def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_e
     Y = dataset.Y
     always_predict = getattr(learner, "predict_before_learn", True)
     passes = getattr(learner, "learns_passes", False) and learner.feedback == "full"
+    # whole prequential phases to predict_learn_pass: class predictions scored by per-example metrics, no window
+    predicting_passes = (
+        getattr(learner, "predicts_passes", False)
+        and learner.feedback == "full"
+        and not window
+        and rows.running is None
+        and not rows.sparse_rows
+        and all(m.per_example and m.needs == "class" for m in chosen)
+    )
     _reset_peak_rss()
     timings: dict[str, dict[str, float]] = {}
     curve: dict[str, list] = {"step": [], "phase": [], "value": [], **({"window": []} if window else {})}
@@ -275,7 +284,20 @@ def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_e
         predicts = phase.scored or always_predict
         with Stopwatch() as clock:
             whole = phase.block or (passes and phase.update and not predicts)
-            if phase.block:
+            scored_pass = predicting_passes and phase.update and predicts and not phase.block
+            if scored_pass:
+                size = max(1, PASS_BLOCK_BYTES // (8 * dataset.n_features))
+                for start in range(0, len(phase.rows), size):
+                    part = phase.rows[start : start + size]
+                    predictions = learner.predict_learn_pass(rows.block(part), Y[part].copy())
+                    ends = _score_pass(predictions, Y[part], chosen, running, final if phase.scored else None)
+                    for n in range(start + 1, start + len(part) + 1):
+                        if n % curve_every == 0 or n == len(phase.rows):
+                            curve["step"].append(step + n)
+                            curve["phase"].append(p_index)
+                            curve["value"].append(primary.from_stats(ends[n - start - 1]))
+                whole = True
+            elif phase.block:
                 learner.learn_many(rows.block(phase.rows), Y[phase.rows].copy())
             elif whole:
                 size = len(phase.rows) if rows.sparse_rows else max(1, PASS_BLOCK_BYTES // (8 * dataset.n_features))
@@ -438,6 +460,32 @@ def _feedback_builder(learner) -> Callable:
         )
     settings = {name: getattr(learner, name) for name in FEEDBACK_SETTINGS.get(kind, ())}
     return functools.partial(FEEDBACK[kind], **settings) if settings else FEEDBACK[kind]
+
+
+def _score_pass(predictions: np.ndarray, y: np.ndarray, chosen: list[Metric], running, final) -> np.ndarray:
+    """Score a pass's ``predictions`` (rows) as the stream scores them one by one: each row's statistics added in
+    order to the phase's ``running`` accumulator of the primary metric (``chosen[0]``) and, when the phase is
+    scored, to ``final``'s; returns the running statistics after each row (the learning curve's)."""
+    stats = {}
+    for m in chosen:
+        if m.shares not in stats:
+            values = np.asarray(m.func(predictions, y), dtype=float)
+            defined = ~np.isnan(values)
+            stats[m.shares] = np.column_stack([np.where(defined, values, 0.0), defined.astype(float)])
+        if final is not None:
+            _add_rows(final[m.name], stats[m.shares])
+    return _add_rows(running, stats[chosen[0].shares])
+
+
+def _add_rows(accumulator, stats: np.ndarray) -> np.ndarray:
+    """Add the rows of ``stats`` to ``accumulator`` one after the other, as its ``add`` would (a cumulative sum
+    adds in order): the accumulated statistics after each row."""
+    if accumulator.stats is None:
+        after = np.cumsum(stats, axis=0)
+    else:
+        after = np.cumsum(np.vstack([accumulator.stats[None], stats]), axis=0)[1:]
+    accumulator.stats = after[-1].copy()
+    return after
 
 
 def _view(prediction, needs: str):

@@ -202,6 +202,31 @@ def test_best_vfdt_reports_the_best_tree_in_hindsight(load):
     assert learner.correct.sum() == pytest.approx(learner.tree_accuracies(200).sum() * 200)
 
 
+@pytest.mark.parametrize("cls", ALGORITHMS)
+@pytest.mark.parametrize("protocol", ["prequential_last20", "prequential_shuffled"])
+def test_prequential_passes_are_the_row_by_row_stream(load, cls, protocol):
+    """A phase given whole to predict_learn_pass (BestVFDT: one compiled loop, its arrays grown between blocks of
+    rows) gives the very metrics, curve and trees of the protocol's predict_one then learn_one row by row."""
+    cars = subset(load("cars"), np.random.default_rng(0).permutation(1728)[:600])
+    row_by_row = type(f"RowByRow{cls.__name__}", (cls,), {"predicts_passes": False})
+    runs = []
+    for learner_cls in (cls, row_by_row):
+        learner = learner_cls(cars.n_features, cars.n_labels, seed=3, num_learners=7)
+        phases = make_phases(cars, protocol, 1, np.random.default_rng(3))
+        runs.append((learner, run_stream(learner, cars, phases, curve_every=7)))
+    (fast, passes), (slow, rows) = runs
+    assert passes.metrics == rows.metrics
+    for key in ("step", "phase", "value"):
+        np.testing.assert_array_equal(passes.curve[key], rows.curve[key])
+    forest, other = (getattr(m, "weak", None) or m.trees for m in (fast, slow))
+    assert forest.n_nodes == other.n_nodes > 7 * 3  # the trees split, and alike
+    for name in ("split_feature", "threshold", "class_mass"):
+        n = forest.n_nodes
+        np.testing.assert_array_equal(getattr(forest.arrays, name)[:n], getattr(other.arrays, name)[:n])
+    x = cars.X[5].copy()
+    assert fast.predict_one(x) == slow.predict_one(x)
+
+
 def test_oza_vote_weights_follow_the_error_rates():
     model = OzaBoost(2, 3, seed=0, num_learners=3)
     model.lambda_sc[:] = [3.0, 1.0, 0.0]

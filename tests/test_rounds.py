@@ -387,3 +387,23 @@ def test_topada_round_is_numpys(k):
                         assert np.array_equal(g, e)
                     assert np.array_equal(rounds.pair_logistic_gradients(states, a, b, w), expected[3])
                     assert np.array_equal(rounds.pair_rank_losses(states[1:], a, b, w), expected[4])
+
+
+def test_poisson_draws_are_numpys_from_its_uniforms():
+    """poisson_draw turns Generator.random's doubles into Generator.poisson's very draws, consuming as many: with
+    rates on both sides of numpy's switch of method at 10, and 0."""
+    rng = np.random.default_rng(4)
+    rates = np.concatenate([[0.0, 1.0, 9.999, 10.0], rng.uniform(0, 12, 3000), rng.uniform(10, 5000, 1000)])
+    expected = np.random.default_rng(7)
+    uniforms = np.random.default_rng(7).random(200_000)
+    position = 0
+    for lam in rates:
+        draw, position = rounds.poisson_draw(lam, uniforms, position)
+        assert draw == expected.poisson(lam), lam
+    assert position < len(uniforms)
+    assert expected.random() == uniforms[position]  # the generator has drawn exactly as many
+
+
+def test_poisson_draw_says_when_its_uniforms_run_out():
+    assert rounds.poisson_draw(3.0, np.full(4, 0.99), 0) == (-1, -1)
+    assert rounds.poisson_draw(50.0, np.full(1, 0.5), 0) == (-1, -1)

@@ -106,6 +106,9 @@ class OnlineLearner:
     - **Passes.** A learner with ``learns_passes = True`` (and full feedback) receives each training phase that
       does not predict through ``learn_pass(X, Y)``, blocks of rows in order (:mod:`olb.protocol`), which must
       learn them exactly as ``learn_one`` would one by one; by default ``learn_pass`` calls it row by row.
+      A learner with ``predicts_passes = True`` whose output is a class receives each phase that predicts and
+      learns (scored by per-example metrics, without a window) through ``predict_learn_pass(X, Y)``, which returns
+      the predictions ``predict_one`` then ``learn_one`` would give row by row.
     - **Rows.** ``x`` is a float64 vector of length ``n_features`` that the learner may not keep a reference
       to (copy what it stores). A learner with ``accepts_sparse = True`` is handed rows of data sets that are
       sparse on disk as a ``scipy.sparse.csr_array`` of shape (1, n_features) (``learn_many``: (n, n_features)),
@@ -130,6 +133,7 @@ class OnlineLearner:
     predict_before_learn: ClassVar[bool] = True
     accepts_sparse: ClassVar[bool] = False
     learns_passes: ClassVar[bool] = False
+    predicts_passes: ClassVar[bool] = False
     params: ClassVar[dict[str, Param]] = {}
     test_params: ClassVar[dict] = {}
     report_metrics: ClassVar[dict[str, bool]] = {}
@@ -181,6 +185,17 @@ class OnlineLearner:
         the protocol's work per row; the linear learners run the whole block as one compiled call."""
         for i in range(X.shape[0]):
             self.learn_one(X[i : i + 1] if self.accepts_sparse and not isinstance(X, np.ndarray) else X[i], Y[i])
+
+    def predict_learn_pass(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        """``predict_one`` then ``learn_one`` on every row of the dense block X (n, n_features) with its full
+        feedback Y, in order: the predictions. A learner that declares ``predicts_passes`` receives its
+        prequential phases this way (:mod:`olb.protocol`)."""
+        predictions = []
+        for i in range(X.shape[0]):
+            x = X[i]  # one object for both calls: a round's cache knows its x by identity
+            predictions.append(self.predict_one(x))
+            self.learn_one(x, Y[i])
+        return np.asarray(predictions)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.hyper.items())

@@ -257,57 +257,65 @@ class VFDTForest(WeakLearners):
         return node
 
     # ------------------------------------------------------------------ routing and prediction
-    def _leaves(self, x: np.ndarray) -> np.ndarray:
-        """Leaf node of every tree for ``x``; routed once per round: ``learn`` reuses what the round's
-        prediction routed for the same x (the trees do not change in between)."""
+    def _masses(self, x: np.ndarray, normalize: bool) -> np.ndarray:
+        """Every tree's leaf masses for ``x`` (:meth:`leaf_masses`, normalized: :meth:`predict_proba`); the leaves
+        are routed once per round: ``learn`` reuses what the round's prediction routed for the same x (the trees
+        do not change in between)."""
         cached = self._round_leaves
         if cached is not None and cached[0] is x:
-            return cached[1]
-        leaves = vfdt_core.route(self.arrays, x)
+            return vfdt_core.leaf_masses(self.arrays, cached[1], normalize)
+        leaves, masses = vfdt_core.predict_row(self.arrays, x, normalize)
         self._round_leaves = (x, leaves)
-        return leaves
+        return masses
 
     def leaf_masses(self, x: np.ndarray) -> np.ndarray:
         """Unnormalized prediction masses (N, k) of every tree's leaf for ``x``: the class masses, with 1 for
         a class the leaf has not seen (the smoothed histogram)."""
-        return vfdt_core.leaf_masses(self.arrays, self._leaves(x), False)
+        return self._masses(x, False)
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
-        return vfdt_core.leaf_masses(self.arrays, self._leaves(x), True)
+        return self._masses(x, True)
 
     # ------------------------------------------------------------------ learning
     def learn(self, x: np.ndarray, weights: np.ndarray) -> None:
-        """Feed label l to tree i with importance weight ``weights[i, l]`` (0: not fed)."""
+        """Feed label l to tree i with importance weight ``weights[i, l]`` (0: not fed): the statistics and the
+        split attempts they make due, in one compiled call (``vfdt_core.learn_row``)."""
         if self.importance_scale is not None:
             weights = weights * self.importance_scale[:, None]
-        leaves = self._leaves(x)
+        cached = self._round_leaves
+        leaves = cached[1] if cached is not None and cached[0] is x else vfdt_core.route(self.arrays, x)
         self._round_leaves = None
-        self._reserve_pool(weights.size)
-        due, trees = vfdt_core.update_statistics(self.arrays, x, np.ascontiguousarray(weights, dtype=float), leaves)
-        if len(due):
-            self._attempt_splits(due, trees)
+        self.make_room()
+        weights = np.ascontiguousarray(weights, dtype=float)
+        self.n_nodes, self.n_slots = vfdt_core.learn_row(self.arrays, x, weights, leaves, self.n_nodes, self.n_slots)
 
-    def _attempt_splits(self, leaves: np.ndarray, trees: np.ndarray) -> None:
-        """Evaluate the candidate splits of ``leaves`` (of ``trees``) and split where the Hoeffding test says so
-        (compiled)."""
-        splits, feature, _, _, best_t, thresholds = vfdt_core.evaluate_splits(
-            self.arrays,
-            leaves,
-            trees,
-            True,  # the screen (vfdt_core._stays_a_leaf): the same splits, sooner
-        )
-        n_splits = int(splits.sum())
-        if not n_splits:
-            return
-        branch_left, branch_right = vfdt_core.branch_masses(self.arrays, splits, leaves, feature, best_t, thresholds)
-        while self.n_nodes + 2 * n_splits > len(self.arrays.split_feature):
+    def make_room(self) -> None:
+        """Room for one more update (``vfdt_core.has_room``): a pool row for every (tree, label), N splits."""
+        N = self.n_learners
+        self._reserve_pool(N * self.n_labels)
+        while self.n_nodes + 2 * N > len(self.arrays.split_feature):
             self._grow(self._NODE_ARRAYS)
-        while self.n_slots + n_splits > len(self.arrays.pair_of):
+        while self.n_slots + N > len(self.arrays.pair_of):
             self._grow(self._SLOT_ARRAYS)
-        self.n_nodes, self.n_slots = vfdt_core.apply_splits(
-            self.arrays, splits, feature, best_t, leaves, thresholds, branch_left, branch_right, self.n_nodes,
-            self.n_slots,
-        )  # fmt: skip
+
+    def voting_pass(self, X: np.ndarray, Y: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A prequential pass of the trees each fed every row with weight 1 (``vfdt_core.voting_pass``): the
+        predictions of the tree right most often so far (``correct``, updated) and which trees were right (rows x
+        N). Compiled rows at a time, the arrays grown in between."""
+        if self.importance_scale is not None:
+            raise ValueError("VFDTForest.voting_pass feeds weight 1: the forest must have no importance scales")
+        X = np.ascontiguousarray(X, dtype=float)
+        Y = np.ascontiguousarray(Y, dtype=np.int64)
+        predictions = np.empty(len(Y), np.int64)
+        hits = np.empty((len(Y), self.n_learners), bool)
+        self._round_leaves = None
+        row = 0
+        while row < len(Y):
+            self.make_room()
+            row, self.n_nodes, self.n_slots = vfdt_core.voting_pass(
+                self.arrays, X, Y, correct, predictions, hits, row, self.n_nodes, self.n_slots
+            )
+        return predictions, hits
 
     @property
     def n_leaves(self) -> int:

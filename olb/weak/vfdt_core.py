@@ -21,6 +21,7 @@ from numba.extending import get_cython_function_address, intrinsic
 from olb.kernel_declarations import (
     Boolean,
     BooleanArray1D,
+    BooleanArray2D,
     Float64Array1D,
     Float64Array2D,
     Float64Array3D,
@@ -684,3 +685,79 @@ def apply_splits(
         n_nodes += 2
         n_slots += 1
     return n_nodes, n_slots
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Whole steps in one call: a round's prediction (routing and masses) and a round's update (statistics and the
+# split attempts they make due), so that a booster crosses into compiled code once per step; and a whole
+# prequential pass of the trees voting alone (:class:`olb.learners.boosting.baselines.BestVFDT`).
+# ---------------------------------------------------------------------------------------------------------
+
+
+@kernel
+def predict_row(forest: ForestArrays, x: Float64Array1D, normalize: Boolean):  # pragma: no cover - compiled
+    """Every tree's leaf for ``x`` and the leaves' prediction masses: :func:`route` then :func:`leaf_masses`."""
+    leaves = route(forest, x)
+    return leaves, leaf_masses(forest, leaves, normalize)
+
+
+@kernel
+def learn_row(
+    forest: ForestArrays, x: Float64Array1D, weights: Float64Array2D, leaves: Int64Array1D, n_nodes: Int64,
+    n_slots: Int64,
+):  # pragma: no cover - compiled  # fmt: skip
+    """Feed ``weights`` (N, k) at ``leaves`` (:func:`update_statistics`), then attempt the splits that made due
+    (:func:`evaluate_splits` with its screen, :func:`branch_masses`, :func:`apply_splits`); returns the numbers of
+    nodes and slots in use. The arrays must have room for every label of every tree in the pool and for N splits
+    (:func:`has_room`)."""
+    due, trees = update_statistics(forest, x, weights, leaves)
+    if due.shape[0]:
+        splits, feature, usable, merits, best_t, thresholds = evaluate_splits(forest, due, trees, True)
+        if splits.any():
+            left, right = branch_masses(forest, splits, due, feature, best_t, thresholds)
+            n_nodes, n_slots = apply_splits(forest, splits, feature, best_t, due, thresholds, left, right, n_nodes,
+                                            n_slots)  # fmt: skip
+    return n_nodes, n_slots
+
+
+@njit(cache=True, nogil=True)
+def has_room(forest, n_nodes, n_slots):  # pragma: no cover - compiled
+    """Whether the arrays hold one more :func:`learn_row`: a new pool row for every (tree, label), two nodes and one
+    slot per tree."""
+    n_trees, k = forest.root.shape[0], forest.class_mass.shape[1]
+    return (
+        forest.pairs[0] + n_trees * k <= forest.g_weight.shape[0]
+        and n_nodes + 2 * n_trees <= forest.split_feature.shape[0]
+        and n_slots + n_trees <= forest.pair_of.shape[0]
+    )
+
+
+@kernel
+def voting_pass(
+    forest: ForestArrays, X: Float64Array2D, Y: Int64Array1D, correct: Int64Array1D, predictions: Int64Array1D,
+    hits: BooleanArray2D, start: Int64, n_nodes: Int64, n_slots: Int64,
+):  # pragma: no cover - compiled  # fmt: skip
+    """Rows ``start``.. of a prequential pass of N trees each fed every example with weight 1: per row, each
+    tree's class (the argmax of its normalized leaf masses, the first on ties), the prediction of the tree right
+    most often so far (``correct``, the first on ties), which trees were right (``hits``), then the update.
+    Stops before a row the arrays have no room for (:func:`has_room`); returns the next row and the numbers of
+    nodes and slots in use."""
+    n_trees, k = forest.root.shape[0], forest.class_mass.shape[1]
+    weights = np.zeros((n_trees, k))
+    for r in range(start, X.shape[0]):
+        if not has_room(forest, n_nodes, n_slots):
+            return r, n_nodes, n_slots
+        x = X[r]
+        leaves, mass = predict_row(forest, x, True)
+        leader = np.argmax(correct)
+        y = Y[r]
+        for i in range(n_trees):
+            vote = np.argmax(mass[i])
+            if i == leader:
+                predictions[r] = vote
+            hits[r, i] = vote == y
+            correct[i] += hits[r, i]
+            weights[i, y] = 1.0
+        n_nodes, n_slots = learn_row(forest, x, weights, leaves, n_nodes, n_slots)
+        weights[:, y] = 0.0
+    return X.shape[0], n_nodes, n_slots

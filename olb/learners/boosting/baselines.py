@@ -13,6 +13,7 @@ from olb.learners.boosting.common import (
     ALL_FEATURES_PARAM,
     BOOSTER_PARAMS,
     build_weak_learners,
+    rounds,
 )
 from olb.weak import VFDTForest
 from olb.weak.river_adapter import river_hoeffding_tree
@@ -84,6 +85,18 @@ class BestVFDT(_TreeBaseline):
         weights[:, y] = 1.0
         self.trees.learn(x, weights)
 
+    predicts_passes = True
+
+    def predict_learn_pass(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        """Predict then learn the rows of ``X`` in order, exactly as ``predict_one`` then ``learn_one`` would one by
+        one: their predicted classes (the VFDT forest: one compiled loop, ``VFDTForest.voting_pass``)."""
+        if not isinstance(self.trees, VFDTForest) or self.trees.importance_scale is not None:
+            return super().predict_learn_pass(X, Y)
+        self._cache.clear()
+        predictions, hits = self.trees.voting_pass(X, Y, self.correct)
+        self._hits.extend(np.packbits(hits, axis=1))
+        return predictions
+
     def tree_accuracies(self, last: int) -> np.ndarray:
         """Accuracy of every tree over the last ``last`` examples learned (predict-then-learn)."""
         if last <= 0 or not self._hits:
@@ -126,6 +139,7 @@ class OzaBoost(_TreeBaseline):
     """
 
     name = "oza"
+    predicts_passes = True  # a prequential phase in blocks (OnlineLearner.predict_learn_pass): no work per row
     EPS_CLIP = 1e-6
 
     def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
@@ -139,6 +153,7 @@ class OzaBoost(_TreeBaseline):
             self.trees = build_weak_learners(self.weak_learner, N, n_features, n_labels, self.num_covariates, self.rng)
         self.lambda_sc = np.zeros(N)
         self.lambda_sw = np.zeros(N)
+        self._draws = UniformDraws(self.rng)
 
     def vote_weights(self) -> np.ndarray:
         total = self.lambda_sc + self.lambda_sw
@@ -170,20 +185,45 @@ class OzaBoost(_TreeBaseline):
         # labels strictly and the higher ones weakly
         below = mass[:, :y].max(axis=1) if y > 0 else np.full(N, -np.inf)
         above = mass[:, y + 1 :].max(axis=1) if y + 1 < self.n_labels else np.full(N, -np.inf)
-        lam = 1.0
-        counts = np.zeros(N)
-        for m in range(N):
-            kk = float(self.rng.poisson(lam))
-            counts[m] = kk
-            if mass[m, y] + kk > below[m] and mass[m, y] + kk >= above[m]:
-                self.lambda_sc[m] += lam
-                lam *= (self.lambda_sc[m] + self.lambda_sw[m]) / (2.0 * self.lambda_sc[m])
-            else:
-                self.lambda_sw[m] += lam
-                lam *= (self.lambda_sc[m] + self.lambda_sw[m]) / (2.0 * self.lambda_sw[m])
+        counts = np.empty(N)
+        draws = self._draws
+        while True:  # the chain over the trees, compiled; from more uniforms when those drawn ahead run out
+            position = rounds.oza_chain(
+                np.ascontiguousarray(mass[:, y]), below, above, self.lambda_sc, self.lambda_sw, draws.uniforms,
+                draws.position, counts,
+            )  # fmt: skip
+            if position >= 0:
+                draws.position = position
+                break
+            draws.refill()
         weights = np.zeros((N, self.n_labels))
         weights[:, y] = counts
         self.trees.learn(x, weights)
+
+
+class UniformDraws:
+    """The uniform doubles of a generator (``rng.random()``, in order), drawn ``BLOCK`` at a time ahead of their use
+    and consumed from ``position``: what :func:`~olb.learners.boosting.rounds.poisson_draw` turns into numpy's
+    Poisson draws, so that a compiled chain draws exactly what ``rng.poisson`` would, in one call. Only these draws
+    may use the generator once they start (it runs ahead of them). Not model state: no arrays of its own
+    (``__slots__``)."""
+
+    __slots__ = ("rng", "uniforms", "position")
+    BLOCK = 4096
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng, self.uniforms, self.position = rng, np.empty(0), 0
+
+    def refill(self) -> None:
+        """The unused uniforms followed by ``BLOCK`` new ones."""
+        self.uniforms = np.concatenate([self.uniforms[self.position :], self.rng.random(self.BLOCK)])
+        self.position = 0
+
+    def __getstate__(self):
+        return self.rng, self.uniforms, self.position
+
+    def __setstate__(self, state) -> None:
+        self.rng, self.uniforms, self.position = state
 
 
 def _leaf_masses(trees, x: np.ndarray) -> np.ndarray | None:

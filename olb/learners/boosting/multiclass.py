@@ -85,6 +85,7 @@ class MulticlassBooster(OnlineLearner):
     task = "multiclass"
     outputs = ("class",)
     default_protocol = "prequential_last20"
+    predicts_passes = True  # a prequential phase in blocks (OnlineLearner.predict_learn_pass): no work per row
     initial_alpha = 0.0
     # hyperparameters (declared in ``params``)
     num_learners: int
