@@ -40,6 +40,11 @@ What the learner declares (``olb.learners.base.OnlineLearner``) shapes its strea
   whole as CSR rows, else in dense blocks of at most ``PASS_BLOCK_BYTES``, in order; it must learn them exactly as
   ``learn_one`` would, one by one, with full feedback (one call per block instead of the protocol's work per row,
   for the linear learners one compiled call; the phase has no curve either way).
+- ``predicts_passes`` True: a phase that predicts and updates, with full feedback, scored by per-example metrics of
+  a class (``accuracy``) and without a ``window``, is given to ``predict_learn_pass(X, Y)`` in the same dense blocks;
+  it must return the predictions ``predict_one`` then ``learn_one`` would give row by row, and they are scored
+  with the same additions in the same order (:func:`_score_pass`): the same metrics and curve, without the
+  protocol's work per row (not with ``feature_scaling`` over a stream, whose rows are scaled one by one).
 
 The feedback a learner receives is built by ``FEEDBACK[learner.feedback]`` from its prediction and the
 true labels: the full label vector for full-information learners; for top-k learners (paper 004) a
