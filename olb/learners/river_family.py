@@ -38,6 +38,8 @@ import numpy as np
 from olb.learners.base import OnlineLearner, Param
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import C, FEATURE_SCALING
+from olb.learners.river_costs import RiverCost
+from olb.registry import register
 
 
 def _pa(C, mode, learn_intercept):
@@ -111,11 +113,9 @@ class RiverMultiLabel(OnlineLearner):
     outputs = ("scores", "labels")
     predict_before_learn = False
     accepts_sparse = True
-    # hyperparameters (declared in ``params``)
-    feature_scaling: str
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         factory, own = CLASSIFIERS[self.classifier]
         base = factory(**{name: self.hyper[name] for name in own})
         self.label_keys = [f"y{k}" for k in range(self.n_labels)]
@@ -156,13 +156,12 @@ class RiverMultiLabel(OnlineLearner):
 
 
 def _learner(strategy: str, classifier: str) -> type[RiverMultiLabel]:
-    params = {**STRATEGIES[strategy], **CLASSIFIERS[classifier][1], "feature_scaling": FEATURE_SCALING}
     name = f"river_{strategy}_{classifier}"
     class_name = f"River{strategy.upper()}{classifier.upper()}"  # e.g. RiverBRPA for river_br_pa
     test_params = {"grace_period": 10} if classifier == "ht" else {}
     if strategy == "mcc":
         test_params["m"] = 3
-    return type(
+    cls = type(
         class_name,
         (RiverMultiLabel,),
         {
@@ -172,11 +171,14 @@ def _learner(strategy: str, classifier: str) -> type[RiverMultiLabel]:
             "name": name,
             "strategy": strategy,
             "classifier": classifier,
-            "params": params,
+            **STRATEGIES[strategy],
+            **CLASSIFIERS[classifier][1],
+            "feature_scaling": FEATURE_SCALING,
             "test_params": test_params,
             "optional_imports": ("river.multioutput", *RIVER_MODULES[classifier]),
         },
     )
+    return register(cls, RiverCost(strategy, classifier))
 
 
 LEARNERS = tuple(_learner(s, c) for s in ("br", "cc") for c in CLASSIFIERS) + (_learner("mcc", "lr"),)
