@@ -12,24 +12,26 @@ import numpy as np
 
 
 T = TypeVar("T")
+V = TypeVar("V", covariant=True)  # a Param[int] is a Param[int | None]
 
 
 @dataclass(frozen=True)
-class Param(Generic[T]):
+class Param(Generic[V]):
     """A hyperparameter's type, default and allowed values (scikit-learn's parameter constraints, in small),
     declared once as a class attribute of its learner (``eta = Param(float, 0.5, low=0.0)``): the class's
     signature, ``params``, validation and the instances' attribute (``self.eta``, typed ``float``) follow from it.
 
     ``low``/``high`` bound numbers (``open_low``/``open_high`` exclude the bound), which are always finite (NaN
     and infinities are refused); ``choices`` lists the allowed values of a categorical parameter. ``kind`` may
-    name alternatives, ``(int, None)``: an int in the bounds, or None.
+    name alternatives, ``(int, None)``: an int in the bounds, or None (annotated, ``size: Param[int | None] = ...``,
+    for type checkers).
 
     >>> Param((int, None), None, low=1).describe()
     'int with 1 <= value, or None'
     """
 
-    kind: type[T] | tuple[type | None, ...]
-    default: T
+    kind: type[V] | tuple[type | None, ...]
+    default: V
     low: float | None = None
     high: float | None = None
     open_low: bool = False
@@ -80,10 +82,10 @@ class Param(Generic[T]):
         return kind(value) if self.choices is None else value
 
     @overload
-    def __get__(self, learner: None, owner: type) -> Param[T]: ...
+    def __get__(self, learner: None, owner: type) -> Param[V]: ...
     @overload
-    def __get__(self, learner: object, owner: type) -> T: ...
-    def __get__(self, learner: object, owner: type) -> Param[T] | T:
+    def __get__(self, learner: object, owner: type) -> V: ...
+    def __get__(self, learner: object, owner: type) -> Param[V] | V:
         """On the class, the declaration; on a learner (whose value shadows it once built), the value."""
         if learner is None:
             return self

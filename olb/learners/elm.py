@@ -34,7 +34,7 @@ class _OnlineELM(OnlineLearner):
         self.input_weights = self.rng.uniform(-1.0, 1.0, (self.n_features, self.num_hidden))
         self.biases = self.rng.uniform(0.0, 1.0, self.num_hidden)
         self.beta = np.zeros((self.num_hidden, self.n_labels))
-        self.M = None  # (H^T H [+ I / C])^-1 of the rows seen, once the initial block is learned
+        self.M: np.ndarray | None = None  # (H^T H [+ I / C])^-1 of the rows seen, once the initial block is learned
 
     def hidden(self, X: np.ndarray) -> np.ndarray:
         """h(x) = sigmoid(x A + b), for one row (d,) or a block (n, d)."""

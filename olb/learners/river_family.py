@@ -31,7 +31,8 @@ does not score (olb/protocol.py). river is imported when a learner is built, nev
 from __future__ import annotations
 
 import random
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -62,7 +63,7 @@ def _ht(grace_period, split_confidence, tie_threshold, leaf_prediction):
     )
 
 
-CLASSIFIERS = {
+CLASSIFIERS: dict[str, tuple[Callable[..., Any], dict[str, Param]]] = {
     "pa": (
         _pa,
         {
@@ -97,7 +98,7 @@ CLASSIFIERS = {
 RIVER_MODULES = {"pa": ("river.linear_model",), "lr": ("river.linear_model", "river.optim"), "ht": ("river.tree",)}
 """Classifier code -> the river modules its factory imports (with ``river.multioutput``: a learner's warm-up)."""
 
-STRATEGIES = {
+STRATEGIES: dict[str, dict[str, Param]] = {
     "br": {},
     "cc": {},
     "mcc": {"m": Param(int, 10, low=1, doc="label sets sampled from the chain per prediction")},
@@ -121,6 +122,7 @@ class RiverMultiLabel(OnlineLearner):
         self.label_keys = [f"y{k}" for k in range(self.n_labels)]
         from river import multioutput
 
+        self.model: Any  # river's strategy (its classes share no typed base)
         if self.strategy == "br":
             self.model = multioutput.PerOutputClassifier(base)
         elif self.strategy == "cc":

@@ -77,7 +77,7 @@ def _split_confidence(default: float) -> Param:
 
 TIE_THRESHOLD = Param(float, 0.05, low=0.0, doc="Hoeffding bound below which a tie is split")
 N_MODELS = Param(int, 10, low=1, doc="members of the ensemble")
-HOEFFDING = {
+HOEFFDING: dict[str, Param] = {
     "grace_period": _grace_period(200),
     "split_confidence": _split_confidence(DEFAULT_TREE_DELTA),
     "tie_threshold": TIE_THRESHOLD,
@@ -95,7 +95,7 @@ PREDICTION = Param(
 Emotions, and are those of the LogisticRegression model (without a split both are binary relevance over it), not of
 river's adaptive choice: so the model is the default here."""
 
-MONDRIAN = {
+MONDRIAN: dict[str, Param] = {
     "step": Param(float, 1.0, low=0.0, open_low=True, doc="step of the Mondrian trees' aggregation weights"),
     "use_aggregation": Param(bool, True, doc="aggregate the predictions of a tree's nodes along the path"),
     "dirichlet": Param(float, 0.5, low=0.0, open_low=True, doc="Dirichlet prior of the nodes' class probabilities"),
@@ -216,7 +216,7 @@ def _amr(hyper, seed):
         delta=hyper["split_confidence"],
         tau=hyper["tie_threshold"],
         pred_type=hyper["prediction"],
-        pred_model=linear_model.LogisticRegression(),
+        pred_model=linear_model.LogisticRegression(),  # type: ignore[arg-type]  # the table's, a classifier
         splitter=TEBSTSplitter(),
         drift_detector=drift.ADWIN(),
         fading_factor=hyper["fading_factor"],
@@ -244,7 +244,7 @@ def _isoupt(hyper, seed):
         delta=hyper["split_confidence"],
         tau=hyper["tie_threshold"],
         leaf_prediction=hyper["prediction"],
-        leaf_model=linear_model.LogisticRegression(),
+        leaf_model=linear_model.LogisticRegression(),  # type: ignore[arg-type]  # the table's, a classifier
         model_selector_decay=hyper["model_selector_decay"],
         splitter=TEBSTSplitter(),
     )

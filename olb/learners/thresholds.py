@@ -77,7 +77,7 @@ class Thresholded(OnlineLearner):
         self.w = np.zeros(n_inputs + 1)  # threshold predictor t = <w, phi>
         self.n_seen = 0
         self.n_relevant = 0
-        self._scores = RoundCache()
+        self._scores: RoundCache[np.ndarray] = RoundCache()
 
     @classmethod
     def check_params(cls, params: dict, shape: StreamShape) -> list[str]:

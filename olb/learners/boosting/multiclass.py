@@ -491,7 +491,7 @@ class OnlineMBBM(MulticlassBooster):
             )
         if not self.authors_weights:
             return paper_weights
-        scaled = AUTHORS_MBBM_FACTOR * self.weight_constants * paper_weights / (self.n_labels - 1)
+        scaled = AUTHORS_MBBM_FACTOR * self.weight_constants * paper_weights / (self.n_labels - 1)  # type: ignore[operator]  # set with authors_weights
         return np.maximum(scaled, AUTHORS_WEIGHT_FLOOR)
 
     def _choose_expert(self) -> int:
