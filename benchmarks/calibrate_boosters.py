@@ -14,7 +14,7 @@ grid plans, with ``COST_MARGIN`` = 1 while fitting):
 2. then each other booster's ``forest_learning``, and where its cells vary them, its fall with gamma
    (``gamma_scale``, ``gamma_power``: three gammas or more) and with ``weight_scale`` (``weight_power``).
 
-Prints the fitted constants (to copy into ``olb/learners/boosting/costs.py``: ``FOREST_COST`` and ``COST_MODELS``) and, per
+Prints the fitted constants (to copy into ``olb/learners/boosting/costs.py``'s ``FOREST_COST`` and each booster's ``@register(cost=...)``) and, per
 learner, the ratio predicted/measured (with ``COST_MARGIN``) over the cells it was fitted on and, with
 ``--holdout``, over the held-out data sets' cells (fitted without them).
 """
@@ -35,7 +35,7 @@ from scipy.optimize import least_squares
 
 from olb.grid.cost import planned_stream
 from olb.learners.boosting import costs as forest_costs
-from olb.registry import COST_MODELS, get_algorithm
+from olb.registry import get_algorithm, get_cost_model, register
 
 SHARED = "adaolmr"  # the family the forest's coefficients are fitted on
 
@@ -50,32 +50,28 @@ def booster_class(name: str):
 
 
 def refitted(model, attrs: dict):
-    """``model`` (a booster's ``ForestCost``, or a thresholded one's around it) with ``attrs`` replaced."""
-    if hasattr(model, "scorer"):
-        return dataclasses.replace(model, scorer=refitted(model.scorer, attrs))
+    """``model`` (a booster's ``ForestCost``) with ``attrs`` replaced (a thresholded booster's model follows its
+    scorer's, looked up by name)."""
     return dataclasses.replace(model, **attrs)
 
 
 @contextlib.contextmanager
 def constants(forest: dict | None = None, margin: float | None = None, **learning):
     """The cost constants set to these values while inside: ``FOREST_COST`` entries, ``COST_MARGIN``, and per
-    family (``onlinebmr={"forest_learning": 0.5}``) its registered cost models (with and without a threshold)."""
-    saved_forest, saved_margin, saved_models = (
-        dict(forest_costs.FOREST_COST),
-        forest_costs.COST_MARGIN,
-        dict(COST_MODELS),
-    )
+    family (``onlinebmr={"forest_learning": 0.5}``) its registered cost model (a thresholded booster's follows it)."""
+    saved_forest, saved_margin = dict(forest_costs.FOREST_COST), forest_costs.COST_MARGIN
+    saved_models = {name: get_cost_model(name) for name in learning}
     forest_costs.FOREST_COST.update(forest or {})
     forest_costs.COST_MARGIN = forest_costs.COST_MARGIN if margin is None else margin
-    for name in COST_MODELS:
-        if family(name) in learning:
-            COST_MODELS[name] = refitted(COST_MODELS[name], learning[family(name)])
+    for name, attrs in learning.items():
+        register(get_algorithm(name), refitted(saved_models[name], attrs))
     try:
         yield
     finally:
         forest_costs.FOREST_COST.update(saved_forest)
         forest_costs.COST_MARGIN = saved_margin
-        COST_MODELS.update(saved_models)
+        for name, model in saved_models.items():
+            register(get_algorithm(name), model)
 
 
 def params_of(row: pd.Series) -> dict:

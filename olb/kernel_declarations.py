@@ -20,7 +20,6 @@ kernels imports neither numba nor the kernels' modules). The build imports them 
 from __future__ import annotations
 
 import inspect
-import os
 import re
 import typing
 from collections.abc import Callable
@@ -29,6 +28,8 @@ from pathlib import Path
 from typing import Annotated, Any, NamedTuple, TypeVar
 
 import numpy as np
+
+from olb.paths import module_name, python_sources
 
 # A kernel argument's type: numba's notation for an array or a scalar, or a record's fields, in the JSON form the
 # extension's manifest keeps: {"record": "<module>.<class>", "fields": {name: type, ...}}.
@@ -209,27 +210,12 @@ def declaring_modules(package: Path = PACKAGE) -> dict[str, tuple[Path, bool]]:
     declares kernels (``@kernel``; else records only). Found by reading the sources, so nothing is imported
     (2 ms for olb's; ``__pycache__``, where numba keeps its cache files, is not entered)."""
     found = {}
-    for path in sorted(_sources(package)):
+    for path in sorted(python_sources(package)):
         source = path.read_bytes()
         marks = {match.group(1) for match in _DECLARATION.finditer(source)} if b"@kernel" in source else set()
         if marks:
-            parts = path.relative_to(package.parent).with_suffix("").parts
-            module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-            found[module] = (path, None in marks)
+            found[module_name(path, package)] = (path, None in marks)
     return found
-
-
-def _sources(package: Path) -> list[Path]:
-    """The ``.py`` files below ``package``, links not followed."""
-    sources, folders = [], [package]
-    while folders:
-        with os.scandir(folders.pop()) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
-                    folders.append(Path(entry.path))
-                elif entry.name.endswith(".py") and entry.is_file(follow_symlinks=False):
-                    sources.append(Path(entry.path))
-    return sources
 
 
 def kernel_modules() -> list[str]:

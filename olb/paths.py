@@ -1,5 +1,5 @@
 """Where olb's configuration lives: its own ``conf/`` and the directories of one's own (``$OLB_CONF_DIR``); whether
-olb can write where it is asked to."""
+olb can write where it is asked to; the sources of a package, read without importing them."""
 
 import os
 import tempfile
@@ -41,3 +41,24 @@ def unwritable(folder: Path, create: bool = True) -> str | None:
     except OSError as err:
         return f"cannot write in {existing.absolute()}: {err.strerror or err}"
     return None
+
+
+def python_sources(package: Path) -> list[Path]:
+    """The ``.py`` files below ``package``, links not followed (``__pycache__``, where numba keeps its cache files,
+    is not entered)."""
+    sources, folders = [], [package]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
+                    folders.append(Path(entry.path))
+                elif entry.name.endswith(".py") and entry.is_file(follow_symlinks=False):
+                    sources.append(Path(entry.path))
+    return sources
+
+
+def module_name(path: Path, package: Path) -> str:
+    """The dotted name of the module whose source is ``path``, below ``package`` (``olb/learners/elm.py`` ->
+    ``olb.learners.elm``, a package's ``__init__.py`` -> the package)."""
+    parts = path.relative_to(package.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)

@@ -23,15 +23,13 @@ RETAINED: list[np.ndarray] = []  # what ``retain`` keeps after a cell
 class MemoryHog(OnlineLearner):
     name = "_memory_hog"
     task = "multilabel"
-    params = {
-        "mb": Param(int, 0, low=0, doc="megabytes to allocate at the first update (0: none)"),
-        "hold_s": Param(float, 0.0, low=0.0, doc="seconds to wait once they are allocated"),
-        "retain": Param(bool, False, doc="keep them in a module-level list after the cell (the process holds them)"),
-    }
+    mb = Param(int, 0, low=0, doc="megabytes to allocate at the first update (0: none)")
+    hold_s = Param(float, 0.0, low=0.0, doc="seconds to wait once they are allocated")
+    retain = Param(bool, False, doc="keep them in a module-level list after the cell (the process holds them)")
 
-    def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
-        self.counts = np.zeros(n_labels)
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.counts = np.zeros(self.n_labels)
         self.held: list[np.ndarray] = []
         self.t = 0
 

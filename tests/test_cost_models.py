@@ -4,7 +4,6 @@ and checked by ``olb.checks`` against the CPU and the resident memory its learne
 
 from __future__ import annotations
 
-import importlib
 import subprocess
 import sys
 
@@ -12,13 +11,11 @@ import pytest
 
 from olb.checks.costs import CPU_FACTOR, MEMORY_FACTOR, CostMeasurement, measure_costs
 from olb.learners.costs import DEFAULT_COST_MODEL, CostModel
-from olb.registry import ALGORITHMS, COST_MODELS, FAMILIES, UnknownAlgorithmError, get_cost_model, register
+from olb.registry import UnknownAlgorithmError, builtin_learners, get_cost_model, register, unregister
 
 from test_learner_contract import DecayedFrequency
 
-LEARNERS = sorted(
-    (cls for family in FAMILIES for cls in importlib.import_module(family).LEARNERS), key=lambda c: c.name
-)
+LEARNERS = builtin_learners()
 COST_ATTRIBUTES = ("cost_per_example_s", "predict_cost_s", "model_memory_mb")
 
 
@@ -28,7 +25,7 @@ def measured() -> dict[str, CostMeasurement]:
     return {cls.name: measure_costs(cls) for cls in LEARNERS}
 
 
-def test_every_learner_has_its_familys_cost_model_and_no_cost_of_its_own():
+def test_every_learner_registers_with_its_familys_cost_model_and_has_no_cost_of_its_own():
     for cls in LEARNERS:
         model = get_cost_model(cls.name)
         assert isinstance(model, CostModel) and model is not DEFAULT_COST_MODEL, cls.name
@@ -47,8 +44,7 @@ def test_a_learner_registered_from_outside_is_planned_with_its_model_or_the_defa
         register(DecayedFrequency, Flat())
         assert isinstance(get_cost_model("decayed_frequency"), Flat)
     finally:
-        ALGORITHMS.pop("decayed_frequency", None)
-        COST_MODELS.pop("decayed_frequency", None)
+        unregister("decayed_frequency")
     with pytest.raises(UnknownAlgorithmError, match="unknown algorithm 'decayed_frequency'"):
         get_cost_model("decayed_frequency")
 
@@ -83,11 +79,9 @@ from olb.registry import register
 class Frequency(OnlineLearner):
     name = "frequency"
     predict_before_learn = False
-    decay: float
-    params = {"decay": Param(float, 0.9, low=0.0, high=1.0, open_low=True, doc="weight of the past")}
+    decay = Param(float, 0.9, low=0.0, high=1.0, open_low=True, doc="weight of the past")
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self):
         self.frequency = np.zeros(self.n_labels)
 
     def predict_one(self, x):

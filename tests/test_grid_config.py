@@ -297,7 +297,7 @@ def test_plugin_learners_get_top_level_shorthands(tmp_path, monkeypatch):
     """``imports=`` modules are imported before the schema is built: a plugin's own hyperparameter has its
     ``key=value`` shorthand, on the command line and in unknown-key checks."""
     from olb.grid.cli import unknown_override_keys
-    from olb.registry import ALGORITHMS
+    from olb.registry import ALGORITHMS, unregister
 
     (tmp_path / "olb_test_plugin.py").write_text(
         "from olb.grid.testing import GridStub\n"
@@ -306,7 +306,7 @@ def test_plugin_learners_get_top_level_shorthands(tmp_path, monkeypatch):
         "@register\n"
         "class PluginStub(GridStub):\n"
         "    name = '_plugin_stub'\n"
-        "    params = {**GridStub.params, 'plugin_knob': Param(int, 0, low=0, doc='a plugin-only knob')}\n"
+        "    plugin_knob = Param(int, 0, low=0, doc='a plugin-only knob')\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert "_plugin_stub" not in ALGORITHMS
@@ -315,7 +315,7 @@ def test_plugin_learners_get_top_level_shorthands(tmp_path, monkeypatch):
         assert [c.params["plugin_knob"] for c in p.cells] == [3]
         assert unknown_override_keys(["plugin_knob=3"]) == []
     finally:
-        ALGORITHMS.pop("_plugin_stub", None)
+        unregister("_plugin_stub")
         sys.modules.pop("olb_test_plugin", None)
         from olb.grid.config import register_configs
 

@@ -119,7 +119,8 @@ class RuledStub(GridStub):
     """A learner with rules across its parameters and against the data's shape."""
 
     name = "_ruled_stub"
-    params = {**GridStub.params, "k": Param(int, 2, low=1), "rho": Param(float, 0.1, low=0.0, high=1.0)}
+    k = Param(int, 2, low=1)
+    rho = Param(float, 0.1, low=0.0, high=1.0)
 
     @classmethod
     def check_params(cls, params, shape):

@@ -1,19 +1,21 @@
 """Non-finite hyperparameters are refused, naming the key, by the one validation (``Param.check``) behind the
-Python constructors, olb.run and the grid's planner, before any work starts. Every learner's class-level
-annotations name its declared hyperparameters with their kinds, so that readers and type checkers see them."""
+Python constructors, olb.run and the grid's planner, before any work starts. Every learner declares each
+hyperparameter once, as a ``Param`` class attribute that its signature lists; ``get_params``/``clone`` are
+scikit-learn's and river's."""
 
 from __future__ import annotations
 
+import inspect
 import math
-import typing
+
+import numpy as np
+import sklearn.base
 
 import pytest
 
-from olb.learners import FALT, PA1BR, OnlineBMR
+from olb.learners import FALT, OSMLELM, PA1BR, OnlineBMR
+from olb.learners.base import OnlineLearner, Param
 from olb.learners.params import C, ETA, NUM_HIDDEN
-from olb.learners.river_mlhat import RiverTableLearner
-from olb.learners.river_family import CLASSIFIERS, STRATEGIES, RiverMultiLabel
-from olb.learners.thresholds import Thresholded
 from olb.registry import algorithm_names, get_algorithm
 from olb.run import main
 
@@ -48,31 +50,47 @@ def test_the_grid_refuses_non_finite_values_before_any_work(algorithm, override)
         plan_grid(compose([f"algorithms=[{algorithm}]", "datasets=[emotions]", "seeds=1", override]))
 
 
-def _forwarded(cls) -> set[str]:
-    """Hyperparameters a learner hands whole to a part it builds (read from ``self.hyper``, never as attributes)."""
-    if issubclass(cls, Thresholded):
-        return set(cls.scorer_class.params)
-    if issubclass(cls, RiverMultiLabel):
-        return set(STRATEGIES[cls.strategy]) | set(CLASSIFIERS[cls.classifier][1])
-    if issubclass(cls, RiverTableLearner):  # the table's settings, handed to river's model it builds
-        return set(cls.params) - {"dense_rows"}
-    return set()
+OWN = [n for n in algorithm_names() if get_algorithm(n).__module__.startswith("olb.learners.")]
 
 
-def _annotated(cls) -> dict[str, object]:
-    """The class's and its bases' class-level annotations that are not ClassVars: its declared attributes."""
-    return {k: t for k, t in typing.get_type_hints(cls).items() if typing.get_origin(t) is not typing.ClassVar}
-
-
-@pytest.mark.parametrize(
-    "name", [n for n in algorithm_names() if get_algorithm(n).__module__.startswith("olb.learners.")]
-)
-def test_every_hyperparameter_is_annotated_with_its_kind_and_nothing_else_is(name):
-    """olb's own learners (plugins may declare none)."""
+@pytest.mark.parametrize("name", OWN)
+def test_the_signature_lists_the_declared_hyperparameters_and_no_init_hides_it(name):
+    """olb's own learners: each hyperparameter is declared once (a Param class attribute), which the class's
+    signature lists with its default; no learner's own ``__init__`` takes ``**hyper``."""
     cls = get_algorithm(name)
-    assert _forwarded(cls) <= set(cls.params)
-    expected = {key: p.kind for key, p in cls.params.items() if key not in _forwarded(cls)}
-    annotated = _annotated(cls)
-    missing = [f"{key}: {kind.__name__}" for key, kind in expected.items() if annotated.get(key) is not kind]
-    extra = sorted(set(annotated) - set(expected))
-    assert not missing and not extra, f"{cls.__name__}: annotate {missing}; not a hyperparameter: {extra}"
+    signature = inspect.signature(cls)
+    assert list(signature.parameters)[:3] == ["n_features", "n_labels", "seed"]
+    hyper = {k: p.default for k, p in list(signature.parameters.items())[3:]}
+    assert hyper == {k: p.default for k, p in cls.params.items()}, cls.__name__
+    assert all(getattr(cls, k) is p for k, p in cls.params.items())
+    assert [k for k in cls.__mro__ if "__init__" in vars(k)] == [OnlineLearner, object], cls.__name__
+
+
+def test_get_params_and_clone_are_scikit_learns_and_rivers():
+    learner = FALT(4, 3, seed=7, eta=0.25)
+    assert learner.get_params() == {**FALT.validate({"eta": 0.25}), "n_features": 4, "n_labels": 3, "seed": 7}
+    x, y = np.array([1.0, 0.0, 0.5, 0.2]), np.array([1, 0, 1])
+    learner.learn_one(x, y)
+    twin = learner.clone()
+    assert type(twin) is FALT and twin.get_params() == learner.get_params() and not twin.W.any()
+    assert learner.clone({"eta": 1.0}).eta == 1.0
+    copy = sklearn.base.clone(learner)  # scikit-learn's clone reads get_params and checks the constructor keeps them
+    assert copy.get_params() == learner.get_params() and not copy.W.any()
+    elm = OSMLELM(4, 3, seed=1, num_hidden=5)  # a seeded learner's clone draws the same random layer
+    assert np.array_equal(elm.clone().input_weights, elm.input_weights)
+
+
+def test_a_parameter_may_allow_alternatives():
+    param = Param((int, None), None, low=1, doc="a size, or None for the learner's own")
+    assert param.check("toy", "size", None) is None and param.check("toy", "size", 3.0) == 3
+    with pytest.raises(ValueError, match=r"^toy: size=0 is out of range; allowed: int with 1 <= value, or None$"):
+        param.check("toy", "size", 0)
+    with pytest.raises(ValueError, match=r"^toy: size='3' is not a number"):
+        param.check("toy", "size", "3")
+
+
+def test_a_params_table_is_refused_naming_the_class():
+    with pytest.raises(TypeError, match=r"\.Old: declare each hyperparameter as a class attribute"):
+
+        class Old(OnlineLearner):
+            params = {"eta": ETA}

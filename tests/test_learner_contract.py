@@ -6,7 +6,6 @@ The checks run on olb's synthetic streams (no data folder needed); nothing here 
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
@@ -17,12 +16,10 @@ import pytest
 import olb.learners
 from olb.checks import CHECKS, check_learner
 from olb.learners.base import OnlineLearner, Param
-from olb.registry import ALGORITHMS, FAMILIES, get_algorithm, register
+from olb.registry import builtin_learners, get_algorithm, register, unregister
 
 # the built-in learners (other test modules register stubs of their own while they are collected)
-LEARNERS = sorted(
-    (cls for family in FAMILIES for cls in importlib.import_module(family).LEARNERS), key=lambda c: c.name
-)
+LEARNERS = builtin_learners()
 
 
 class DecayedFrequency(OnlineLearner):
@@ -30,14 +27,12 @@ class DecayedFrequency(OnlineLearner):
 
     name = "decayed_frequency"
     predict_before_learn = False
-    params = {
-        "decay": Param(float, 0.99, low=0.0, high=1.0, open_low=True, doc="weight of the past at each example"),
-        "prior": Param(float, 0.5, low=0.0, high=1.0, doc="every label's score before any example"),
-    }
+    decay = Param(float, 0.99, low=0.0, high=1.0, open_low=True, doc="weight of the past at each example")
+    prior = Param(float, 0.5, low=0.0, high=1.0, doc="every label's score before any example")
     test_params = {"decay": 0.9}
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.frequency = np.full(self.n_labels, self.prior)
 
     def predict_one(self, x):
@@ -52,7 +47,7 @@ def registered_outside():
     """DecayedFrequency registered the way a user registers a learner, unregistered afterwards."""
     register(DecayedFrequency)
     yield get_algorithm("decayed_frequency")
-    del ALGORITHMS["decayed_frequency"]
+    unregister("decayed_frequency")
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=[c.__name__ for c in CHECKS])

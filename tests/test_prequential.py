@@ -147,10 +147,10 @@ class Diary(OnlineLearner):
 
     name = "diary"
     outputs = ("scores", "labels")
-    params = {"feature_scaling": FEATURE_SCALING}
+    feature_scaling = FEATURE_SCALING
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.seen, self.learned = [], 0
 
     def predict_one(self, x):

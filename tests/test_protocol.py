@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from olb.data.dataset import Dataset
-from olb.learners.base import OnlineLearner
+from olb.learners.base import OnlineLearner, Param
 from olb.protocol import make_phases, run_stream
 from olb.run import CellSpec, main, parse_cli, run_cell
 
@@ -23,8 +23,8 @@ class Recorder(OnlineLearner):
 
     name = "recorder"
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.updates = []
 
     def predict_one(self, x):
@@ -38,10 +38,11 @@ class Hoarder(Recorder):
     """Keeps ``mb`` megabytes alive after its first update (touching every page)."""
 
     name = "hoarder"
+    mb = Param(int, 0, low=0, doc="megabytes kept alive")
 
-    def __init__(self, n_features, n_labels, seed=None, mb=0, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
-        self.mb, self.blob = mb, None
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.blob = None
 
     def learn_one(self, x, feedback):
         if self.blob is None:

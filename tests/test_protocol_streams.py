@@ -26,14 +26,12 @@ class Journal(OnlineLearner):
     name = "journal"
     outputs = ("scores", "labels")
     predict_before_learn = False
-    params = {
-        "init_fraction": INIT_FRACTION,
-        "feature_scaling": FEATURE_SCALING,
-        "sparse": Param(bool, False, doc="accept CSR rows"),
-    }
+    init_fraction = INIT_FRACTION
+    feature_scaling = FEATURE_SCALING
+    sparse = Param(bool, False, doc="accept CSR rows")
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.calls = []
 
     @property

@@ -1,7 +1,7 @@
 """olb in river (olb/river.py) and river's learners in olb (olb/learners/river_family.py).
 
-The contract of river's learners as olb learners is tests/test_learner_contract.py's (the family is in
-``olb.registry.FAMILIES``); here: the wrapped learners against olb's own protocol, river's conventions, and the
+The contract of river's learners as olb learners is tests/test_learner_contract.py's (the family registers
+them in ``olb.registry``); here: the wrapped learners against olb's own protocol, river's conventions, and the
 river family against olb's PA-I-BR.
 """
 

@@ -81,7 +81,7 @@ def test_size_and_fixed_rules():
 def test_a_name_clash_is_refused():
     class Clash(FixedScores):
         name = "clash"
-        params = {"eta": FixedScores.params.get("eta") or Wrapped.params["eta"]}
+        eta = FixedScores.params.get("eta") or Wrapped.params["eta"]
 
     with pytest.raises(ValueError, match=r"clash: hyperparameter\(s\) \['eta'\] clash"):
         thresholded(Clash)

@@ -153,13 +153,15 @@ def check_declarations(cls):
 
 def invalid_values(param: Param) -> list:
     """Values ``param`` must refuse: for numbers NaN, the infinities, the bounds' outside, a string (and a
-    fraction for integers); for booleans a string and a number; for choices an unknown value and None."""
+    fraction for integers); for booleans a string and a number; for choices an unknown value and None (None
+    unless the parameter allows it)."""
+    none = [] if type(None) in param.kinds else [None]
     if param.choices is not None:
-        return ["not-one-of-the-choices", None]
-    if param.kind is bool:
-        return ["yes", 2, None]
-    bad = [math.nan, math.inf, -math.inf, "1", None]
-    if param.kind is int:
+        return ["not-one-of-the-choices", *none]
+    if bool in param.kinds:
+        return ["yes", 2, *none]
+    bad = [math.nan, math.inf, -math.inf, "1", *none]
+    if int in param.kinds:
         bad.append(1.5 if param.low is None else param.low + 0.5)
     if param.low is not None:
         bad.append(param.low if param.open_low else param.low - 1)

@@ -158,7 +158,9 @@ def measure_costs(cls: type[OnlineLearner], cost_model: CostModel | None = None)
 def _fresh_processes() -> multiprocessing.context.ForkServerContext:
     """multiprocessing's forkserver, its server started with olb's learners and checks imported."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["olb.registry", "olb.checks.costs"])
+    from olb.registry import learner_modules
+
+    context.set_forkserver_preload(["olb.checks.costs", *learner_modules()])
     return context
 
 

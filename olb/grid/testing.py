@@ -14,7 +14,6 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -33,26 +32,20 @@ class GridStub(OnlineLearner):
 
     name = "_grid_stub"
     task = "multilabel"
-    params = {
-        "delay_s": Param(float, 0.0, low=0.0, doc="sleep this long before the first update"),
-        "fail_at": Param(int, -1, low=-1, doc="raise RuntimeError at this update (-1: never)"),
-        "crash_token": Param(
-            int,
-            0,
-            low=0,
-            doc="non-zero: the process dies (os._exit) at the first update, once "
-            "per token (a marker file in the temp dir remembers it)",
-        ),
-    }
+    delay_s = Param(float, 0.0, low=0.0, doc="sleep this long before the first update")
+    fail_at = Param(int, -1, low=-1, doc="raise RuntimeError at this update (-1: never)")
+    crash_token = Param(
+        int,
+        0,
+        low=0,
+        doc="non-zero: the process dies (os._exit) at the first update, once "
+        "per token (a marker file in the temp dir remembers it)",
+    )
 
-    delay_s: float
-    crash_token: int
-    fail_at: int
-
-    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper: Any):
-        super().__init__(n_features, n_labels, seed, **hyper)
-        self.counts = np.zeros(n_labels)
-        self.jitter = self.rng.random(n_labels) * 1e-6
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.counts = np.zeros(self.n_labels)
+        self.jitter = self.rng.random(self.n_labels) * 1e-6
         self.t = 0
 
     def predict_one(self, x: np.ndarray) -> np.ndarray:

@@ -2,24 +2,36 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 from collections.abc import Callable
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar, overload
 
 import numpy as np
 
 
+T = TypeVar("T")
+V = TypeVar("V", covariant=True)  # a Param[int] is a Param[int | None]
+
+
 @dataclass(frozen=True)
-class Param:
-    """A hyperparameter's type, default and allowed values (scikit-learn's parameter constraints, in small).
+class Param(Generic[V]):
+    """A hyperparameter's type, default and allowed values (scikit-learn's parameter constraints, in small),
+    declared once as a class attribute of its learner (``eta = Param(float, 0.5, low=0.0)``): the class's
+    signature, ``params``, validation and the instances' attribute (``self.eta``, typed ``float``) follow from it.
 
     ``low``/``high`` bound numbers (``open_low``/``open_high`` exclude the bound), which are always finite (NaN
-    and infinities are refused); ``choices`` lists the allowed values of a categorical parameter.
+    and infinities are refused); ``choices`` lists the allowed values of a categorical parameter. ``kind`` may
+    name alternatives, ``(int, None)``: an int in the bounds, or None (annotated, ``size: Param[int | None] = ...``,
+    for type checkers).
+
+    >>> Param((int, None), None, low=1).describe()
+    'int with 1 <= value, or None'
     """
 
-    kind: type
-    default: Any
+    kind: type[V] | tuple[type | None, ...]
+    default: V
     low: float | None = None
     high: float | None = None
     open_low: bool = False
@@ -27,27 +39,37 @@ class Param:
     choices: tuple | None = None
     doc: str = ""
 
+    @property
+    def kinds(self) -> tuple[type, ...]:
+        """The allowed types (None's is ``NoneType``)."""
+        kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
+        return tuple(type(None) if k is None else k for k in kinds)
+
     def describe(self) -> str:
         if self.choices is not None:
             return "one of " + ", ".join(repr(c) for c in self.choices)
         lo = "" if self.low is None else f"{self.low} {'<' if self.open_low else '<='} "
         hi = "" if self.high is None else f" {'<' if self.open_high else '<='} {self.high}"
-        return f"{self.kind.__name__} with {lo}value{hi}" if (lo or hi) else self.kind.__name__
+        kinds = [k.__name__ + (f" with {lo}value{hi}" if lo or hi else "") for k in self.kinds if k is not type(None)]
+        return " or ".join(kinds) + (", or None" if type(None) in self.kinds else "")
 
     def check(self, owner: str, name: str, value: Any) -> Any:
-        """Return ``value`` converted to ``kind``, or raise ValueError naming the parameter and what is allowed."""
+        """Return ``value`` converted to its kind, or raise ValueError naming the parameter and what is allowed."""
+        if value is None and type(None) in self.kinds:
+            return None
+        kind = next(k for k in self.kinds if k is not type(None))
         problem = None
         if self.choices is not None:
             if value not in self.choices:
                 problem = "is not allowed"
-        elif self.kind is bool:
+        elif kind is bool:
             if not isinstance(value, (bool, np.bool_)):
                 problem = "is not a boolean"
         elif isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             problem = "is not a number"
         elif not math.isfinite(value):
             problem = "is not a finite number"
-        elif self.kind is int and float(value) != int(value):
+        elif kind is int and float(value) != int(value):
             problem = "is not an integer"
         else:
             v = float(value)
@@ -57,7 +79,17 @@ class Param:
                 problem = "is out of range"
         if problem:
             raise ValueError(f"{owner}: {name}={value!r} {problem}; allowed: {self.describe()}")
-        return self.kind(value) if self.choices is None else value
+        return kind(value) if self.choices is None else value
+
+    @overload
+    def __get__(self, learner: None, owner: type) -> Param[V]: ...
+    @overload
+    def __get__(self, learner: object, owner: type) -> V: ...
+    def __get__(self, learner: object, owner: type) -> Param[V] | V:
+        """On the class, the declaration; on a learner (whose value shadows it once built), the value."""
+        if learner is None:
+            return self
+        raise AttributeError(f"{type(learner).__name__} has no value of its hyperparameter yet")
 
 
 @dataclass(frozen=True)
@@ -81,13 +113,14 @@ class OnlineLearner:
     The contract every registered learner keeps (:func:`olb.checks.check_learner` checks it; the test suite
     applies it to every registered learner):
 
-    - **Construction.** ``cls(n_features, n_labels, seed=..., **hyperparameters)``: the hyperparameters are
-      the declared ``params`` (name -> :class:`Param`), validated by :meth:`validate`, and the rules across
-      them and against the stream's shape by :meth:`check_params` (the grid's planner calls the same rules
-      before any work starts). ``seed`` (an int or a ``numpy.random.Generator``) fixes every random draw.
-      Each hyperparameter becomes an attribute (``self.eta``); the class declares the ones it reads with a
-      class-level annotation of the ``Param``'s kind (``eta: float``), so that readers and type checkers see
-      them. On a learner, such an annotation (without ``ClassVar``) is kept for hyperparameters.
+    - **Construction.** ``cls(n_features, n_labels, seed=..., **hyperparameters)``: each hyperparameter is a
+      :class:`Param` class attribute (``eta = Param(float, 0.5, low=0.0)``, declared once), which ``params``
+      collects (name -> Param, the bases' first) and the class's signature lists (``inspect.signature(cls)``).
+      The values are validated by :meth:`validate`, and the rules across them and against the stream's shape
+      by :meth:`check_params` (the grid's planner calls the same rules before any work starts). ``seed`` (an int
+      or a ``numpy.random.Generator``) fixes every random draw. Each value becomes an attribute (``self.eta``),
+      then :meth:`__post_init__` builds the model's state. :meth:`get_params` and :meth:`clone` are
+      scikit-learn's and river's.
     - **Prediction.** ``predict_one(x)`` returns what ``outputs`` declares: ``"scores"`` (a float vector of
       the labels' relevance, higher = more relevant), ``"labels"`` (a 0/1 vector: the predicted label set),
       ``"class"`` (a class index). One output is returned as is; several as a dict keyed by these names.
@@ -115,8 +148,9 @@ class OnlineLearner:
       and never densifies them.
     - **State.** A learner pickles at any point of the stream and continues identically after unpickling.
     - **Tests.** ``test_params`` are small, fast settings that :mod:`olb.checks` and quick checks use.
-    - **Cost.** What the grid plans for the learner (CPU per row, model memory) is its cost model, kept in its
-      family's costs module (:mod:`olb.learners.costs`), never on the class; :mod:`olb.checks.costs` checks it.
+    - **Cost.** What the grid plans for the learner (CPU per row, model memory) is its cost model
+      (:mod:`olb.learners.costs`), given when it registers (``@register(cost=...)``, :mod:`olb.registry`), never
+      on the class; :mod:`olb.checks.costs` checks it.
     - **Warm-up.** ``optional_imports`` names the modules of optional libraries (river's) the learner imports;
       a cell imports them before its clock starts and counts the time in ``compile_s``, not ``runtime_s``.
 
@@ -139,7 +173,27 @@ class OnlineLearner:
     report_metrics: ClassVar[dict[str, bool]] = {}
     optional_imports: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, n_features: int, n_labels: int, seed=None, *, _checked: bool = False, **hyper):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "params" in cls.__dict__:
+            raise TypeError(
+                f"{cls.__qualname__}: declare each hyperparameter as a class attribute (eta = Param(...)), not in params"
+            )
+        params: dict[str, Param] = {}
+        for klass in reversed(cls.__mro__):
+            params.update((key, p) for key, p in vars(klass).items() if isinstance(p, Param))
+        cls.params = params
+        fixed = [
+            inspect.Parameter("n_features", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=int),
+            inspect.Parameter("n_labels", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=int),
+            inspect.Parameter("seed", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
+        ]
+        hyper = [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=p.default) for k, p in params.items()]
+        cls.__signature__ = inspect.Signature(fixed + hyper)  # type: ignore[attr-defined]  # read by inspect.signature(cls), help()
+
+    def __init__(
+        self, n_features: int, n_labels: int, seed: int | np.random.Generator | None = None, *, _checked=False, **hyper
+    ):
         self.n_features, self.n_labels = int(n_features), int(n_labels)
         self.hyper = hyper if _checked else self.validate(hyper)
         problems = [] if _checked else self.check_params(self.hyper, StreamShape(self.n_features, self.n_labels))
@@ -147,7 +201,22 @@ class OnlineLearner:
             raise ValueError(f"{self.name}: " + "; ".join(problems))
         for key, value in self.hyper.items():
             setattr(self, key, value)
+        self.seed = seed
         self.rng = np.random.default_rng(seed)
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        """Build the model's state from the hyperparameters (set as attributes) and ``rng``; nothing by default."""
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The arguments this learner was built with, by name (scikit-learn's ``get_params``; ``deep`` is
+        accepted for scikit-learn's ``clone``: a learner holds no estimator of its own to recurse into)."""
+        return {"n_features": self.n_features, "n_labels": self.n_labels, "seed": self.seed, **self.hyper}
+
+    def clone(self, new_params: dict[str, Any] | None = None) -> Self:
+        """A new, untrained learner of the same arguments, ``new_params`` replacing some (river's ``clone``); with an
+        int seed it draws what this learner drew."""
+        return type(self)(**{**self.get_params(), **(new_params or {})})
 
     @classmethod
     def from_checked(cls, n_features: int, n_labels: int, seed: np.random.Generator, params: dict) -> Self:
@@ -200,9 +269,6 @@ class OnlineLearner:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.hyper.items())
         return f"{type(self).__name__}({args})"
-
-
-T = TypeVar("T")
 
 
 class RoundCache(Generic[T]):

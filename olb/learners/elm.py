@@ -13,6 +13,8 @@ import numpy as np
 from olb.learners.base import OnlineLearner
 from olb.learners.params import FEATURE_SCALING, INIT_FRACTION, NUM_HIDDEN, with_default
 from olb.learners.params import C as C_PARAM  # not C: ELMOMLLStar declares the hyperparameter C
+from olb.learners.elm_costs import ELMCost
+from olb.registry import register
 
 
 class _OnlineELM(OnlineLearner):
@@ -22,23 +24,17 @@ class _OnlineELM(OnlineLearner):
     outputs = ("scores", "labels")
     predict_before_learn = False
     learns_passes = True  # a training pass without the protocol's work per row (same numpy calls per row)
-    # hyperparameters (declared in ``params``)
-    num_hidden: int
-    init_fraction: float
-    feature_scaling: str
-    params = {
-        "num_hidden": NUM_HIDDEN,
-        "init_fraction": INIT_FRACTION,
-        "feature_scaling": with_default(FEATURE_SCALING, "minmax"),
-    }
+    num_hidden = NUM_HIDDEN
+    init_fraction = INIT_FRACTION
+    feature_scaling = with_default(FEATURE_SCALING, "minmax")
     test_params = {"num_hidden": 10}
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.input_weights = self.rng.uniform(-1.0, 1.0, (self.n_features, self.num_hidden))
         self.biases = self.rng.uniform(0.0, 1.0, self.num_hidden)
         self.beta = np.zeros((self.num_hidden, self.n_labels))
-        self.M = None  # (H^T H [+ I / C])^-1 of the rows seen, once the initial block is learned
+        self.M: np.ndarray | None = None  # (H^T H [+ I / C])^-1 of the rows seen, once the initial block is learned
 
     def hidden(self, X: np.ndarray) -> np.ndarray:
         """h(x) = sigmoid(x A + b), for one row (d,) or a block (n, d)."""
@@ -70,6 +66,7 @@ class _OnlineELM(OnlineLearner):
         self.beta += np.outer(self.M @ h, t - h @ self.beta)
 
 
+@register(cost=ELMCost())
 class OSMLELM(_OnlineELM):
     """OSML-ELM (Venkatesan et al. 2017), threshold 0, as paper 002 runs it (initial block: the first 20% of
     each training permutation).
@@ -92,6 +89,7 @@ class OSMLELM(_OnlineELM):
         return np.linalg.pinv(H.T @ H), np.linalg.pinv(H) @ T
 
 
+@register(cost=ELMCost())
 class ELMOMLLStar(_OnlineELM):
     """ELM-OMLL*: a clearly labelled stand-in for ELM-OMLL (Du & Vong 2020), whose formula was not recovered.
 
@@ -107,14 +105,9 @@ class ELMOMLLStar(_OnlineELM):
     """
 
     name = "elm_omll_star"
-    # hyperparameters (declared in ``params``)
-    C: float
-    params = {**_OnlineELM.params, "C": C_PARAM}
+    C = C_PARAM
     test_params = {"num_hidden": 10, "C": 1.0}
 
     def _initial_fit(self, H, T):
         M = np.linalg.inv(H.T @ H + np.eye(H.shape[1]) / self.C)
         return M, M @ (H.T @ T)
-
-
-LEARNERS = (OSMLELM, ELMOMLLStar)

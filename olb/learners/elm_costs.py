@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from olb.learners.base import OnlineLearner, StreamShape
+from olb.learners.base import StreamShape
 from olb.learners.costs import MB_PER_FLOAT, ROUND_OVERHEAD_S, CostModel, Params
-from olb.learners.elm import LEARNERS
 
 
 class ELMCost(CostModel):
@@ -25,6 +24,3 @@ class ELMCost(CostModel):
         h = params["num_hidden"]
         n0 = params["init_fraction"] * (shape.n_train or 0)
         return MB_PER_FLOAT * (h * (shape.n_features + shape.n_labels) + 3 * h * h + n0 * (h + shape.n_features))
-
-
-COST_MODELS: dict[type[OnlineLearner], CostModel] = {cls: ELMCost() for cls in LEARNERS}

@@ -1,6 +1,6 @@
 """The shared hyperparameter vocabulary: one definition and one meaning per name, used by every family.
 
-A learner lists the ones it has in its ``params`` (``{"sigma": SIGMA, ...}``), adjusting only the default
+A learner declares the ones it has as class attributes (``sigma = SIGMA``), adjusting only the default
 with :func:`with_default` where its paper's differs. Names: ``k`` is the top-k feedback size (paper 004) and
 ``n_neighbors`` the neighbours of a nearest-neighbour vote; ``gamma`` is a booster's edge (olb.learners.boosting)
 and ``sigma`` an RBF kernel's width; ``C`` weighs the data loss against the regulariser (PA's aggressiveness, a

@@ -6,10 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from olb.learners.base import OnlineLearner, StreamShape
+from olb.learners.base import StreamShape
 from olb.learners.costs import ROUND_OVERHEAD_S, CostModel, Params
-from olb.learners.river_family import LEARNERS
-from olb.learners.river_mlhat import LEARNERS as TABLE_LEARNERS
 
 LABEL_FEATURE_COST_S = {"pa": 1.6e-7, "lr": 9e-8, "ht": 1.6e-6}
 """CPU seconds of one round (a prediction, and an update on a training row) per label and feature of each
@@ -50,9 +48,6 @@ class RiverCost(CostModel):
             return super().model_memory_mb(params, shape)
         features = min(shape.n_features, 2000) + (shape.n_labels if self.strategy != "br" else 0)
         return shape.n_labels * features * TREE_LEAF_FEATURE_BYTES / 2**20
-
-
-COST_MODELS: dict[type[OnlineLearner], CostModel] = {cls: RiverCost(cls.strategy, cls.classifier) for cls in LEARNERS}
 
 
 TABLE_LABEL_FEATURE_COST_S = {
@@ -130,6 +125,3 @@ class TableColumnCost(CostModel):
             trees = params.get("n_models", 1)
             return MONDRIAN_NODE_BYTES * label_features * trees * math.sqrt(shape.n_train or 1) / 2**20
         return TABLE_LABEL_FEATURE_BYTES[self.code] * self._scale(params) * label_features / 2**20
-
-
-COST_MODELS.update({cls: TableColumnCost(cls.code) for cls in TABLE_LEARNERS})

@@ -31,13 +31,16 @@ does not score (olb/protocol.py). river is imported when a learner is built, nev
 from __future__ import annotations
 
 import random
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import numpy as np
 
 from olb.learners.base import OnlineLearner, Param
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import C, FEATURE_SCALING
+from olb.learners.river_costs import RiverCost
+from olb.registry import register
 
 
 def _pa(C, mode, learn_intercept):
@@ -60,7 +63,7 @@ def _ht(grace_period, split_confidence, tie_threshold, leaf_prediction):
     )
 
 
-CLASSIFIERS = {
+CLASSIFIERS: dict[str, tuple[Callable[..., Any], dict[str, Param]]] = {
     "pa": (
         _pa,
         {
@@ -95,7 +98,7 @@ CLASSIFIERS = {
 RIVER_MODULES = {"pa": ("river.linear_model",), "lr": ("river.linear_model", "river.optim"), "ht": ("river.tree",)}
 """Classifier code -> the river modules its factory imports (with ``river.multioutput``: a learner's warm-up)."""
 
-STRATEGIES = {
+STRATEGIES: dict[str, dict[str, Param]] = {
     "br": {},
     "cc": {},
     "mcc": {"m": Param(int, 10, low=1, doc="label sets sampled from the chain per prediction")},
@@ -111,16 +114,15 @@ class RiverMultiLabel(OnlineLearner):
     outputs = ("scores", "labels")
     predict_before_learn = False
     accepts_sparse = True
-    # hyperparameters (declared in ``params``)
-    feature_scaling: str
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         factory, own = CLASSIFIERS[self.classifier]
         base = factory(**{name: self.hyper[name] for name in own})
         self.label_keys = [f"y{k}" for k in range(self.n_labels)]
         from river import multioutput
 
+        self.model: Any  # river's strategy (its classes share no typed base)
         if self.strategy == "br":
             self.model = multioutput.PerOutputClassifier(base)
         elif self.strategy == "cc":
@@ -156,13 +158,12 @@ class RiverMultiLabel(OnlineLearner):
 
 
 def _learner(strategy: str, classifier: str) -> type[RiverMultiLabel]:
-    params = {**STRATEGIES[strategy], **CLASSIFIERS[classifier][1], "feature_scaling": FEATURE_SCALING}
     name = f"river_{strategy}_{classifier}"
     class_name = f"River{strategy.upper()}{classifier.upper()}"  # e.g. RiverBRPA for river_br_pa
     test_params = {"grace_period": 10} if classifier == "ht" else {}
     if strategy == "mcc":
         test_params["m"] = 3
-    return type(
+    cls = type(
         class_name,
         (RiverMultiLabel,),
         {
@@ -172,11 +173,14 @@ def _learner(strategy: str, classifier: str) -> type[RiverMultiLabel]:
             "name": name,
             "strategy": strategy,
             "classifier": classifier,
-            "params": params,
+            **STRATEGIES[strategy],
+            **CLASSIFIERS[classifier][1],
+            "feature_scaling": FEATURE_SCALING,
             "test_params": test_params,
             "optional_imports": ("river.multioutput", *RIVER_MODULES[classifier]),
         },
     )
+    return register(cls, RiverCost(strategy, classifier))
 
 
 LEARNERS = tuple(_learner(s, c) for s in ("br", "cc") for c in CLASSIFIERS) + (_learner("mcc", "lr"),)

@@ -59,6 +59,8 @@ import numpy as np
 
 from olb.learners.base import OnlineLearner, Param
 from olb.learners.linear.rows import nonzero_entries
+from olb.learners.river_costs import TableColumnCost
+from olb.registry import register
 
 DEFAULT_TREE_DELTA = 1e-5  # the table's split confidence of every Hoeffding-bound learner but ARF (river's: 1e-7)
 
@@ -75,7 +77,7 @@ def _split_confidence(default: float) -> Param:
 
 TIE_THRESHOLD = Param(float, 0.05, low=0.0, doc="Hoeffding bound below which a tie is split")
 N_MODELS = Param(int, 10, low=1, doc="members of the ensemble")
-HOEFFDING = {
+HOEFFDING: dict[str, Param] = {
     "grace_period": _grace_period(200),
     "split_confidence": _split_confidence(DEFAULT_TREE_DELTA),
     "tie_threshold": TIE_THRESHOLD,
@@ -93,7 +95,7 @@ PREDICTION = Param(
 Emotions, and are those of the LogisticRegression model (without a split both are binary relevance over it), not of
 river's adaptive choice: so the model is the default here."""
 
-MONDRIAN = {
+MONDRIAN: dict[str, Param] = {
     "step": Param(float, 1.0, low=0.0, open_low=True, doc="step of the Mondrian trees' aggregation weights"),
     "use_aggregation": Param(bool, True, doc="aggregate the predictions of a tree's nodes along the path"),
     "dirichlet": Param(float, 0.5, low=0.0, open_low=True, doc="Dirichlet prior of the nodes' class probabilities"),
@@ -214,7 +216,7 @@ def _amr(hyper, seed):
         delta=hyper["split_confidence"],
         tau=hyper["tie_threshold"],
         pred_type=hyper["prediction"],
-        pred_model=linear_model.LogisticRegression(),
+        pred_model=linear_model.LogisticRegression(),  # type: ignore[arg-type]  # the table's, a classifier
         splitter=TEBSTSplitter(),
         drift_detector=drift.ADWIN(),
         fading_factor=hyper["fading_factor"],
@@ -242,7 +244,7 @@ def _isoupt(hyper, seed):
         delta=hyper["split_confidence"],
         tau=hyper["tie_threshold"],
         leaf_prediction=hyper["prediction"],
-        leaf_model=linear_model.LogisticRegression(),
+        leaf_model=linear_model.LogisticRegression(),  # type: ignore[arg-type]  # the table's, a classifier
         model_selector_decay=hyper["model_selector_decay"],
         splitter=TEBSTSplitter(),
     )
@@ -410,11 +412,9 @@ class RiverTableLearner(OnlineLearner):
     outputs = ("scores", "labels")
     predict_before_learn = False
     accepts_sparse = True
-    # hyperparameters (declared in ``params``)
-    dense_rows: bool
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         river_seed = int(self.rng.integers(2**31 - 1)) if self.column.seeded else 0
         self.prototype = self.column.build(self.hyper, river_seed)
         if self.column.multi_target:
@@ -424,7 +424,7 @@ class RiverTableLearner(OnlineLearner):
         self.learned = False  # until the first example: abstain (module docstring)
 
     def _row(self, x) -> dict:
-        if self.dense_rows:
+        if self.hyper["dense_rows"]:  # declared by each column's class, last (DENSE_ROWS)
             values = x.toarray().ravel() if hasattr(x, "toarray") else np.asarray(x).ravel()
             return dict(enumerate(values.tolist()))
         idx, val = nonzero_entries(x, False)
@@ -459,7 +459,7 @@ class RiverTableLearner(OnlineLearner):
 def _learner(code: str, column: Column) -> type[RiverTableLearner]:
     class_name = f"MLHAT{code.upper()}"  # e.g. MLHATHT for mlhat_ht
     changes = f" river 0.26: {column.changes}." if column.changes else ""
-    return type(
+    cls = type(
         class_name,
         (RiverTableLearner,),
         {
@@ -469,11 +469,13 @@ def _learner(code: str, column: Column) -> type[RiverTableLearner]:
             "name": f"mlhat_{code}",
             "code": code,
             "column": column,
-            "params": {**column.params, "dense_rows": DENSE_ROWS},
+            **column.params,
+            "dense_rows": DENSE_ROWS,
             "test_params": column.test_params,
             "optional_imports": column.modules,
         },
     )
+    return register(cls, TableColumnCost(code))
 
 
 LEARNERS = tuple(_learner(code, column) for code, column in COLUMNS.items())

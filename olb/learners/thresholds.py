@@ -40,27 +40,14 @@ import numpy as np
 
 from olb.kernels import KernelModule
 from olb.learners.base import OnlineLearner, Param, RoundCache, StreamShape
-from olb.learners.boosting import LEARNERS as BOOSTERS
+from olb.learners.boosting import AdaOLMR, OnlineBMR
 from olb.learners.params import ETA, FEATURE_SCALING, REPEATS, with_default
+from olb.learners.threshold_costs import ThresholdedCost
+from olb.registry import register
 
 alt_loss = KernelModule("olb.learners.linear.alt_loss")
 
 LEARNED_RULES = ("alt_scores", "alt_features")  # the rules whose threshold learns from the stream
-
-THRESHOLD_PARAMS = {
-    "threshold_rule": Param(
-        str,
-        "alt_scores",
-        choices=(*LEARNED_RULES, "size", "fixed"),
-        doc="how labels are decided from the scores: a threshold learned with the ALT loss on "
-        "the standardized sorted scores or on the features, the running mean label-set "
-        "size, or a fixed threshold",
-    ),
-    "threshold": Param(float, 0.0, doc="the fixed threshold of threshold_rule='fixed'"),
-    "eta": with_default(ETA, 0.01),
-    "repeats": with_default(REPEATS, 5),
-    "feature_scaling": with_default(FEATURE_SCALING, "minmax"),
-}
 
 
 class Thresholded(OnlineLearner):
@@ -68,21 +55,29 @@ class Thresholded(OnlineLearner):
 
     scorer_class: ClassVar[type[OnlineLearner]]
     outputs = ("scores", "labels")
-    # hyperparameters (declared in ``params``)
-    threshold_rule: str
-    threshold: float
-    eta: float
-    repeats: int
-    feature_scaling: str
+    threshold_rule = Param(
+        str,
+        "alt_scores",
+        choices=(*LEARNED_RULES, "size", "fixed"),
+        doc="how labels are decided from the scores: a threshold learned with the ALT loss on "
+        "the standardized sorted scores or on the features, the running mean label-set "
+        "size, or a fixed threshold",
+    )
+    threshold = Param(float, 0.0, doc="the fixed threshold of threshold_rule='fixed'")
+    eta = with_default(ETA, 0.01)
+    repeats = with_default(REPEATS, 5)
+    feature_scaling = with_default(FEATURE_SCALING, "minmax")
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
-        self.scorer = self.scorer_class(n_features, n_labels, seed=self.rng, **self._scorer_params(self.hyper))
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.scorer = self.scorer_class(
+            self.n_features, self.n_labels, seed=self.rng, **self._scorer_params(self.hyper)
+        )
         n_inputs = self.n_labels if self.threshold_rule == "alt_scores" else self.n_features
         self.w = np.zeros(n_inputs + 1)  # threshold predictor t = <w, phi>
         self.n_seen = 0
         self.n_relevant = 0
-        self._scores = RoundCache()
+        self._scores: RoundCache[np.ndarray] = RoundCache()
 
     @classmethod
     def check_params(cls, params: dict, shape: StreamShape) -> list[str]:
@@ -142,8 +137,8 @@ class Thresholded(OnlineLearner):
 
 
 def thresholded(scorer_class: type[OnlineLearner]) -> type[Thresholded]:
-    """The registered ``<scorer>+threshold`` learner of ``scorer_class``."""
-    clash = set(THRESHOLD_PARAMS) & set(scorer_class.params)
+    """The ``<scorer>+threshold`` learner of ``scorer_class``."""
+    clash = set(Thresholded.params) & set(scorer_class.params)
     if clash:
         raise ValueError(f"{scorer_class.name}: hyperparameter(s) {sorted(clash)} clash with the threshold's")
     return type(
@@ -157,17 +152,14 @@ def thresholded(scorer_class: type[OnlineLearner]) -> type[Thresholded]:
             "feedback": "full",
             "default_protocol": scorer_class.default_protocol,
             "predict_before_learn": scorer_class.predict_before_learn,
-            "params": {**scorer_class.params, **THRESHOLD_PARAMS},
+            **scorer_class.params,
             "test_params": dict(scorer_class.test_params),
             "__module__": __name__,
         },
     )
 
 
-def _needs_labels(cls: type[OnlineLearner]) -> bool:
-    return cls.task == "multilabel" and cls.feedback == "full" and "labels" not in cls.outputs
-
-
-LEARNERS = tuple(thresholded(cls) for cls in BOOSTERS if _needs_labels(cls))
-for _cls in LEARNERS:  # picklable by name, as module attributes
-    globals()[_cls.__name__] = _cls
+for _scorer in (AdaOLMR, OnlineBMR):  # the full-feedback rankers, which predict no label set
+    _cls = thresholded(_scorer)
+    register(_cls, ThresholdedCost(_scorer.name, LEARNED_RULES))
+    globals()[_cls.__name__] = _cls  # picklable by name, as a module attribute

@@ -417,7 +417,7 @@ def _approx_log2(x):  # pragma: no cover - compiled
     library call: x = 2^e m with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh s = 2 (s + s^3/3 + ... + s^15/15),
     s = (m - 1) / (m + 1), |s| < 0.1716 (the rest of the series is below 1.2e-14). 0 (and a subnormal x) gives
     about -1023, finite, so that x log2 x is 0 (or below 1e-305)."""
-    bits = _float_bits(x)
+    bits: int = _float_bits(x)  # type: ignore[call-arg]  # a numba intrinsic (numba passes its context)
     m = _bits_float((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000)
     e = float((bits >> 52) - 1023)
     high = m >= _SQRT2

@@ -15,4 +15,4 @@ from olb.learners.boosting.mlr import AdaOLMR, OnlineBMR
 from olb.learners.boosting.multiclass import AdaBoostOLM, OnlineMBBM
 from olb.learners.boosting.topk import TopAda, TopOpt
 
-LEARNERS = (AdaOLMR, OnlineBMR, TopOpt, TopAda, AdaBoostOLM, OnlineMBBM, BestVFDT, OzaBoost)
+__all__ = ["AdaBoostOLM", "AdaOLMR", "BestVFDT", "OnlineBMR", "OnlineMBBM", "OzaBoost", "TopAda", "TopOpt"]

@@ -11,18 +11,15 @@ import numpy as np
 from olb.learners.base import OnlineLearner, RoundCache
 from olb.learners.boosting.common import (
     ALL_FEATURES_PARAM,
-    BOOSTER_PARAMS,
+    NUM_LEARNERS,
+    WEAK_LEARNER,
     build_weak_learners,
     rounds,
 )
 from olb.weak import VFDTForest
 from olb.weak.river_adapter import river_hoeffding_tree
-
-_TREE_PARAMS = {
-    "num_learners": BOOSTER_PARAMS["num_learners"],
-    "num_covariates": ALL_FEATURES_PARAM,
-    "weak_learner": BOOSTER_PARAMS["weak_learner"],
-}
+from olb.learners.boosting.costs import ForestCost
+from olb.registry import register
 
 
 class _TreeBaseline(OnlineLearner):
@@ -31,14 +28,13 @@ class _TreeBaseline(OnlineLearner):
     task = "multiclass"
     outputs = ("class",)
     default_protocol = "prequential_last20"
-    # hyperparameters (declared in ``params``)
-    num_learners: int
-    num_covariates: int
-    weak_learner: str
-    params = dict(_TREE_PARAMS)
+    num_learners = NUM_LEARNERS
+    num_covariates = ALL_FEATURES_PARAM
+    weak_learner = WEAK_LEARNER
     test_params = {"num_learners": 3}
 
 
+@register(cost=ForestCost(multiclass=True, forest_learning=0.442, trees_power=1.45))
 class BestVFDT(_TreeBaseline):
     """ "Best decision tree" (paper 001, Table 1): N VFDTs with random parameters, each trained alone.
 
@@ -60,10 +56,10 @@ class BestVFDT(_TreeBaseline):
     name = "best_vfdt"
     report_metrics = {"best_tree_accuracy": False}  # higher is better
 
-    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.trees = build_weak_learners(
-            self.weak_learner, self.num_learners, n_features, n_labels, self.num_covariates, self.rng
+            self.weak_learner, self.num_learners, self.n_features, self.n_labels, self.num_covariates, self.rng
         )
         self.correct = np.zeros(self.num_learners, np.int64)
         self._hits: list[np.ndarray] = []  # per example, which trees were right (bit-packed)
@@ -114,6 +110,7 @@ class BestVFDT(_TreeBaseline):
         }
 
 
+@register(cost=ForestCost(multiclass=True, forest_learning=0.806, trees_power=1.28))
 class OzaBoost(_TreeBaseline):
     """Oza's online boosting (Oza & Russell 2001; Oza 2005), the "Online Boosting" column of Table 1.
 
@@ -142,15 +139,17 @@ class OzaBoost(_TreeBaseline):
     predicts_passes = True  # a prequential phase in blocks (OnlineLearner.predict_learn_pass): no work per row
     EPS_CLIP = 1e-6
 
-    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         N = self.num_learners
         if self.weak_learner == "river_hoeffding_tree":
-            self._river = _river_oza(N, n_labels, self.rng)
+            self._river = _river_oza(N, self.n_labels, self.rng)
             self.trees = None
         else:
             self._river = None
-            self.trees = build_weak_learners(self.weak_learner, N, n_features, n_labels, self.num_covariates, self.rng)
+            self.trees = build_weak_learners(
+                self.weak_learner, N, self.n_features, self.n_labels, self.num_covariates, self.rng
+            )
         self.lambda_sc = np.zeros(N)
         self.lambda_sw = np.zeros(N)
         self._draws = UniformDraws(self.rng)

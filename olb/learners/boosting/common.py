@@ -1,7 +1,7 @@
 """What the online boosters of papers 000 (multi-label) and 001 (multiclass) share.
 
-- ``BOOSTER_PARAMS``: the shared hyperparameter names (``num_learners``, ``num_covariates``,
-  ``weak_learner``, ``authors_weights``); each booster adjusts defaults where its paper differs.
+- ``NUM_LEARNERS``, ``NUM_COVARIATES``, ``WEAK_LEARNER``, ``AUTHORS_WEIGHTS``: the shared hyperparameters;
+  each booster adjusts defaults where its paper differs.
 - ``build_weak_learners``: the pool of N weak learners of a booster (:func:`olb.weak.make_weak_learners`).
 - ``ALL_FEATURES_PARAM``: ``num_covariates`` defaulting to all features (paper 001's learners).
 - ``GAMMA_PARAM`` / ``MARGIN_PARAM``: the edge of the potential-based boosters' baseline and their hinge margin.
@@ -18,17 +18,14 @@ from olb.kernels import KernelModule
 from olb.learners.base import Param
 from olb.weak import WEAK_LEARNERS, WeakLearners, make_weak_learners
 
-BOOSTER_PARAMS = {
-    "num_learners": Param(int, 100, low=1, doc="number of weak learners N"),
-    "num_covariates": Param(int, 20, low=1, doc="random features per weak learner"),
-    "weak_learner": Param(str, "vfdt", choices=WEAK_LEARNERS, doc="weak learner family"),
-    "authors_weights": Param(
-        bool,
-        False,
-        doc="scale each tree's importance weights by a constant from "
-        "U[3, 10], as the authors' code does (not in the paper)",
-    ),
-}
+NUM_LEARNERS = Param(int, 100, low=1, doc="number of weak learners N")
+NUM_COVARIATES = Param(int, 20, low=1, doc="random features per weak learner")
+WEAK_LEARNER = Param(str, "vfdt", choices=WEAK_LEARNERS, doc="weak learner family")
+AUTHORS_WEIGHTS = Param(
+    bool,
+    False,
+    doc="scale each tree's importance weights by a constant from U[3, 10], as the authors' code does (not in the paper)",
+)
 ALL_FEATURES_PARAM = Param(
     int,
     0,

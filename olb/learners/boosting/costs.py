@@ -1,5 +1,5 @@
 """The boosters' cost models: one formula over the compiled VFDT forest for every booster (``ForestCost``), each
-booster with its own fitted coefficients (``COST_MODELS``), and the forest's storage as their memory.
+booster with its own fitted coefficients (given where it registers), and the forest's storage as their memory.
 
 The coefficients are fitted by ``benchmarks/calibrate_boosters.py`` (docs/grid.md, "The cost model").
 """
@@ -8,11 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from olb.learners.base import OnlineLearner, StreamShape
-from olb.learners.boosting.baselines import BestVFDT, OzaBoost
-from olb.learners.boosting.mlr import AdaOLMR, OnlineBMR
-from olb.learners.boosting.multiclass import AdaBoostOLM, OnlineMBBM
-from olb.learners.boosting.topk import TopAda, TopOpt
+from olb.learners.base import StreamShape
 from olb.learners.costs import ROUND_OVERHEAD_S, CostModel, Params
 from olb.weak import VFDTForest
 
@@ -108,20 +104,3 @@ def forest_cost_s(
     covariates = min(params["num_covariates"] or shape.n_features, shape.n_features)
     learn = c["learn_s"] * covariates * fed_labels ** c["fed_exponent"] * k ** c["label_exponent"] if learning else 0.0
     return COST_MARGIN * trees * (c["predict_s"] * k + learning * learn * (trees / 100) ** (trees_power - 1))
-
-
-COST_MODELS: dict[type[OnlineLearner], CostModel] = {
-    AdaOLMR: ForestCost(),
-    OnlineBMR: ForestCost(forest_learning=1.13, trees_power=0.999, gamma_scale=0.0738, gamma_power=1.15),
-    TopOpt: TopKForestCost(
-        forest_learning=0.485, trees_power=0.611, gamma_scale=0.182, gamma_power=1.58, weight_power=0.599
-    ),
-    TopAda: TopKForestCost(forest_learning=0.818, trees_power=1.06, weight_power=0.726),
-    AdaBoostOLM: ForestCost(multiclass=True, forest_learning=1.88, trees_power=0.962),
-    OnlineMBBM: ForestCost(
-        multiclass=True, forest_learning=8.41, trees_power=2.05, gamma_scale=0.131, gamma_power=2.43
-    ),
-    BestVFDT: ForestCost(multiclass=True, forest_learning=0.442, trees_power=1.45),
-    OzaBoost: ForestCost(multiclass=True, forest_learning=0.806, trees_power=1.28),
-}
-"""Each booster's model, its coefficients fitted by ``benchmarks/calibrate_boosters.py``."""

@@ -12,7 +12,10 @@ import numpy as np
 
 from olb.learners.base import OnlineLearner, Param, RoundCache
 from olb.learners.boosting.common import (
-    BOOSTER_PARAMS,
+    AUTHORS_WEIGHTS,
+    NUM_COVARIATES,
+    NUM_LEARNERS,
+    WEAK_LEARNER,
     GAMMA_PARAM,
     MARGIN_PARAM,
     build_weak_learners,
@@ -21,6 +24,8 @@ from olb.learners.boosting.common import (
     rounds,
 )
 from olb.learners.boosting.potentials import PairwisePotential
+from olb.learners.boosting.costs import ForestCost
+from olb.registry import register
 
 AUTHORS_IMPORTANCE_SCALE = (3.0, 10.0)
 
@@ -30,18 +35,17 @@ class MLRBooster(OnlineLearner):
 
     task = "multilabel"
     initial_alpha = 0.0
-    # hyperparameters (declared in ``params``)
-    num_learners: int
-    num_covariates: int
-    weak_learner: str
-    authors_weights: bool
+    num_learners = NUM_LEARNERS
+    num_covariates = NUM_COVARIATES
+    weak_learner = WEAK_LEARNER
+    authors_weights = AUTHORS_WEIGHTS
     test_params = {"num_learners": 3}
 
-    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         scale = AUTHORS_IMPORTANCE_SCALE if self.authors_weights else None
         self.weak = build_weak_learners(
-            self.weak_learner, self.num_learners, n_features, n_labels, self.num_covariates, self.rng, scale
+            self.weak_learner, self.num_learners, self.n_features, self.n_labels, self.num_covariates, self.rng, scale
         )
         self.alpha = np.full(self.num_learners, self.initial_alpha)
         self.t = 0
@@ -83,6 +87,7 @@ class FullFeedbackBooster(MLRBooster):
         raise NotImplementedError
 
 
+@register(cost=ForestCost())
 class AdaOLMR(FullFeedbackBooster):
     """Ada.OLMR (paper 000, Algorithm 3): logistic-loss costs, adaptive weights, Hedge over experts.
 
@@ -105,10 +110,9 @@ class AdaOLMR(FullFeedbackBooster):
     """
 
     name = "adaolmr"
-    params = dict(BOOSTER_PARAMS)
 
-    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.hedge = hedge_init(self.num_learners)
 
     def _choose_expert(self) -> int:
@@ -119,6 +123,7 @@ class AdaOLMR(FullFeedbackBooster):
         return weights
 
 
+@register(cost=ForestCost(forest_learning=1.13, trees_power=0.999, gamma_scale=0.0738, gamma_power=1.15))
 class OnlineBMR(FullFeedbackBooster):
     """OnlineBMR (paper 000, Algorithm 2): potential-based costs, alpha = 1, the last expert predicts.
 
@@ -140,21 +145,14 @@ class OnlineBMR(FullFeedbackBooster):
 
     name = "onlinebmr"
     initial_alpha = 1.0
-    # hyperparameters (declared in ``params``)
-    gamma: float
-    margin: float
-    invalid_baseline: str
-    params = {
-        **BOOSTER_PARAMS,
-        "gamma": GAMMA_PARAM,
-        "margin": MARGIN_PARAM,
-        "invalid_baseline": Param(str, "cap", choices=("cap", "raise"), doc="rule where gamma |Y| > 1"),
-    }
+    gamma = GAMMA_PARAM
+    margin = MARGIN_PARAM
+    invalid_baseline = Param(str, "cap", choices=("cap", "raise"), doc="rule where gamma |Y| > 1")
 
-    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.potential = PairwisePotential(
-            self.num_learners, n_labels, self.gamma, margin=self.margin, invalid_baseline=self.invalid_baseline
+            self.num_learners, self.n_labels, self.gamma, margin=self.margin, invalid_baseline=self.invalid_baseline
         )
 
     def _choose_expert(self) -> int:

@@ -34,7 +34,8 @@ import numpy as np
 from olb.learners.base import OnlineLearner, Param, RoundCache
 from olb.learners.boosting.common import (
     ALL_FEATURES_PARAM,
-    BOOSTER_PARAMS,
+    NUM_LEARNERS,
+    WEAK_LEARNER,
     GAMMA_PARAM,
     build_weak_learners,
     hedge_draw,
@@ -42,30 +43,14 @@ from olb.learners.boosting.common import (
     rounds,
 )
 from olb.learners.boosting.potentials import baseline, mbbm_cost_matrix
+from olb.learners.boosting.costs import ForestCost
+from olb.registry import register
 
 AUTHORS_WEIGHT_CONSTANTS = (5.0, 200.0)  # U[5, 200] per tree in the authors' multiclass driver
 AUTHORS_FIRST_WEIGHT = 5.0  # Adaboost.OLM in the authors' code: tree 1 always gets weight 5
 AUTHORS_WEIGHT_FLOOR = 1e-10
 AUTHORS_MBBM_FACTOR = 0.1
 _TIE_TOL = 1e-9
-
-MULTICLASS_PARAMS = {
-    **BOOSTER_PARAMS,
-    "num_covariates": ALL_FEATURES_PARAM,
-    "authors_weights": Param(
-        bool,
-        False,
-        doc="the authors' importance weights instead of the paper's: a "
-        "per-tree constant from U[5, 200] times the paper's weight / (k - 1) (times 0.1 "
-        "for OnlineMBBM), weight 5 for Adaboost.OLM's first tree, floor 1e-10",
-    ),
-    "weak_prediction": Param(
-        str,
-        "expected_cost",
-        choices=("expected_cost", "argmax"),
-        doc="a tree's single label: least expected cost under C^i (authors' code) or its most probable class",
-    ),
-}
 
 
 @dataclass
@@ -87,18 +72,30 @@ class MulticlassBooster(OnlineLearner):
     default_protocol = "prequential_last20"
     predicts_passes = True  # a prequential phase in blocks (OnlineLearner.predict_learn_pass): no work per row
     initial_alpha = 0.0
-    # hyperparameters (declared in ``params``)
-    num_learners: int
-    num_covariates: int
-    weak_learner: str
-    authors_weights: bool
-    weak_prediction: str
+    num_learners = NUM_LEARNERS
+    num_covariates = ALL_FEATURES_PARAM
+    weak_learner = WEAK_LEARNER
+    authors_weights = Param(
+        bool,
+        False,
+        doc="the authors' importance weights instead of the paper's: a "
+        "per-tree constant from U[5, 200] times the paper's weight / (k - 1) (times 0.1 "
+        "for OnlineMBBM), weight 5 for Adaboost.OLM's first tree, floor 1e-10",
+    )
+    weak_prediction = Param(
+        str,
+        "expected_cost",
+        choices=("expected_cost", "argmax"),
+        doc="a tree's single label: least expected cost under C^i (authors' code) or its most probable class",
+    )
     test_params = {"num_learners": 3}
 
-    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         N = self.num_learners
-        self.weak = build_weak_learners(self.weak_learner, N, n_features, n_labels, self.num_covariates, self.rng)
+        self.weak = build_weak_learners(
+            self.weak_learner, N, self.n_features, self.n_labels, self.num_covariates, self.rng
+        )
         self.weight_constants = self.rng.uniform(*AUTHORS_WEIGHT_CONSTANTS, size=N) if self.authors_weights else None
         self.alpha = np.full(N, self.initial_alpha)
         self.t = 0
@@ -181,6 +178,7 @@ def logistic_loss(s: np.ndarray, y: int) -> float:
     return float(np.logaddexp(0.0, np.delete(s - s[y], y)).sum())
 
 
+@register(cost=ForestCost(multiclass=True, forest_learning=1.88, trees_power=0.962))
 class AdaBoostOLM(MulticlassBooster):
     """Adaboost.OLM (paper 001, Algorithm 2): logistic costs, adaptive alpha, Hedge over the N experts.
 
@@ -197,15 +195,10 @@ class AdaBoostOLM(MulticlassBooster):
     """
 
     name = "adaolm"
-    # hyperparameters (declared in ``params``)
-    authors_gradient: bool
-    params = {
-        **MULTICLASS_PARAMS,
-        "authors_gradient": Param(bool, False, doc="the authors' alpha-derivative (wrong when l^i = y)"),
-    }
+    authors_gradient = Param(bool, False, doc="the authors' alpha-derivative (wrong when l^i = y)")
 
-    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.hedge = hedge_init(self.num_learners)
 
     def _weak_predictions(self, H, tie):
@@ -402,6 +395,7 @@ class _StateMemo:
             i, v = i + 1, nxt
 
 
+@register(cost=ForestCost(multiclass=True, forest_learning=8.41, trees_power=2.05, gamma_scale=0.131, gamma_power=2.43))
 class OnlineMBBM(MulticlassBooster):
     """OnlineMBBM (paper 001, Algorithm 1): 0-1 loss potentials with edge gamma, alpha = 1, majority vote.
 
@@ -428,53 +422,47 @@ class OnlineMBBM(MulticlassBooster):
 
     name = "onlinembbm"
     initial_alpha = 1.0
-    # hyperparameters (declared in ``params``)
-    gamma: float
-    authors_horizon: bool
-    potential_samples: int
-    normalize_weights: bool
-    params = {
-        **MULTICLASS_PARAMS,
-        "gamma": GAMMA_PARAM,
-        "authors_horizon": Param(
-            bool, False, doc="N - i + 1 remaining draws for learner i (authors' code) instead of the paper's N - i"
-        ),
-        "weak_prediction": Param(
-            str,
-            "normalized_cost",
-            choices=("normalized_cost", "expected_cost", "argmax"),
-            doc="a tree's single label: least expected cost under the normalized D^i of "
-            "eq. (5) that Algorithm 1 passes to the learner, under the raw C^i (authors' "
-            "code), or its most probable class",
-        ),
-        "potential_samples": Param(
-            int,
-            0,
-            low=0,
-            doc="0: exact potentials; M > 0: the authors' Monte Carlo with M samples per potential (for benchmarks)",
-        ),
-        "normalize_weights": Param(
-            bool,
-            False,
-            doc="divide learner i's weight by the largest weight it has "
-            "been sent so far (an online estimate of the paper's w^{i*}), so every "
-            "learner sees weights in (0, 1]",
-        ),
-    }
+    gamma = GAMMA_PARAM
+    authors_horizon = Param(
+        bool, False, doc="N - i + 1 remaining draws for learner i (authors' code) instead of the paper's N - i"
+    )
+    weak_prediction = Param(
+        str,
+        "normalized_cost",
+        choices=("normalized_cost", "expected_cost", "argmax"),
+        doc="a tree's single label: least expected cost under the normalized D^i of "
+        "eq. (5) that Algorithm 1 passes to the learner, under the raw C^i (authors' "
+        "code), or its most probable class",
+    )
+    potential_samples = Param(
+        int,
+        0,
+        low=0,
+        doc="0: exact potentials; M > 0: the authors' Monte Carlo with M samples per potential (for benchmarks)",
+    )
+    normalize_weights = Param(
+        bool,
+        False,
+        doc="divide learner i's weight by the largest weight it has "
+        "been sent so far (an online estimate of the paper's w^{i*}), so every "
+        "learner sees weights in (0, 1]",
+    )
 
-    def __init__(self, n_features: int, n_labels: int, seed: int | None = None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if self.potential_samples:
-            self.costs = MBBMCosts(n_labels, self.gamma, self.potential_samples, self.rng)
+            self.costs = MBBMCosts(self.n_labels, self.gamma, self.potential_samples, self.rng)
         else:
-            self.costs = MBBMCosts.shared(n_labels, self.gamma)
+            self.costs = MBBMCosts.shared(self.n_labels, self.gamma)
         shift = 0 if self.authors_horizon else 1
         self.horizons = [self.num_learners - i - shift for i in range(self.num_learners)]
         self.max_weight = np.zeros(self.num_learners)
         self._matrix = 2 if self.weak_prediction == "normalized_cost" else 0
         # exact potentials: the chain is compiled over a memo of states; Monte Carlo keeps the Python loop, whose
         # calls to ``costs.get`` (and so its random draws) the memo would not reproduce once a cache is cleared
-        self._memo = None if self.potential_samples else _StateMemo(self.costs, self.horizons, self._matrix, n_labels)
+        self._memo = (
+            None if self.potential_samples else _StateMemo(self.costs, self.horizons, self._matrix, self.n_labels)
+        )
 
     def _weak_predictions(self, H, tie):
         if self._memo is not None:
@@ -504,7 +492,7 @@ class OnlineMBBM(MulticlassBooster):
             )
         if not self.authors_weights:
             return paper_weights
-        scaled = AUTHORS_MBBM_FACTOR * self.weight_constants * paper_weights / (self.n_labels - 1)
+        scaled = AUTHORS_MBBM_FACTOR * self.weight_constants * paper_weights / (self.n_labels - 1)  # type: ignore[operator]  # set with authors_weights
         return np.maximum(scaled, AUTHORS_WEIGHT_FLOOR)
 
     def _choose_expert(self) -> int:

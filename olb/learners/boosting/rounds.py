@@ -320,7 +320,7 @@ def expected_costs(h, tie, M, out):  # pragma: no cover - compiled
     for label in range(k):
         hm, om = 0.0, 0.0
         for r in range(k):
-            hm = fma(h[r], M[r, label], hm)
+            hm = fma(h[r], M[r, label], hm)  # type: ignore[call-arg]  # a numba intrinsic (numba passes its context)
             om = fma(1.0, M[r, label], om)
         out[label] = hm + h[label] * om - (k * h[label] - tie[label])
 

@@ -30,27 +30,33 @@ from __future__ import annotations
 import numpy as np
 
 from olb.learners.base import Param, StreamShape
-from olb.learners.boosting.common import BOOSTER_PARAMS, GAMMA_PARAM, MARGIN_PARAM, hedge_draw, hedge_init, rounds
+from olb.learners.boosting.common import GAMMA_PARAM, MARGIN_PARAM, hedge_draw, hedge_init, rounds
 from olb.feedback import TopKFeedback, observed_pairs, ranking, ranking_scores
 from olb.learners.boosting.exploration import EXPLORATIONS, importance_weights, make_exploration
 from olb.learners.boosting.mlr import MLRBooster
 from olb.learners.boosting.potentials import TopkPairPotential
+from olb.learners.boosting.costs import TopKForestCost
+from olb.registry import register
 
-TOPK_PARAMS = {
-    "k": Param(int, 3, low=2, doc="number of top-ranked labels whose relevance is revealed (k < number of labels)"),
-    "rho": Param(float, 0.02, low=0.0, high=1.0, open_low=True, open_high=True, doc="exploration rate"),
-    "exploration": Param(
+
+class TopKBooster(MLRBooster):
+    """Algorithm 1 of paper 004 on top of paper 000's booster; subclasses give costs, alpha and the expert."""
+
+    feedback = "topk"
+    k = Param(int, 3, low=2, doc="number of top-ranked labels whose relevance is revealed (k < number of labels)")
+    rho = Param(float, 0.02, low=0.0, high=1.0, open_low=True, open_high=True, doc="exploration rate")
+    exploration = Param(
         str,
         "uniform",
         choices=tuple(EXPLORATIONS),
         doc="randomization: uniform permutation (Sec. 2.2) or two single swaps (App. B.1, k >= 3, rho < 0.25)",
-    ),
-    "clip_probabilities": Param(
+    )
+    clip_probabilities = Param(
         bool,
         True,
         doc="clip pair probabilities to [0.005, 0.995] before 1/P (paper 004, App. C.2; biased but tames the variance)",
-    ),
-    "weight_scale": Param(
+    )
+    weight_scale = Param(
         float,
         1.0,
         low=0.0,
@@ -58,20 +64,7 @@ TOPK_PARAMS = {
         doc="constant factor on the importance weights sent to the weak learners (not in the "
         "paper; relative weights are unchanged, it sets how fast the VFDTs grow, see "
         "docs/topk.md: 0.01 keeps TopAda's trees within memory on 101-label data)",
-    ),
-}
-
-
-class TopKBooster(MLRBooster):
-    """Algorithm 1 of paper 004 on top of paper 000's booster; subclasses give costs, alpha and the expert."""
-
-    feedback = "topk"
-    # hyperparameters (declared in ``params``)
-    k: int
-    rho: float
-    exploration: str
-    clip_probabilities: bool
-    weight_scale: float
+    )
     test_params = {"num_learners": 3, "k": 2}
 
     @classmethod
@@ -90,9 +83,9 @@ class TopKBooster(MLRBooster):
             )
         return problems
 
-    def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
-        self.explorer = make_exploration(self.exploration, n_labels, self.k, self.rho)
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.explorer = make_exploration(self.exploration, self.n_labels, self.k, self.rho)
         # what predict_one decided: (H, states, in_top of sigma(s), explored top k)
         self._round: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
@@ -134,6 +127,11 @@ class TopKBooster(MLRBooster):
         raise NotImplementedError
 
 
+@register(
+    cost=TopKForestCost(
+        forest_learning=0.485, trees_power=0.611, gamma_scale=0.182, gamma_power=1.58, weight_power=0.599
+    )
+)
 class TopOpt(TopKBooster):
     """Top-k BBM (paper 004, Algorithm 2): potential costs from observed pairs, alpha = 1, last expert.
 
@@ -153,19 +151,12 @@ class TopOpt(TopKBooster):
 
     name = "topopt"
     initial_alpha = 1.0
-    # hyperparameters (declared in ``params``)
-    gamma: float
-    margin: float
-    params = {
-        **BOOSTER_PARAMS,
-        **TOPK_PARAMS,
-        "gamma": GAMMA_PARAM,
-        "margin": MARGIN_PARAM,
-    }
+    gamma = GAMMA_PARAM
+    margin = MARGIN_PARAM
 
-    def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
-        self.potential = TopkPairPotential(self.num_learners, n_labels, self.gamma, margin=self.margin)
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.potential = TopkPairPotential(self.num_learners, self.n_labels, self.gamma, margin=self.margin)
 
     def _choose_expert(self) -> int:
         return self.num_learners - 1
@@ -179,6 +170,7 @@ class TopOpt(TopKBooster):
         return self.potential.cost_vectors(states[:-1], a, b, np.arange(N - 1, -1, -1), w)
 
 
+@register(cost=TopKForestCost(forest_learning=0.818, trees_power=1.06, weight_power=0.726))
 class TopAda(TopKBooster):
     """Top-k Adaptive (paper 004, Algorithm 3): estimated logistic gradients, SGD on alpha, Hedge.
 
@@ -202,18 +194,12 @@ class TopAda(TopKBooster):
     """
 
     name = "topada"
-    # hyperparameters (declared in ``params``)
-    clip_gradient: bool
-    params = {
-        **BOOSTER_PARAMS,
-        **TOPK_PARAMS,
-        "clip_gradient": Param(bool, True, doc="clip the alpha-gradient estimate to [-1, 1] (paper 004, App. C.2)"),
-    }
+    clip_gradient = Param(bool, True, doc="clip the alpha-gradient estimate to [-1, 1] (paper 004, App. C.2)")
 
-    def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.hedge = hedge_init(self.num_learners)
-        self.step = 8.0 * self.rho * np.sqrt(2.0) / n_labels**2  # eta_t = step / sqrt(t)
+        self.step = 8.0 * self.rho * np.sqrt(2.0) / self.n_labels**2  # eta_t = step / sqrt(t)
         self._gradients = None
 
     def _choose_expert(self) -> int:

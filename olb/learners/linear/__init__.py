@@ -14,4 +14,4 @@ from olb.learners.linear.alt_kernel import FALTKernel
 from olb.learners.linear.olansgd import OLANSGDStar
 from olb.learners.linear.pa import PA1BR, PA1BRKernel, PA2BR, PA2BRKernel
 
-LEARNERS = (FALT, SALT, FALTKernel, PA1BR, PA2BR, PA1BRKernel, PA2BRKernel, OLANSGDStar)
+__all__ = ["FALT", "FALTKernel", "OLANSGDStar", "PA1BR", "PA1BRKernel", "PA2BR", "PA2BRKernel", "SALT"]

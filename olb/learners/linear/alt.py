@@ -18,6 +18,8 @@ from olb.kernels import KernelModule
 from olb.learners.linear import rows
 from olb.learners.linear.rows import NO_STATE, nonzero_entries
 from olb.learners.params import BIAS, DELTA, ETA, FEATURE_SCALING, REPEATS
+from olb.learners.linear.costs import LinearRowCost
+from olb.registry import register
 
 passes = KernelModule("olb.learners.linear.passes")
 
@@ -30,16 +32,14 @@ class _LinearALT(OnlineLearner):
     predict_before_learn = False
     accepts_sparse = True
     learns_passes = True  # the protocol gives a phase that does not predict to learn_pass, whole
-    # hyperparameters (declared in ``params``)
-    eta: float
-    repeats: int
-    bias: bool
-    feature_scaling: str
-    params = {"eta": ETA, "repeats": REPEATS, "bias": BIAS, "feature_scaling": FEATURE_SCALING}
+    eta = ETA
+    repeats = REPEATS
+    bias = BIAS
+    feature_scaling = FEATURE_SCALING
     _rule: ClassVar[int]  # the compiled pass's update rule (rows.FALT, rows.SALT)
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.W = np.zeros((self.n_features + int(self.bias), self.n_labels + 1))
 
     def _scores(self, idx, val) -> np.ndarray:
@@ -66,6 +66,7 @@ class _LinearALT(OnlineLearner):
         passes.learn_pass(self._rule, self.W, G, NO_STATE, indptr, indices, data, self.bias, Y, hyper)
 
 
+@register(cost=LinearRowCost())
 class FALT(_LinearALT):
     """FALT(l): first-order ALT, online subgradient descent on the ALT loss (paper 002, eq. (6), Algorithm 2).
 
@@ -93,6 +94,7 @@ class FALT(_LinearALT):
         passes.falt_round(self.W, idx, val, self._labels(feedback), self.eta, self.repeats, np.empty(q1), np.empty(q1))
 
 
+@register(cost=LinearRowCost())
 class SALT(_LinearALT):
     """SALT: second-order ALT, diagonal adaptive mirror descent (AdaGrad) on the ALT loss (paper 002, §4.3).
 
@@ -110,13 +112,11 @@ class SALT(_LinearALT):
 
     name = "salt"
     _rule = rows.SALT
-    # hyperparameters (declared in ``params``)
-    delta: float
-    params = {**_LinearALT.params, "delta": DELTA}
+    delta = DELTA
     test_params = {"eta": 0.5, "repeats": 5, "delta": 1.0}
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.G = np.zeros_like(self.W)
 
     def _pass_state(self):

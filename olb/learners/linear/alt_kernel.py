@@ -8,10 +8,13 @@ from olb.kernels import KernelModule
 from olb.learners.base import OnlineLearner
 from olb.learners.linear.support_vectors import SupportVectors
 from olb.learners.params import ETA, FEATURE_SCALING, KERNEL, REPEATS, SIGMA, with_default
+from olb.learners.linear.costs import SupportVectorCost
+from olb.registry import register
 
 alt_loss = KernelModule("olb.learners.linear.alt_loss")
 
 
+@register(cost=SupportVectorCost())
 class FALTKernel(OnlineLearner):
     """FALT(k): FALT with every column a kernel expansion, f_i(x) = sum_j alpha_ji k(x_j, x) (i = 0..q).
 
@@ -33,23 +36,15 @@ class FALTKernel(OnlineLearner):
     outputs = ("scores", "labels")
     predict_before_learn = False
     learns_passes = True  # a training pass without the protocol's work per row (same numpy calls per row)
-    # hyperparameters (declared in ``params``)
-    eta: float
-    repeats: int
-    sigma: float
-    kernel: str
-    feature_scaling: str
-    params = {
-        "eta": ETA,
-        "repeats": with_default(REPEATS, 10),
-        "sigma": SIGMA,
-        "kernel": KERNEL,
-        "feature_scaling": with_default(FEATURE_SCALING, "minmax"),
-    }
+    eta = ETA
+    repeats = with_default(REPEATS, 10)
+    sigma = SIGMA
+    kernel = KERNEL
+    feature_scaling = with_default(FEATURE_SCALING, "minmax")
     test_params = {"eta": 0.5, "repeats": 5, "sigma": 1.0}
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.support = SupportVectors(self.n_features, self.n_labels + 1, self.kernel, self.sigma)
 
     def predict_one(self, x):

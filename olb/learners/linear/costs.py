@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from olb.learners.base import OnlineLearner, StreamShape
+from olb.learners.base import StreamShape
 from olb.learners.costs import MB_PER_FLOAT, ROUND_OVERHEAD_S, CostModel, Params
-from olb.learners.linear.alt import FALT, SALT
-from olb.learners.linear.alt_kernel import FALTKernel
-from olb.learners.linear.olansgd import OLANSGDStar
-from olb.learners.linear.pa import PA1BR, PA1BRKernel, PA2BR, PA2BRKernel
 
 
 class LinearRowCost(CostModel):
@@ -41,9 +37,3 @@ class SupportVectorCost(CostModel):
         """At most every training row as a support vector (dense, with its norm and q + 1 coefficients), twice:
         the store doubles by copying."""
         return 2 * MB_PER_FLOAT * (shape.n_train or 0) * (shape.n_features + shape.n_labels + 2)
-
-
-COST_MODELS: dict[type[OnlineLearner], CostModel] = {
-    **dict.fromkeys((FALT, SALT, PA1BR, PA2BR, OLANSGDStar), LinearRowCost()),
-    **dict.fromkeys((FALTKernel, PA1BRKernel, PA2BRKernel), SupportVectorCost()),
-}

@@ -21,6 +21,8 @@ from olb.kernels import KernelModule
 from olb.learners.linear import rows
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import BIAS, ETA, FEATURE_SCALING, with_default
+from olb.learners.linear.costs import LinearRowCost
+from olb.registry import register
 
 passes = KernelModule("olb.learners.linear.passes")
 
@@ -38,6 +40,7 @@ def smoothed_rank_gradient(scores: np.ndarray, y: np.ndarray, smoothing: float) 
     )
 
 
+@register(cost=LinearRowCost())
 class OLANSGDStar(OnlineLearner):
     """OLANSGD* (a labelled stand-in, see the module docstring): SGD on a smoothed Rank-SVM primal.
 
@@ -55,28 +58,20 @@ class OLANSGDStar(OnlineLearner):
     predict_before_learn = False
     accepts_sparse = True
     learns_passes = True  # the protocol gives a phase that does not predict to learn_pass, whole
-    # hyperparameters (declared in ``params``)
-    regularization: float
-    smoothing: float
-    eta: float
-    bias: bool
-    feature_scaling: str
-    params: ClassVar[dict[str, Param]] = {
-        "regularization": Param(
-            float,
-            1e-4,
-            low=0.0,
-            doc="lam, the weight of (lam / 2) ||W||_F^2 (paper 003 searches 1e-6 ... 1 by cross-validation)",
-        ),
-        "smoothing": Param(float, 0.1, low=0.0, open_low=True, doc="gamma of the smoothed hinge"),
-        "eta": with_default(ETA, 0.1),
-        "bias": BIAS,
-        "feature_scaling": FEATURE_SCALING,
-    }
+    regularization = Param(
+        float,
+        1e-4,
+        low=0.0,
+        doc="lam, the weight of (lam / 2) ||W||_F^2 (paper 003 searches 1e-6 ... 1 by cross-validation)",
+    )
+    smoothing = Param(float, 0.1, low=0.0, open_low=True, doc="gamma of the smoothed hinge")
+    eta = with_default(ETA, 0.1)
+    bias = BIAS
+    feature_scaling = FEATURE_SCALING
     test_params: ClassVar[dict] = {"eta": 0.5}
 
-    def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed=seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.weights = np.zeros((self.n_features + int(self.bias), self.n_labels))
         self.state = np.array([1.0, 0.0])  # [scale, t]: W = scale * weights (the shrinkage costs O(1)); rows seen
 

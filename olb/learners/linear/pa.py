@@ -17,6 +17,8 @@ from olb.learners.linear.rows import nonzero_entries
 from olb.learners.linear.support_vectors import SupportVectors
 from olb.learners.params import BIAS, FEATURE_SCALING, KERNEL, SIGMA, with_default
 from olb.learners.params import C as C_PARAM  # not C: the class bodies declare the hyperparameter C
+from olb.learners.linear.costs import LinearRowCost, SupportVectorCost
+from olb.registry import register
 
 passes = KernelModule("olb.learners.linear.passes")
 
@@ -42,15 +44,13 @@ class _PABR(OnlineLearner):
     predict_before_learn = False
     accepts_sparse = True
     learns_passes = True  # the protocol gives a phase that does not predict to learn_pass, whole
-    # hyperparameters (declared in ``params``)
-    C: float
-    bias: bool
-    feature_scaling: str
-    params = {"C": C_PARAM, "bias": BIAS, "feature_scaling": FEATURE_SCALING}
+    C = C_PARAM
+    bias = BIAS
+    feature_scaling = FEATURE_SCALING
     test_params = {"C": 1.0}
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.W = np.zeros((self.n_features + int(self.bias), self.n_labels))
 
     def predict_one(self, x):
@@ -71,6 +71,7 @@ class _PABR(OnlineLearner):
         passes.learn_pass(rule, self.W, self.W, rows.NO_STATE, indptr, indices, data, self.bias, Y, np.array([self.C]))
 
 
+@register(cost=LinearRowCost())
 class PA1BR(_PABR):
     """PA-I-BR(l): linear passive-aggressive (PA-I) per label.
 
@@ -83,6 +84,7 @@ class PA1BR(_PABR):
     name = "pa1_br"
 
 
+@register(cost=LinearRowCost())
 class PA2BR(_PABR):
     """PA-II-BR(l): linear passive-aggressive (PA-II) per label.
 
@@ -104,21 +106,14 @@ class _PABRKernel(OnlineLearner):
     outputs = ("scores", "labels")
     predict_before_learn = False
     learns_passes = True  # a training pass without the protocol's work per row (same numpy calls per row)
-    # hyperparameters (declared in ``params``)
-    C: float
-    sigma: float
-    kernel: str
-    feature_scaling: str
-    params = {
-        "C": C_PARAM,
-        "sigma": SIGMA,
-        "kernel": KERNEL,
-        "feature_scaling": with_default(FEATURE_SCALING, "minmax"),
-    }
+    C = C_PARAM
+    sigma = SIGMA
+    kernel = KERNEL
+    feature_scaling = with_default(FEATURE_SCALING, "minmax")
     test_params = {"C": 1.0, "sigma": 1.0}
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.support = SupportVectors(self.n_features, self.n_labels, self.kernel, self.sigma)
 
     def predict_one(self, x):
@@ -133,6 +128,7 @@ class _PABRKernel(OnlineLearner):
             self.support.add(x, steps * t)
 
 
+@register(cost=SupportVectorCost())
 class PA1BRKernel(_PABRKernel):
     """PA-I-BR(k): kernel passive-aggressive (PA-I) per label, RBF by default.
 
@@ -145,6 +141,7 @@ class PA1BRKernel(_PABRKernel):
     name = "pa1_br_kernel"
 
 
+@register(cost=SupportVectorCost())
 class PA2BRKernel(_PABRKernel):
     """PA-II-BR(k): kernel passive-aggressive (PA-II) per label, RBF by default.
 

@@ -3,4 +3,4 @@
 from olb.learners.neighbors.knn import KNN
 from olb.learners.neighbors.oml import OML
 
-LEARNERS = (KNN, OML)
+__all__ = ["KNN", "OML"]

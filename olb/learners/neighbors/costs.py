@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import math
 
-from olb.learners.base import OnlineLearner, StreamShape
+from olb.learners.base import StreamShape
 from olb.learners.costs import MB_PER_FLOAT, ROUND_OVERHEAD_S, CostModel, Params
-from olb.learners.neighbors.knn import KNN
-from olb.learners.neighbors.oml import OML
 
 
 class NeighborSearchCost(CostModel):
@@ -45,6 +43,3 @@ class MetricLearningCost(NeighborSearchCost):
         latent = params["latent_dim"] or math.ceil(shape.n_labels / 2)
         d, q = shape.n_features, shape.n_labels
         return super().model_memory_mb(params, shape) + MB_PER_FLOAT * (2 * d * d + (d + q + latent) * latent)
-
-
-COST_MODELS: dict[type[OnlineLearner], CostModel] = {KNN: NeighborSearchCost(), OML: MetricLearningCost()}

@@ -9,6 +9,8 @@ import numpy as np
 from olb.learners.base import OnlineLearner, Param
 from olb.learners.neighbors.memory import RowMemory, k_nearest, vote
 from olb.learners.params import FEATURE_SCALING, INIT_FRACTION, N_NEIGHBORS
+from olb.learners.neighbors.costs import NeighborSearchCost
+from olb.registry import register
 
 VOTE_THRESHOLD = Param(
     float,
@@ -20,6 +22,15 @@ VOTE_THRESHOLD = Param(
 )
 
 
+TIE_BREAK = Param(
+    str,
+    "index",
+    choices=("index", "random"),
+    doc="which of the rows tied at the k-th distance a search takes when they outnumber the places left: "
+    "'index' (the first stored, a stable sort's rule) or 'random' (a random subset drawn from the learner's seed)",
+)
+
+
 class NeighborLearner(OnlineLearner):
     """What the neighbour learners share: a memory of (row, label vector) pairs and the per-label vote."""
 
@@ -27,12 +38,11 @@ class NeighborLearner(OnlineLearner):
     default_protocol: ClassVar[str] = "train_frozen"
     predict_before_learn: ClassVar[bool] = False
     learns_passes: ClassVar[bool] = True  # a training pass without the protocol's work per row
-    # hyperparameters (declared in ``params``)
-    n_neighbors: int
-    vote_threshold: float
-    init_fraction: float
-    feature_scaling: str
-    tie_break: str
+    n_neighbors = N_NEIGHBORS
+    vote_threshold = VOTE_THRESHOLD
+    init_fraction = INIT_FRACTION
+    feature_scaling = FEATURE_SCALING
+    tie_break = TIE_BREAK
 
     @property
     def tie_rng(self) -> np.random.Generator | None:
@@ -43,23 +53,7 @@ class NeighborLearner(OnlineLearner):
         return {"scores": votes, "labels": (votes >= self.vote_threshold).astype(np.int8)}
 
 
-TIE_BREAK = Param(
-    str,
-    "index",
-    choices=("index", "random"),
-    doc="which of the rows tied at the k-th distance a search takes when they outnumber the places left: "
-    "'index' (the first stored, a stable sort's rule) or 'random' (a random subset drawn from the learner's seed)",
-)
-
-VOTE_PARAMS = {
-    "n_neighbors": N_NEIGHBORS,
-    "vote_threshold": VOTE_THRESHOLD,
-    "init_fraction": INIT_FRACTION,
-    "feature_scaling": FEATURE_SCALING,
-    "tie_break": TIE_BREAK,
-}  # what every nearest-neighbour vote of this family declares
-
-
+@register(cost=NeighborSearchCost())
 class KNN(NeighborLearner):
     """Euclidean k-nearest neighbours in input space; each label's score is its vote fraction among the k.
 
@@ -75,11 +69,10 @@ class KNN(NeighborLearner):
     """
 
     name = "knn"
-    params: ClassVar[dict[str, Param]] = VOTE_PARAMS
     test_params: ClassVar[dict] = {"n_neighbors": 3}
 
-    def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed=seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.memory = RowMemory(self.n_features)
         self.memory_labels = RowMemory(self.n_labels)
 

@@ -14,8 +14,10 @@ from typing import ClassVar
 import numpy as np
 
 from olb.learners.base import Param, StreamShape
-from olb.learners.neighbors.knn import VOTE_PARAMS, NeighborLearner
+from olb.learners.neighbors.knn import NeighborLearner
 from olb.learners.neighbors.memory import RowMemory, k_nearest, vote
+from olb.learners.neighbors.costs import MetricLearningCost
+from olb.registry import register
 
 
 def update_spectrum(V: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -90,6 +92,7 @@ def exact_dual_step(
     return float(np.clip(0.5 * (lo + hi), lam_min, lam_max))
 
 
+@register(cost=MetricLearningCost())
 class OML(NeighborLearner):
     """Online metric learning in label space (paper 003, Algorithm 1), with a k-nearest vote for prediction.
 
@@ -117,36 +120,25 @@ class OML(NeighborLearner):
     """
 
     name = "oml"
-    # hyperparameters (declared in ``params``)
-    latent_dim: int
-    lambda_rule: str
-    lambda_min: float
-    lambda_max: float
-    ridge: float
-    update_neighbor: str
-    params: ClassVar[dict[str, Param]] = {
-        **VOTE_PARAMS,
-        "latent_dim": Param(
-            int, 0, low=0, doc="d, the columns of V (d < q); 0: ceil(q / 2), our choice (the paper gives none)"
-        ),
-        "lambda_rule": Param(
-            str,
-            "exact_dual",
-            choices=("exact_dual", "cubic"),
-            doc="step size: 'exact_dual' (bisection on the exact dual, stable) or 'cubic' (the "
-            "paper's eq. 7, unstable)",
-        ),
-        "lambda_min": Param(float, 1e-5, low=0.0, doc="m, the lower clip of the step (paper: 1e-5)"),
-        "lambda_max": Param(float, 1e5, low=0.0, open_low=True, doc="M, the upper clip of the step (paper: 1e5)"),
-        "ridge": Param(float, 1.0, low=0.0, doc="ridge of the least-squares fit of P on the initial memory"),
-        "update_neighbor": Param(
-            str,
-            "input",
-            choices=("input", "metric"),
-            doc="where the update's nearest neighbour is searched: 'input' (Euclidean on x, "
-            "our reading of the paper) or 'metric' (under Q on P^T x)",
-        ),
-    }
+    latent_dim = Param(
+        int, 0, low=0, doc="d, the columns of V (d < q); 0: ceil(q / 2), our choice (the paper gives none)"
+    )
+    lambda_rule = Param(
+        str,
+        "exact_dual",
+        choices=("exact_dual", "cubic"),
+        doc="step size: 'exact_dual' (bisection on the exact dual, stable) or 'cubic' (the paper's eq. 7, unstable)",
+    )
+    lambda_min = Param(float, 1e-5, low=0.0, doc="m, the lower clip of the step (paper: 1e-5)")
+    lambda_max = Param(float, 1e5, low=0.0, open_low=True, doc="M, the upper clip of the step (paper: 1e5)")
+    ridge = Param(float, 1.0, low=0.0, doc="ridge of the least-squares fit of P on the initial memory")
+    update_neighbor = Param(
+        str,
+        "input",
+        choices=("input", "metric"),
+        doc="where the update's nearest neighbour is searched: 'input' (Euclidean on x, "
+        "our reading of the paper) or 'metric' (under Q on P^T x)",
+    )
     test_params: ClassVar[dict] = {"n_neighbors": 3}
     report_metrics: ClassVar[dict[str, bool]] = {"oml_lambda_capped": True}
 
@@ -164,8 +156,8 @@ class OML(NeighborLearner):
             problems.append(f"lambda_min={params['lambda_min']} exceeds lambda_max={params['lambda_max']}")
         return problems
 
-    def __init__(self, n_features: int, n_labels: int, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed=seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.latent_dim_ = self.latent_dim or math.ceil(self.n_labels / 2)
         self.V = self.rng.normal(size=(self.n_labels, self.latent_dim_))
         self.P: np.ndarray | None = None

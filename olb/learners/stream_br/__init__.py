@@ -4,4 +4,4 @@ at a fraction of its CPU (``benchmarks/bench_stream_br.py`` measures both side b
 from olb.learners.stream_br.hoeffding import BRHT
 from olb.learners.stream_br.knn import BRKNN
 
-LEARNERS = (BRKNN, BRHT)
+__all__ = ["BRHT", "BRKNN"]

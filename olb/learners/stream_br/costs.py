@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from olb.learners.base import OnlineLearner, StreamShape
+from olb.learners.base import StreamShape
 from olb.learners.costs import MB_PER_FLOAT, ROUND_OVERHEAD_S, CostModel, Params
-from olb.learners.stream_br.hoeffding import BRHT
-from olb.learners.stream_br.knn import BRKNN
 
 
 class WindowSearchCost(CostModel):
@@ -36,6 +34,3 @@ class TreePerLabelCost(CostModel):
         each with d feature slots of 14 float64 values (the 2 classes' seven estimator statistics) and two int64."""
         nodes = 4 * shape.n_labels
         return nodes * shape.n_features * (14 + 2) * MB_PER_FLOAT
-
-
-COST_MODELS: dict[type[OnlineLearner], CostModel] = {BRKNN: WindowSearchCost(), BRHT: TreePerLabelCost()}

@@ -31,6 +31,8 @@ from olb.learners.base import OnlineLearner, Param, RoundCache
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import FEATURE_SCALING
 from olb.learners.stream_br.tree_arrays import TreeArrays
+from olb.learners.stream_br.costs import TreePerLabelCost
+from olb.registry import register
 
 core = KernelModule("olb.learners.stream_br.hoeffding_core")
 
@@ -42,6 +44,7 @@ MAX_SHARE_TO_SPLIT = 0.99  # river's max_share_to_split: a leaf with a larger ma
 FRESH = {"feature": -1, "first_class": -1, "g_first": -1}
 
 
+@register(cost=TreePerLabelCost())
 class BRHT(OnlineLearner):
     """river's BR + Hoeffding tree with naive-Bayes-adaptive leaves (module docstring), every label's tree in one
     set of arrays.
@@ -58,23 +61,16 @@ class BRHT(OnlineLearner):
     outputs = ("scores", "labels")
     predict_before_learn = False
     accepts_sparse = True
-    params: ClassVar[dict[str, Param]] = {
-        "grace_period": Param(int, 200, low=1, doc="weight a leaf learns between split attempts"),
-        "split_confidence": Param(
-            float, 1e-5, low=0.0, high=1.0, open_low=True, open_high=True, doc="Hoeffding bound's 1 - confidence"
-        ),
-        "tie_threshold": Param(float, 0.05, low=0.0, doc="Hoeffding bound below which a tie is split"),
-        "feature_scaling": FEATURE_SCALING,
-    }
+    grace_period = Param(int, 200, low=1, doc="weight a leaf learns between split attempts")
+    split_confidence = Param(
+        float, 1e-5, low=0.0, high=1.0, open_low=True, open_high=True, doc="Hoeffding bound's 1 - confidence"
+    )
+    tie_threshold = Param(float, 0.05, low=0.0, doc="Hoeffding bound below which a tie is split")
+    feature_scaling = FEATURE_SCALING
     test_params: ClassVar[dict] = {"grace_period": 10}
-    # hyperparameters (declared in ``params``)
-    grace_period: int
-    split_confidence: float
-    tie_threshold: float
-    feature_scaling: str
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         q = self.n_labels
         self.n_nodes = q  # node k < q: label k's root, a leaf
         capacity = 2 * q

@@ -27,11 +27,14 @@ import numpy as np
 from olb.learners.base import OnlineLearner, Param
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import FEATURE_SCALING
+from olb.learners.stream_br.costs import WindowSearchCost
+from olb.registry import register
 
 WINDOW_SIZE = Param(int, 200, low=1, doc="rows of the sliding window searched for neighbours (river's LazySearch)")
 NEIGHBORS = Param(int, 5, low=1, doc="neighbours of the inverse-distance vote (river's KNNClassifier)")
 
 
+@register(cost=WindowSearchCost())
 class BRKNN(OnlineLearner):
     """river's BR + weighted kNN over a sliding window (module docstring), one search for all labels.
 
@@ -47,19 +50,13 @@ class BRKNN(OnlineLearner):
     outputs = ("scores", "labels")
     predict_before_learn = False
     accepts_sparse = True
-    params: ClassVar[dict[str, Param]] = {
-        "n_neighbors": NEIGHBORS,
-        "window_size": WINDOW_SIZE,
-        "feature_scaling": FEATURE_SCALING,
-    }
+    n_neighbors = NEIGHBORS
+    window_size = WINDOW_SIZE
+    feature_scaling = FEATURE_SCALING
     test_params: ClassVar[dict] = {"n_neighbors": 3, "window_size": 20}
-    # hyperparameters (declared in ``params``)
-    n_neighbors: int
-    window_size: int
-    feature_scaling: str
 
-    def __init__(self, n_features, n_labels, seed=None, **hyper):
-        super().__init__(n_features, n_labels, seed, **hyper)
+    def __post_init__(self) -> None:
+        super().__post_init__()
         # A circular buffer of columns: column ``(start + i) % window_size`` is the i-th oldest of the ``size`` rows
         # held (features down the columns, so that a distance's additions run over whole rows of numbers).
         self.columns = np.zeros((self.n_features, self.window_size))
