@@ -299,7 +299,10 @@ def paper_layout(table: pd.DataFrame, rows: list[str], columns: list[str], optio
 
 
 def _mean_paper_text(row: dict, decimals: int, bold: bool) -> str:
-    """Ours / the paper's: ours bold when best (``bold``), in italics when outside the paper's tolerance."""
+    """Ours / the paper's: ours bold when best (``bold``), in italics when outside the paper's tolerance; a
+    published-only method's figure alone (its column says "(published)")."""
+    if row.get("coverage") == "published":
+        return number_text(row["paper"], decimals)
     text = figure_text(row, decimals, bold)
     text = f"*{text}*" if row.get("coverage") == "missed" else text
     if row["metric"] in RUNTIME_COLUMNS:
