@@ -82,7 +82,7 @@ def test_a_pair_outside_the_grids_cells_is_not_run_at_its_planned_cost(tmp_path)
     flags = out[out["dataset"] == "flags"].iloc[0]
     hours = planned_cpu_s("mlhat_ht", "flags") / 3600
     assert flags["coverage"] == "not run"
-    assert flags["note"] == f"not run: not in this grid's cells (planned {hours:.2f} CPU-hours)"
+    assert flags["note"] == f"not run: not in this grid's cells (planned {hours:.2g} CPU-hours)"
     assert summary_line(out).endswith(
-        f"1 not run: outside this grid's cells (planned {round(hours, 2):.1f} CPU-hours)."
+        f"1 not run: outside this grid's cells (planned {float(f'{hours:.2g}'):.1f} CPU-hours)."
     )

@@ -76,7 +76,7 @@ def _not_run_note(algorithms: list[str], dataset: str) -> str:
         planned = sum(planned_cpu_s(name, dataset) for name in algorithms)
     except Exception:  # noqa: BLE001 - a learner without a cost model: the reason without its cost
         return "not run: not in this grid's cells"
-    return f"not run: not in this grid's cells (planned {planned / 3600:.2f} CPU-hours)"
+    return f"not run: not in this grid's cells (planned {planned / 3600:.2g} CPU-hours)"
 
 
 def _classify(
@@ -240,7 +240,7 @@ def _not_run_text(counted: pd.DataFrame) -> str:
         parts.append(f"{int((~outside).sum())} not run yet (rerun the command to complete)")
     if outside.any():
         pairs = not_run[outside].drop_duplicates(["dataset", "algorithm"])
-        hours = pairs["note"].str.extract(r"planned ([0-9.]+) CPU-hours")[0].astype(float).sum()
+        hours = pairs["note"].str.extract(r"planned ([0-9.e+-]+) CPU-hours")[0].astype(float).sum()
         parts.append(f"{int(outside.sum())} not run: outside this grid's cells (planned {hours:.1f} CPU-hours)")
     return ", ".join(parts)
 
