@@ -31,6 +31,7 @@ MULTILABEL = {
     "flags": (129, 65, 19, 7, 3.3918, 54),
     "tmc2007": (21519, 7077, 500, 22, 2.1579, 1341),
     # the same rows in their union file's order (the MLHAT table's), no split
+    "flags-union": (194, None, 19, 7, 3.3918, 54),
     "yeast-union": (2417, None, 103, 14, 4.2371, 198),
     "medical-union": (978, None, 1449, 45, 1.2454, 94),
     "enron-union": (1702, None, 1001, 53, 3.3784, 753),
