@@ -300,9 +300,12 @@ def paper_layout(table: pd.DataFrame, rows: list[str], columns: list[str], optio
 
 def _mean_paper_text(row: dict, decimals: int, bold: bool) -> str:
     """Ours / the paper's: ours bold when best (``bold``), in italics when outside the paper's tolerance; a
-    published-only method's figure alone (its column says "(published)")."""
+    published-only method's figure alone (its column says "(published)"); "not run / the paper's" for a cell not
+    run."""
     if row.get("coverage") == "published":
         return number_text(row["paper"], decimals)
+    if row.get("coverage") == "not run":  # why, and at what cost: summary=not-run
+        return f"not run / {number_text(row['paper'], decimals)}"
     text = figure_text(row, decimals, bold)
     text = f"*{text}*" if row.get("coverage") == "missed" else text
     if row["metric"] in RUNTIME_COLUMNS:
