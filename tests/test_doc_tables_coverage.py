@@ -86,3 +86,26 @@ def test_a_pair_outside_the_grids_cells_is_not_run_at_its_planned_cost(tmp_path)
     assert summary_line(out).endswith(
         f"1 not run: outside this grid's cells (planned {float(f'{hours:.2g}'):.1f} CPU-hours)."
     )
+
+
+def test_the_stream_benchmarks_table_shows_published_columns_and_cells_not_run(tmp_path):
+    """results/stream_benchmark: a published-only column gives the table's figure alone, a river column's cell
+    not run gives "not run / the table's figure", and the not-run list names its planned CPU."""
+    source = "results/stream_benchmark/table.csv"
+    table = pd.read_csv(ROOT / source, dtype={"note": str}).fillna({"note": ""})
+    cells = table[table["metric"] == "mlhat_micro_f1"].set_index(["dataset", "algorithm"])
+    published = cells.loc[("flags", "MLHAT (published)")]
+    not_run = cells[cells["coverage"] == "not run"].reset_index().iloc[0]
+    doc = tmp_path / "doc.md"
+    markers = (
+        f'metric=mlhat_micro_f1 datasets={not_run["dataset"]} algorithms="MLHAT (published),{not_run["algorithm"]}" '
+        "rows=algorithm columns=dataset cell=mean/paper decimals=3",
+        f'summary=not-run metric=mlhat_micro_f1 datasets={not_run["dataset"]} algorithms="{not_run["algorithm"]}"',
+    )
+    doc.write_text("".join(f"<!-- olb:table {source} {m} -->\n<!-- /olb:table -->\n" for m in markers))
+    assert main(["--root", str(ROOT), str(doc)]) == 0
+    text = doc.read_text()
+    assert f"| MLHAT (published) | {cells.loc[(not_run['dataset'], 'MLHAT (published)'), 'paper']:.3f} |" in text
+    assert f"| {not_run['algorithm']} | not run / {not_run['paper']:.3f} |" in text
+    assert f"| {not_run['dataset']} | {not_run['algorithm']} | {not_run['note']} |" in text
+    assert "planned" in not_run["note"] and published["coverage"] == "published"
