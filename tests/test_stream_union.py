@@ -40,7 +40,13 @@ def test_a_union_stream_holds_the_split_rows_in_its_union_files_order(load, name
 def test_the_union_experiment_plans_the_river_columns_on_the_union_streams():
     cfg = compose(["+experiment=stream_benchmark_union", "backend.refuse_oversized=false"])
     plan = plan_grid(cfg)
-    assert {c.dataset for c in plan.cells} == {"flags-union", "yeast-union", "medical-union", "enron-union", "bibtex-union"}
+    assert {c.dataset for c in plan.cells} == {
+        "flags-union",
+        "yeast-union",
+        "medical-union",
+        "enron-union",
+        "bibtex-union",
+    }
     assert {c.algorithm for c in plan.cells} >= {"mlhat_ht", "mlhat_knn", "br_ht"}
     assert dict(cfg.reference.datasets)["yeast-union"] == "Yeast"
 
