@@ -30,6 +30,12 @@ MULTILABEL = {
     "slashdot": (1891, 1891, 1079, 22, 1.1809, 156),  # declared split (first rows)
     "flags": (129, 65, 19, 7, 3.3918, 54),
     "tmc2007": (21519, 7077, 500, 22, 2.1579, 1341),
+    # the same rows in their union file's order (the MLHAT table's), no split
+    "flags-union": (194, None, 19, 7, 3.3918, 54),
+    "yeast-union": (2417, None, 103, 14, 4.2371, 198),
+    "medical-union": (978, None, 1449, 45, 1.2454, 94),
+    "enron-union": (1702, None, 1001, 53, 3.3784, 753),
+    "bibtex-union": (7395, None, 1836, 159, 2.4019, 2856),
 }
 # name: (n_examples, n_features, examples per class)
 MULTICLASS = {
@@ -62,9 +68,19 @@ MULTICLASS = {
     ),
 }
 NOT_STAGED = {"mediamill", "isolet", "rcv1v2_topics", "rcv1v2_industries", "rcv1v2_regions", "image"}
-SPARSE_ON_DISK = {"bibtex", "enron", "medical", "corel5k", "slashdot", "tmc2007"}
+SPARSE_ON_DISK = {
+    "bibtex",
+    "enron",
+    "medical",
+    "corel5k",
+    "slashdot",
+    "tmc2007",
+    "medical-union",
+    "enron-union",
+    "bibtex-union",
+}
 GENERATED = {"synthetic-mediamill"}
-BIG = {"bibtex", "corel5k", "movement", "tmc2007"}
+BIG = {"bibtex", "corel5k", "movement", "tmc2007", "bibtex-union"}
 
 
 def maybe_slow(names):

@@ -10,7 +10,9 @@ produce, one per metric with the reason, and gives every cell that has a paper v
 - ``missed``: further away (``better``: of those, the ones on the better side of the paper's);
 - ``absent``: no figure (the data is not available offline, or the method or data set is not in the grid);
 - ``stand-in``: produced by a labelled stand-in (a label ending in ``*``, e.g. ELM-OMLL*), not the paper's method;
-- ``not run``: the grid has not computed it yet (an interrupted run; rerunning the command resumes);
+- ``not run``: the grid has not computed it yet (an interrupted run; rerunning the command resumes), or its learner
+  and data set are in the grid but not that pair (an experiment's part left to another run: the note gives the
+  CPU the cell is planned at, :func:`olb.grid.cost.planned_stream` at the learner's defaults);
 - ``published``: a method the reference file marks as published only (its ``note`` starts with
   ``published only``: no olb run can rebuild it), listed with its figure as "METHOD (published)", never as a run.
 
@@ -57,6 +59,26 @@ def absent_reason(dataset: str, in_grid: bool, unavailable: dict[str, str], has_
     return "not run"
 
 
+def planned_cpu_s(algorithm: str, dataset: str) -> float:
+    """The CPU seconds a grid plans for ``algorithm`` at its registered defaults on ``dataset`` (one pass over
+    its rows, as a whole-stream protocol makes)."""
+    from olb.grid.cost import planned_stream
+    from olb.registry import get_algorithm
+
+    defaults = {name: param.default for name, param in get_algorithm(algorithm).params.items()}
+    cost, _, rows = planned_stream(algorithm, defaults, dataset)
+    return cost * rows
+
+
+def _not_run_note(algorithms: list[str], dataset: str) -> str:
+    """Why a pair of the grid's learner and data set has no cell: not in this grid's cells, at its planned CPU."""
+    try:
+        planned = sum(planned_cpu_s(name, dataset) for name in algorithms)
+    except Exception:  # noqa: BLE001 - a learner without a cost model: the reason without its cost
+        return "not run: not in this grid's cells"
+    return f"not run: not in this grid's cells (planned {planned / 3600:.2g} CPU-hours)"
+
+
 def _classify(
     row: pd.Series, tolerance: dict[str, float], lower_is_better: dict[str, bool], symmetric: bool = False
 ) -> str:
@@ -98,15 +120,18 @@ def cover(
     if not tolerance or ref is None or ref.empty:
         return table
     labels: dict[str, list[str]] = {}
+    algorithms: dict[str, list[str]] = {}  # label -> its entries' registry names
     for info in entries.values():
         if info.get("paper_name"):
             labels.setdefault(info["paper_name"], []).append(info["label"])
+            if info.get("algorithm"):
+                algorithms.setdefault(info["label"], []).append(info["algorithm"])
     table = table.copy()
     for i, row in table.iterrows():  # the reason beside "unavailable"
         if row["dataset"] in unavailable and row["note"].startswith("unavailable"):
             reason = absent_reason(row["dataset"], True, unavailable, True)
             table.at[i, "note"] = "unavailable: " + reason + row["note"][len("unavailable") :]
-    extra = _absent_rows(table, ref, ref_cfg, labels, datasets, unavailable)
+    extra = _absent_rows(table, ref, ref_cfg, labels, datasets, unavailable, algorithms)
     if extra:
         table = pd.concat([table, pd.DataFrame(extra, columns=table.columns)], ignore_index=True)
     table["coverage"] = [_classify(row, tolerance, lower_is_better) for _, row in table.iterrows()]
@@ -124,9 +149,11 @@ def _absent_rows(
     labels: dict[str, list[str]],
     datasets: list[str],
     unavailable: dict[str, str],
+    algorithms: dict[str, list[str]],
 ) -> list[dict]:
     """The rows of the paper's table that ``table`` lacks, each with the paper's value and why it is absent;
-    ``labels``: paper name -> the labels of the entries that reproduce it."""
+    ``labels``: paper name -> the labels of the entries that reproduce it, ``algorithms``: label -> their
+    registry names (for a cell not run: its planned CPU)."""
     scale = float(getattr(ref_cfg, "scale", 1.0) or 1.0)
     to_ours_data = {v: k for k, v in (ref_cfg.datasets or {}).items()}
     to_ours_metric = {v: k for k, v in (ref_cfg.metrics or {}).items()}
@@ -152,7 +179,10 @@ def _absent_rows(
         else:
             reason = absent_reason(dataset, dataset in datasets, unavailable, bool(ours))
             algorithm = ours[0] if ours else r.algorithm
-            note = ("unavailable: " if dataset in unavailable else "absent: ") + reason
+            if reason == "not run":
+                note = _not_run_note(algorithms.get(algorithm, []), dataset)
+            else:
+                note = ("unavailable: " if dataset in unavailable else "absent: ") + reason
         extra.append(
             {
                 "dataset": dataset,
@@ -196,8 +226,23 @@ def summary_line(table: pd.DataFrame) -> str:
         f"{n_symmetric['missed']} missed), {n['absent']} absent{why_text}, "
         f"{n['stand-in']} produced by a stand-in"
         + (f", {n['published']} published only (no run rebuilds them)" if n["published"] else "")
-        + (f", {n['not run']} not run yet (rerun the command to complete)." if n["not run"] else ".")
+        + (f", {_not_run_text(counted)}." if n["not run"] else ".")
     )
+
+
+def _not_run_text(counted: pd.DataFrame) -> str:
+    """The cells not run: those an interrupted run left, and those outside the grid's cells with their planned CPU
+    (once per data set and learner: a cell's metrics share it)."""
+    not_run = counted[counted["coverage"] == "not run"]
+    outside = not_run["note"].str.startswith("not run: not in this grid")
+    parts = []
+    if (~outside).any():
+        parts.append(f"{int((~outside).sum())} not run yet (rerun the command to complete)")
+    if outside.any():
+        pairs = not_run[outside].drop_duplicates(["dataset", "algorithm"])
+        hours = pairs["note"].str.extract(r"planned ([0-9.e+-]+) CPU-hours")[0].astype(float).sum()
+        parts.append(f"{int(outside.sum())} not run: outside this grid's cells (planned {hours:.1f} CPU-hours)")
+    return ", ".join(parts)
 
 
 def with_summary(markdown: str, table: pd.DataFrame, ref_cfg: DictConfig) -> str:

@@ -19,7 +19,10 @@ For a paper's table in its own units and shape (:func:`paper_layout`):
 - ``setting=column``: the selected setting in a column of its own (each row axis then has one too), refused
   where a row's entries were selected differently;
 - ``summary=coverage``: instead of a table, the line counting the paper's cells within tolerance, missed, absent
-  and produced by a stand-in (:func:`olb.grid.reporting.coverage.summary_line`).
+  and produced by a stand-in (:func:`olb.grid.reporting.coverage.summary_line`); ``summary=counts``: those
+  counts per data set, with a total row; ``summary=misses``: every missed cell with ours, the paper's figure and
+  the difference; ``summary=not-run``: every (data set, method) the run did not compute, with its reason and
+  planned CPU (:func:`coverage_markdown`).
 
 A marker may name a run's cells.csv instead (several: their cells together) to show what its table.csv does not,
 every setting of a swept parameter: the mean ± std over seeds of each ``metric`` (required; any column the cells
@@ -70,7 +73,7 @@ from pathlib import Path
 import pandas as pd
 
 from olb.grid.plan import RUNTIME_COLUMNS
-from olb.grid.reporting.coverage import summary_line
+from olb.grid.reporting.coverage import CLASSES, summary_line
 from olb.grid.reporting.leaderboard import RANKS_CSV, RUNTIME_CSV
 from olb.grid.reporting.markdown import figure_text, md_table, number_text, paper_text, partial_text, pivot_markdown
 
@@ -89,7 +92,11 @@ _OPTIONS: tuple[str, ...] = (
 )
 _RANKS_OPTIONS = ("metric", "algorithms", "decimals", "runtime")
 # a paper's layout (paper_layout): scale, and the options with a fixed set of values
-_CHOICES = {"cell": ("full", "mean/paper"), "setting": ("cell", "column"), "summary": ("coverage",)}
+_CHOICES = {
+    "cell": ("full", "mean/paper"),
+    "setting": ("cell", "column"),
+    "summary": ("coverage", "counts", "misses", "not-run"),
+}
 _OPTIONS += ("scale", *_CHOICES)
 
 
@@ -157,10 +164,12 @@ class TableSpec:
             return wins_markdown(table, self._pairs(where), where)
         if settings:
             table = one_row_per_entry(table, rows + columns, settings, self.source, where)
-        if self.options.get("summary") == "coverage":
+        if "summary" in self.options:
             if "coverage" not in table.columns:
                 raise DocTableError(f"{where}: {self.source} has no coverage column (its experiment sets no tolerance)")
-            return summary_line(table) + "\n"
+            if self.options["summary"] == "coverage":
+                return summary_line(table) + "\n"
+            return coverage_markdown(table, self.options["summary"], int(self.options.get("decimals", 4)))
         return paper_layout(table, rows, columns, self.options, where)
 
     def _summaries(self, root: Path, sources: list[str]) -> pd.DataFrame:
@@ -223,6 +232,42 @@ class TableSpec:
         )
 
 
+def coverage_markdown(table: pd.DataFrame, kind: str, decimals: int) -> str:
+    """A table.csv's coverage as a table: ``counts`` per data set (and in total), ``misses`` (each missed cell:
+    ours, the paper's, the difference) or ``not-run`` (each data set and method not computed, with its note)."""
+    counted = table[table["coverage"].fillna("") != ""]
+    if kind == "counts":
+        classes = [c for c in CLASSES if (counted["coverage"] == c).any()]
+        counts = pd.crosstab(counted["dataset"], counted["coverage"]).reindex(columns=classes, fill_value=0)
+        counts = counts.reindex(pd.unique(counted["dataset"]))
+        body = [[str(ds), *map(str, row), f"{_share(row)}"] for ds, row in counts.iterrows()]
+        body.append(["**all**", *map(str, counts.sum()), _share(counts.sum())])
+        return md_table(["dataset", *classes, "within / (within + missed)"], body) + "\n"
+    if kind == "misses":
+        missed = counted[counted["coverage"] == "missed"]
+        body = [
+            [
+                str(r.dataset),
+                str(r.algorithm),
+                str(r.metric),
+                number_text(r.mean, decimals),
+                number_text(r.paper, decimals),
+                f"{r.mean - r.paper:+.{decimals}f}",
+            ]
+            for r in missed.itertuples()
+        ]
+        return md_table(["dataset", "learner", "metric", "ours", "published", "difference"], body) + "\n"
+    not_run = counted[counted["coverage"] == "not run"].drop_duplicates(["dataset", "algorithm"])
+    body = [[str(r.dataset), str(r.algorithm), str(r.note)] for r in not_run.itertuples()]
+    return md_table(["dataset", "learner", "why"], body) + "\n"
+
+
+def _share(counts: pd.Series) -> str:
+    """within / (within + missed) as a percentage, or "-" where no cell was compared."""
+    compared = counts.get("within", 0) + counts.get("missed", 0)
+    return f"{100 * counts.get('within', 0) / compared:.0f}%" if compared else "-"
+
+
 def _in_order(values: pd.Series) -> pd.Series:
     """``values`` as sort keys: a filtered axis in its option's order, any other in the order it first appears."""
     if isinstance(values.dtype, pd.CategoricalDtype):
@@ -254,7 +299,13 @@ def paper_layout(table: pd.DataFrame, rows: list[str], columns: list[str], optio
 
 
 def _mean_paper_text(row: dict, decimals: int, bold: bool) -> str:
-    """Ours / the paper's: ours bold when best (``bold``), in italics when outside the paper's tolerance."""
+    """Ours / the paper's: ours bold when best (``bold``), in italics when outside the paper's tolerance; a
+    published-only method's figure alone (its column says "(published)"); "not run / the paper's" for a cell not
+    run."""
+    if row.get("coverage") == "published":
+        return number_text(row["paper"], decimals)
+    if row.get("coverage") == "not run":  # why, and at what cost: summary=not-run
+        return f"not run / {number_text(row['paper'], decimals)}"
     text = figure_text(row, decimals, bold)
     text = f"*{text}*" if row.get("coverage") == "missed" else text
     if row["metric"] in RUNTIME_COLUMNS:
