@@ -78,6 +78,7 @@ class MlflowTracker(Tracker):
     uri: str  # resolved: always somewhere
     store_uri: str  # what MLflow connects with: ``uri`` with the store's time-outs (:meth:`_store_uri`)
     bounded = False  # whether each call to the store has a deadline (a SQL store; an MLflow server bounds its own)
+    concurrent_writes = True  # whether cells written through MLflow's client go ``tracking.write_threads`` at once
 
     def __init__(
         self, cfg: TrackingConfig, experiment_name: str, code_version: str = "unknown", read_only: bool = False
@@ -95,7 +96,7 @@ class MlflowTracker(Tracker):
         super().__init__(cfg, experiment_name, code_version, read_only)
         self.retries = max(1, int(cfg.retries))
         self.cell_artifacts = cfg.cell_artifacts
-        self.write_threads = max(1, int(cfg.write_threads))
+        self.write_threads = max(1, int(cfg.write_threads)) if self.concurrent_writes else 1
         self.uri = resolve_uri(cfg.uri)
         self.timeout_s = float(cfg.timeout_s)
         self.lost: TrackingLost | None = None  # once a call missed its deadline: every later call raises it

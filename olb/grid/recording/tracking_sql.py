@@ -211,9 +211,10 @@ def _insert_inputs(session: Session, experiment_id: int, inputs: list[tuple[str,
 
 
 def _insert(session: Session, table: Table, rows: list[dict[str, object]]) -> None:
-    """``rows`` into ``table`` within the session's transaction: straight through the database driver's
-    ``executemany`` where its parameter style is known (SQLAlchemy's per-row processing costs more than SQLite's
-    insert), else through SQLAlchemy."""
+    """``rows`` into ``table`` within the session's transaction: straight through the database driver, as one
+    ``COPY`` on PostgreSQL (psycopg: a tenth of the time of one ``INSERT`` per row) or ``executemany`` where its
+    parameter style is known (SQLAlchemy's per-row processing costs more than SQLite's insert), else through
+    SQLAlchemy."""
     if not rows:
         return
     connection = session.connection()
@@ -222,10 +223,16 @@ def _insert(session: Session, table: Table, rows: list[dict[str, object]]) -> No
         connection.execute(table.insert(), rows)
         return
     columns = list(rows[0])
-    sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
+    values = [tuple(row[c] for c in columns) for row in rows]
     cursor = connection.connection.cursor()
     try:
-        cursor.executemany(sql, [tuple(row[c] for c in columns) for row in rows])
+        if connection.dialect.driver == "psycopg":
+            with cursor.copy(f"COPY {table.name} ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in values:
+                    copy.write_row(row)
+        else:
+            sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
+            cursor.executemany(sql, values)
     finally:
         cursor.close()
 
