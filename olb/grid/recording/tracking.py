@@ -52,7 +52,8 @@ from olb.grid.recording.ui_view import VIEW_TAG, runs_page, runs_view
 
 if TYPE_CHECKING:
     from mlflow.entities import DatasetInput, Metric, Run
-    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    from olb.grid.recording.tracking_sql import SqlStore
 
 T = TypeVar("T")
 
@@ -103,7 +104,7 @@ class MlflowTracker(Tracker):
         self.deadline_s: float | None = None  # set once the store is open (creating its schema may take longer)
         self.store_uri = self._store_uri(self.uri, self.timeout_s)
         self.experiment_id: str | None = None
-        self.sql: SqlAlchemyStore | None = None  # cells written and read in bulk (None: through MLflow's client)
+        self.sql: SqlStore | None = None  # cells written and read in bulk (None: through MLflow's client)
         self.found = not read_only or store_exists(self.uri)  # a store to read (a read-only one may not exist)
         if not self.found:
             return

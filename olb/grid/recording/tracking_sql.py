@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
     from olb.grid.recording.tracking_cells import CellRecord, DatasetRecord
 
+    SqlStore = SqlAlchemyStore  # what the trackers hold of a SQL store (they never look inside)
+
 log = logging.getLogger("olb.grid")
 SQL_FLOAT_MAX = 1.7976931348623157e308  # what MLflow stores for an infinite metric
 DATASET_CONTEXT_TAG = "mlflow.data.context"  # an input's tag: what the run did with the data set
