@@ -5,10 +5,13 @@ through MLflow's public client, with the same results, and says so once."""
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
+from pathlib import Path
 
 import sqlalchemy
 
+import olb
 import olb.grid.testing  # noqa: F401 - registers _grid_stub in this process
 from olb.grid import compose, run_grid
 from olb.grid.recording import tracking, tracking_sql
@@ -81,3 +84,15 @@ def test_an_untested_schema_is_recorded_and_resumed_through_mlflows_client(tmp_p
     assert bulk.cells[columns].sort_values("cell_id").values.tolist() == (
         first.cells[columns].sort_values("cell_id").values.tolist()
     )
+
+
+def test_only_the_adapter_knows_mlflows_tables_and_the_interface_names_nothing_of_mlflow():
+    package = Path(olb.__file__).parent
+    knowing = {
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if re.search(r"mlflow\.store|SqlRun|SqlLatestMetric", path.read_text())
+    }
+    assert knowing == {"grid/recording/tracking_sql.py"}
+    for interface in ("grid/recording/tracker.py", "grid/dryrun.py"):
+        assert "mlflow" not in (package / interface).read_text().lower(), interface
