@@ -1,7 +1,7 @@
 """The grid driver's throughput and each cell's overhead outside the learner, split into its parts.
 
     python benchmarks/bench_driver.py [--cells 2000] [--tracking-uri URI] [--resume-sizes 1000,10000]
-                                      [--transfer-cells 2000] [--worker-cells 50] [--wide-node]
+                                      [--client-cells 300] [--transfer-cells 2000] [--worker-cells 50] [--wide-node]
 
 Cells of the stub learner ``_grid_stub`` (``olb.grid.testing``) on emotions, one per seed. Needs the emotions
 files (``$OLB_DATA_DIR``).
@@ -11,6 +11,9 @@ files (``$OLB_DATA_DIR``).
    tracking store (``--tracking-uri``: default a fresh SQLite file; an ``http://`` MLflow server works too). Prints
    the driver's cells/s from the first result to the last written, and per cell: the driver's recording (its
    loop's share), the writer's time (in its thread) and the progress bar.
+   With ``--client-cells`` N, the same for N cells through MLflow's public client, the path a SQL store takes
+   when its schema is not one olb's bulk writer was tested with (:mod:`olb.grid.recording.tracking_sql`), and
+   their resume look-up.
 2. **Resume look-up**: :func:`olb.grid.recording.recorder.resumed_outcomes` against a store holding N finished cells, for
    each N of ``--resume-sizes`` (its own experiment each), and its growth.
 3. **Result transfer**: a local Ray (2 CPUs) returns ``--transfer-cells`` such results; the driver's time to take
@@ -24,6 +27,7 @@ files (``$OLB_DATA_DIR``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import io
 import os
@@ -94,6 +98,20 @@ def drive(cfg, plan, data, message, out: Path) -> dict:
         "batches": stats.batches if stats else len(messages),
         "untracked": len(recorder.untracked),
     }
+
+
+@contextlib.contextmanager
+def untested_schema():
+    """Within: no MLflow schema is one the bulk writer was tested with, so trackers opened write through MLflow's
+    client."""
+    from olb.grid.recording import tracking_sql
+
+    tested = tracking_sql.TESTED_SCHEMAS
+    tracking_sql.TESTED_SCHEMAS = frozenset()
+    try:
+        yield
+    finally:
+        tracking_sql.TESTED_SCHEMAS = tested
 
 
 def resume_lookup(cfg, plan, data, tracker) -> tuple[float, int]:
@@ -192,6 +210,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cells", type=int, default=2000)
     ap.add_argument("--tracking-uri", default=None, help="default: a fresh SQLite file")
     ap.add_argument("--resume-sizes", default="1000,10000")
+    ap.add_argument("--client-cells", type=int, default=300, help="through MLflow's client; 0: skip")
     ap.add_argument("--transfer-cells", type=int, default=2000, help="0: skip (no Ray)")
     ap.add_argument("--worker-cells", type=int, default=50)
     ap.add_argument("--wide-node", action="store_true")
@@ -227,6 +246,20 @@ def main(argv=None) -> int:
         print(
             f"  resume look-up of these {n} cells: {lookup_s:.2f} s ({1e3 * lookup_s / n:.3f} ms per cell), {found} found"
         )
+
+        if args.client_cells:
+            cfg_c = grid_config(args.client_cells, f"bench-client-{run}", uri)
+            plan_c, data_c = prepare(cfg_c)
+            with untested_schema():
+                c = drive(cfg_c, plan_c, data_c, message, work)
+                lookup_s, found = resume_lookup(cfg_c, plan_c, data_c, c["tracker"])
+            n_c = args.client_cells
+            print(
+                f"through MLflow's client (an untested schema): {n_c} cells recorded in {c['total_s']:.2f} s: "
+                f"{n_c / c['total_s']:.0f} cells/s ({c['untracked']} untracked), the writer "
+                f"{1e3 * c['write_s'] / n_c:.3f} ms per cell ({1e3 * c['write_cpu_s'] / n_c:.3f} ms of its CPU); "
+                f"resume look-up {lookup_s:.2f} s, {found} found"
+            )
 
         sizes = [int(s) for s in args.resume_sizes.split(",") if s]
         previous = None

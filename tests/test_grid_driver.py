@@ -124,14 +124,20 @@ def test_a_lost_tracker_reports_every_cell_not_written_and_ends_the_driver():
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, data_dir):
     """A SQLite tracker and a real finished and failed cell of a small stub grid."""
+    tmp = tmp_path_factory.mktemp("driver")
+    return stub_store(f"sqlite:///{tmp / 'mlflow.db'}", "driver", data_dir)
+
+
+def stub_store(uri: str, name: str, data_dir: Path):
+    """A tracker on ``uri`` (its parent run open), the plan of a 3-cell stub grid, a real finished cell's result
+    and a real failed cell's failure."""
     from olb.grid.planning.expand import plan_grid
     from olb.grid.recording.recorder import open_tracker
 
-    tmp = tmp_path_factory.mktemp("driver")
-    cfg = compose([*STUB, "seeds=3", "name=driver", f"tracking.uri=sqlite:///{tmp / 'mlflow.db'}"])
+    cfg = compose([*STUB, "seeds=3", f"name={name}", f"tracking.uri={uri}"])
     plan = plan_grid(cfg)
     tracker = open_tracker(cfg, "test")
-    tracker.start_parent("driver", {}, {}, "")
+    tracker.start_parent(name, {}, {}, "")
     cell = plan.unique_cells[0]
     spec = cell.spec(str(data_dir))
     result = execute_cell(CellTask(cell.cell_id, spec, imports=("olb.grid.testing",)))
@@ -143,9 +149,15 @@ def store(tmp_path_factory, data_dir):
 
 
 def test_a_batch_on_sqlite_holds_what_mlflows_own_calls_would(store):
+    assert_bulk_writes_as_mlflow(*store)
+
+
+def assert_bulk_writes_as_mlflow(tracker, plan, result, failure) -> None:
+    """A batch written in bulk (one transaction into MLflow's tables) reads back through MLflow's client as the
+    same cells written through the client do, data set inputs, metric history and artifacts included."""
     from mlflow.tracking import MlflowClient
 
-    tracker, plan, result, failure = store
+    assert tracker.sql is not None  # the bulk path
     cells = plan.unique_cells
     read = {"olb.data_fingerprint": "f", "olb.data_files": "train=/d/my data/a.arff test=/d/my data/b.arff"}
     items = [(cells[0], result, read), (cells[1], failure, None)]

@@ -218,6 +218,15 @@ def test_a_driver_writing_to_the_database_directly_is_seen_by_the_server(service
     assert (second.exit_code, second.n_run, second.n_resumed) == (0, 0, 4)
 
 
+def test_a_batch_copied_into_postgres_holds_what_mlflows_own_calls_would(service, tmp_path, monkeypatch, data_dir):
+    """The bulk path on PostgreSQL (one COPY per table in one transaction) against MLflow's own calls."""
+    from test_grid_driver import assert_bulk_writes_as_mlflow, stub_store
+
+    monkeypatch.setenv("PGPASSFILE", str(service.pgpass))
+    monkeypatch.chdir(tmp_path)  # MLflow's default artifact root on a database: ./mlruns
+    assert_bulk_writes_as_mlflow(*stub_store(service.database_uri(service.state().pg_port), "pg_bulk", data_dir))
+
+
 def test_a_missing_or_wrong_credential_is_refused_before_any_work(service, tmp_path, monkeypatch):
     uri = service.state().uri
     for name in CREDENTIAL_VARS:

@@ -16,7 +16,6 @@ import time
 from collections.abc import Iterator
 from typing import TextIO
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from omegaconf import DictConfig
 
@@ -110,36 +109,14 @@ def dry_run(cfg: DictConfig) -> DryRun:
 
 
 def read_only_tracker(cfg: DictConfig) -> tuple[Tracker, str]:
-    """The tracking store opened read-only, and what it is: none (tracking off, ``resume=false``, or a store
-    that does not exist: nothing resumes, and nothing is created)."""
+    """The tracking store opened read-only, and what it holds: nothing when tracking is off, with ``resume=false``
+    (not read), or when the store does not exist (nothing resumes, and nothing is created)."""
     name = cfg.tracking.experiment or f"olb/{cfg.name}"
     cls = tracker_class(cfg.tracking)
-    if cls is NoopTracker:
-        return NoopTracker(cfg.tracking, name), "tracking off: nothing resumes"
-    from olb.grid.recording.tracking import MlflowTracker, resolve_uri
-
-    uri = resolve_uri(cfg.tracking.uri)
-    if not cfg.resume:
-        return NoopTracker(cfg.tracking, name), f"resume=false: nothing resumes (store {uri} not read)"
-    if not store_exists(uri):
-        return NoopTracker(cfg.tracking, name), f"no tracking store at {uri} yet: nothing resumes"
-    assert issubclass(cls, MlflowTracker)
+    if not cfg.resume and cls is not NoopTracker:
+        return NoopTracker(cfg.tracking, name), "resume=false: nothing resumes (the tracking store is not read)"
     tracker = cls(cfg.tracking, name, code_version(), read_only=True)
-    held = f"experiment {name!r}" if tracker.experiment_id else f"no experiment {name!r} yet: nothing resumes"
-    return tracker, f"{uri}, {held}"
-
-
-def store_exists(uri: str) -> bool:
-    """Whether the tracking store at ``uri`` is there to read: a SQLite file, a local folder (opening either
-    creates it); a server or a database is asked when opened."""
-    if uri.startswith("sqlite:"):
-        path = uri[len("sqlite:///") :].split("?")[0]
-        return path not in ("", ":memory:") and Path(path).is_file() and Path(path).stat().st_size > 0
-    if uri.startswith("file:") or "://" not in uri:
-        from mlflow.utils.uri import local_file_uri_to_path  # type: ignore[attr-defined]
-
-        return Path(local_file_uri_to_path(uri)).is_dir()
-    return True
+    return tracker, tracker.holds()
 
 
 def _check_memory(cfg: DictConfig, plan: Plan, data: DataCheck, backend: str) -> str:

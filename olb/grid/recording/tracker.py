@@ -1,11 +1,11 @@
 """The tracker interface: where the grid records its runs, and the one store it resumes from (the cells and the
 cross-validation tasks finished by earlier runs).
 
-The grid's driver writes against :class:`Tracker` only. The trackers, one class and one file each:
-:class:`~olb.grid.recording.tracking_noop.NoopTracker` (``tracking=off``: nothing recorded, nothing resumed) and the MLflow
-ones sharing :class:`~olb.grid.recording.tracking.MlflowTracker`: :class:`~olb.grid.recording.tracking_sqlite.MlflowSqliteTracker`
-(a SQLite file) and :class:`~olb.grid.recording.tracking_server.MlflowServerTracker` (an MLflow server).
-:func:`olb.grid.recording.recorder.tracker_class` picks one from the config: a new tracker is one subclass and a line there.
+The grid's driver writes against :class:`Tracker` only, which assumes nothing of the store behind it. The trackers,
+one class and one file each: :class:`~olb.grid.recording.tracking_noop.NoopTracker` (``tracking=off``: nothing
+recorded, nothing resumed) and those of :mod:`olb.grid.recording.tracking` (a SQLite file, a database, a tracking
+server). :func:`olb.grid.recording.recorder.tracker_class` picks one from the config: a new tracker is one subclass
+and a line there.
 """
 
 from __future__ import annotations
@@ -48,15 +48,18 @@ Curve = dict[str, list[float]]  # a cell's learning curve: "step", "value", "pha
 class Tracker(ABC):
     """Records one invocation as a parent run with one child run per cell (and per other stage's result).
 
-    Built as ``cls(tracking, experiment_name, code_version)``: the ``tracking`` config, the experiment's name and
-    olb's version (recorded with every run)."""
+    Built as ``cls(tracking, experiment_name, code_version, read_only=False)``: the ``tracking`` config, the
+    experiment's name, olb's version (recorded with every run) and whether the store is only read (the dry run:
+    nothing is created, closed or written, and a store or experiment that does not exist resumes nothing)."""
 
     uri: str | None = None  # where the runs are (shown to the user), None when nowhere
-    ui_page: str | None = None  # the MLflow UI's page of the experiment's runs (after the server's address)
+    ui_page: str | None = None  # the UI's page of the experiment's runs (after the server's address)
     cell_artifacts: bool = False  # whether cells should send their curve plot along (the worker draws it)
 
-    def __init__(self, tracking: TrackingConfig, experiment_name: str, code_version: str = "unknown"):
-        self.experiment_name, self.code_version = experiment_name, code_version
+    def __init__(
+        self, tracking: TrackingConfig, experiment_name: str, code_version: str = "unknown", read_only: bool = False
+    ):
+        self.experiment_name, self.code_version, self.read_only = experiment_name, code_version, read_only
         # the driver's writer thread (olb.grid.recording.writer): cells per log_cells call at most, results queued at most
         self.batch_cells, self.queue_cells = int(tracking.batch_cells), int(tracking.queue_cells)
 
@@ -91,6 +94,11 @@ class Tracker(ABC):
     def log_cells(self, cells: list[tuple[Cell, CellResult | CellFailure, Tags | None]]) -> list[str | None]:
         """Cells' results or failures, each ``(cell, message, data_tags)``, as child runs; their ids. All or none
         are recorded (a failed write raises); a run is finished only with all its data."""
+
+    @abstractmethod
+    def holds(self) -> str:
+        """What the store holds for this experiment, in a line (the dry run's): where it is, and whether earlier
+        runs are there to resume."""
 
     def show_runs(self, params: Sequence[str], metrics: Sequence[str]) -> None:
         """Let :attr:`ui_page` show the experiment's runs with ``params`` and ``metrics`` as columns (nothing for

@@ -47,11 +47,13 @@ from olb.grid.recording.tracking_cells import (
     clip,
     curve_key,
 )
-from olb.grid.recording.tracking_sql import DATASET_CONTEXT_TAG, finished_runs, insert_runs, sql_store
+from olb.grid.recording.tracking_sql import DATASET_CONTEXT_TAG, bulk_store, finished_runs, insert_runs
 from olb.grid.recording.ui_view import VIEW_TAG, runs_page, runs_view
 
 if TYPE_CHECKING:
     from mlflow.entities import DatasetInput, Metric, Run
+
+    from olb.grid.recording.tracking_sql import SqlStore
 
 T = TypeVar("T")
 
@@ -77,12 +79,13 @@ class MlflowTracker(Tracker):
     uri: str  # resolved: always somewhere
     store_uri: str  # what MLflow connects with: ``uri`` with the store's time-outs (:meth:`_store_uri`)
     bounded = False  # whether each call to the store has a deadline (a SQL store; an MLflow server bounds its own)
+    concurrent_writes = True  # whether cells written through MLflow's client go ``tracking.write_threads`` at once
 
     def __init__(
         self, cfg: TrackingConfig, experiment_name: str, code_version: str = "unknown", read_only: bool = False
     ):
-        """``read_only`` (the dry run): only reads the store, which must exist; an experiment that does not exist
-        is created by nobody (nothing resumes), and no run is closed or written."""
+        """``read_only`` (the dry run): a store that does not exist is not created, nor is an experiment (nothing
+        resumes), and no run is closed or written."""
         import mlflow
         from mlflow.tracking import MlflowClient
 
@@ -91,22 +94,27 @@ class MlflowTracker(Tracker):
         # on a server MLflow would read every run back when it ends, to print a link to it: a request and two lines
         # of output per cell
         os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
-        super().__init__(cfg, experiment_name, code_version)
+        super().__init__(cfg, experiment_name, code_version, read_only)
         self.retries = max(1, int(cfg.retries))
         self.cell_artifacts = cfg.cell_artifacts
-        self.write_threads = max(1, int(cfg.write_threads))
+        self.write_threads = max(1, int(cfg.write_threads)) if self.concurrent_writes else 1
         self.uri = resolve_uri(cfg.uri)
         self.timeout_s = float(cfg.timeout_s)
         self.lost: TrackingLost | None = None  # once a call missed its deadline: every later call raises it
         self.deadline_s: float | None = None  # set once the store is open (creating its schema may take longer)
         self.store_uri = self._store_uri(self.uri, self.timeout_s)
+        self.experiment_id: str | None = None
+        self.sql: SqlStore | None = None  # cells written and read in bulk (None: through MLflow's client)
+        self.found = not read_only or store_exists(self.uri)  # a store to read (a read-only one may not exist)
+        if not self.found:
+            return
         self._connect(self.timeout_s)
         if read_only:
             self.client = MlflowClient(tracking_uri=self.store_uri)
             self._open()
             found = self._retry(self.client.get_experiment_by_name, experiment_name)
             self.experiment_id = found.experiment_id if found and found.lifecycle_stage == "active" else None
-            self.sql = sql_store(self.client)
+            self.sql = self._retry(bulk_store, self.client)
             return
         mlflow.set_tracking_uri(self.store_uri)
         # Creates the store (schema migration) and the experiment once, here, before any cell runs.
@@ -114,7 +122,7 @@ class MlflowTracker(Tracker):
             self.client = MlflowClient(tracking_uri=self.store_uri)
             self.experiment_id = self._retry(self._get_or_create_experiment, experiment_name)
         self._open()
-        self.sql = sql_store(self.client)  # cells written and read in bulk (None: through MLflow's client)
+        self.sql = self._retry(bulk_store, self.client)
         self.artifact_location = self._retry(self.client.get_experiment, self.experiment_id).artifact_location
         self.ui_page = runs_page(self.experiment_id)
         self.parent_run_id: str | None = None
@@ -267,6 +275,8 @@ class MlflowTracker(Tracker):
         return self._finished("cell", "olb.cell_id", accept)
 
     def finished_cv_tasks(self, accept: Accept | None = None) -> dict[str, FinishedRun]:
+        if not self.found:
+            return {}
         ids: list[str] = []
         token = None
         while True:  # every active experiment
@@ -312,6 +322,14 @@ class MlflowTracker(Tracker):
                     self._retry(self.client.set_terminated, stale.info.run_id, Status.KILLED)
                     n += 1
         return n
+
+    def holds(self) -> str:
+        if not self.found:
+            return f"no tracking store at {self.uri} yet: nothing resumes"
+        name = self.experiment_name
+        return f"{self.uri}, " + (
+            f"experiment {name!r}" if self.experiment_id else f"no experiment {name!r} yet: nothing resumes"
+        )
 
     # -- writes -------------------------------------------------------------------------------------------
     def show_runs(self, params: Sequence[str], metrics: Sequence[str]) -> None:
@@ -432,6 +450,19 @@ class MlflowTracker(Tracker):
         plist = [Param(str(k), clip(str(v), MAX_PARAM)) for k, v in (params or {}).items()]
         tlist = [RunTag(str(k), clip(str(v), MAX_TAG)) for k, v in (tags or {}).items()]
         self._retry(self.client.log_batch, run_id, metrics=list(metrics), params=plist, tags=tlist)
+
+
+def store_exists(uri: str) -> bool:
+    """Whether the tracking store at ``uri`` is there to read: a SQLite file, a local folder (opening either
+    creates it); a server or a database is asked when opened."""
+    if uri.startswith("sqlite:"):
+        path = uri[len("sqlite:///") :].split("?")[0]
+        return path not in ("", ":memory:") and Path(path).is_file() and Path(path).stat().st_size > 0
+    if uri.startswith("file:") or "://" not in uri:
+        from mlflow.utils.uri import local_file_uri_to_path  # type: ignore[attr-defined]
+
+        return Path(local_file_uri_to_path(uri)).is_dir()
+    return True
 
 
 def dataset_input(dataset: DatasetRecord) -> DatasetInput:

@@ -16,6 +16,9 @@ class NoopTracker(Tracker):
     """Records nothing, so resumes nothing (neither cells nor cross-validation tasks); the output folder's files
     are the only record."""
 
+    def holds(self) -> str:
+        return "tracking off: nothing resumes"
+
     def finished_cells(self, accept: Accept | None = None) -> dict[str, FinishedRun]:
         return {}
 

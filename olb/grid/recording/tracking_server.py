@@ -34,9 +34,11 @@ class MlflowServerTracker(MlflowTracker):
     the grid raises :class:`~olb.grid.lost.TrackingLost` within about ``tracking.timeout_s`` (MLflow's HTTP
     retries bounded to it), which ends the grid."""
 
-    def __init__(self, cfg: TrackingConfig, experiment_name: str, code_version: str = "unknown"):
+    def __init__(
+        self, cfg: TrackingConfig, experiment_name: str, code_version: str = "unknown", read_only: bool = False
+    ):
         self.credentials = cfg.credentials
-        super().__init__(cfg, experiment_name, code_version)
+        super().__init__(cfg, experiment_name, code_version, read_only)
 
     def _connect(self, timeout_s: float) -> None:
         bound_http_retries(timeout_s)

@@ -8,10 +8,17 @@ transaction: a batch is in the store entirely or not at all, so a driver killed 
 half-written run (its cells run again on resume). :func:`finished_runs` reads the resume index (every finished run of a kind with
 its tags, parameters and latest metrics) in three queries, whatever the number of runs, instead of MLflow's
 search, which builds one entity per run.
+
+These tables are MLflow's own, not its public interface: this module is the one place in olb that knows them, and
+it is used only on a database whose schema revision (its ``alembic_version``, which MLflow keeps at the head of
+its migrations) is one of :data:`TESTED_SCHEMAS`, the revisions its writes were checked against MLflow's
+(tests/test_grid_driver.py, tests/test_mlflow_schema.py). On any other revision :func:`bulk_store` returns None and
+the tracker writes and reads through MLflow's public client instead, saying so once.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 import uuid
@@ -25,22 +32,55 @@ from olb.grid.recording.tracker import FinishedRun
 if TYPE_CHECKING:
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
     from mlflow.tracking import MlflowClient
-    from sqlalchemy import ColumnElement, Table
+    from sqlalchemy import ColumnElement, Engine, Table
     from sqlalchemy.orm import Session
     from sqlalchemy.sql.selectable import NamedFromClause
 
     from olb.grid.recording.tracking_cells import CellRecord, DatasetRecord
 
+    SqlStore = SqlAlchemyStore  # what the trackers hold of a SQL store (they never look inside)
+
+log = logging.getLogger("olb.grid")
 SQL_FLOAT_MAX = 1.7976931348623157e308  # what MLflow stores for an infinite metric
 DATASET_CONTEXT_TAG = "mlflow.data.context"  # an input's tag: what the run did with the data set
+# MLflow's schema revisions (alembic_version) whose tables this module writes as MLflow's calls do: mlflow 3.17's
+TESTED_SCHEMAS = frozenset({"dc11669786a5"})
 
 
-def sql_store(client: MlflowClient) -> SqlAlchemyStore | None:
-    """The SQLAlchemy store behind an MLflow client, or None (a REST or file store)."""
+def bulk_store(client: MlflowClient) -> SqlAlchemyStore | None:
+    """The SQLAlchemy store behind an MLflow client when its schema is one of :data:`TESTED_SCHEMAS` (cells are
+    then written and read in bulk), else None (through MLflow's client: a server, or an untested schema). Which
+    path a SQL store takes is logged."""
+    import mlflow
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     store = client._tracking_client.store
-    return store if isinstance(store, SqlAlchemyStore) else None
+    if not isinstance(store, SqlAlchemyStore):
+        return None
+    revision = schema_revision(store.engine)
+    if revision in TESTED_SCHEMAS:
+        log.info("olb.grid: cells written and resumed in bulk in MLflow's tables (schema %s, tested)", revision)
+        return store
+    log.warning(
+        "olb.grid: MLflow's schema %s (mlflow %s) is not one olb's bulk writer was tested with (%s): cells are "
+        "written and resumed through MLflow's client, more slowly",
+        revision,
+        mlflow.__version__,
+        ", ".join(sorted(TESTED_SCHEMAS)),
+    )
+    return None
+
+
+def schema_revision(engine: Engine) -> str | None:
+    """The schema revision of an MLflow database (its ``alembic_version``), None when it has none."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        with engine.connect() as connection:
+            return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    except SQLAlchemyError:  # no such table: not a database MLflow made
+        return None
 
 
 def _metric_value(value: float) -> tuple[float, bool]:
@@ -173,9 +213,10 @@ def _insert_inputs(session: Session, experiment_id: int, inputs: list[tuple[str,
 
 
 def _insert(session: Session, table: Table, rows: list[dict[str, object]]) -> None:
-    """``rows`` into ``table`` within the session's transaction: straight through the database driver's
-    ``executemany`` where its parameter style is known (SQLAlchemy's per-row processing costs more than SQLite's
-    insert), else through SQLAlchemy."""
+    """``rows`` into ``table`` within the session's transaction: straight through the database driver, as one
+    ``COPY`` on PostgreSQL (psycopg: a tenth of the time of one ``INSERT`` per row) or ``executemany`` where its
+    parameter style is known (SQLAlchemy's per-row processing costs more than SQLite's insert), else through
+    SQLAlchemy."""
     if not rows:
         return
     connection = session.connection()
@@ -184,10 +225,16 @@ def _insert(session: Session, table: Table, rows: list[dict[str, object]]) -> No
         connection.execute(table.insert(), rows)
         return
     columns = list(rows[0])
-    sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
+    values = [tuple(row[c] for c in columns) for row in rows]
     cursor = connection.connection.cursor()
     try:
-        cursor.executemany(sql, [tuple(row[c] for c in columns) for row in rows])
+        if connection.dialect.driver == "psycopg":
+            with cursor.copy(f"COPY {table.name} ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in values:
+                    copy.write_row(row)
+        else:
+            sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
+            cursor.executemany(sql, values)
     finally:
         cursor.close()
 

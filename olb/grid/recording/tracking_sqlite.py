@@ -24,6 +24,7 @@ class MlflowSqliteTracker(MlflowTracker):
     another grid holds SQLite's lock, up to the deadline; beyond, the grid ends naming the process that holds it."""
 
     bounded = True
+    concurrent_writes = False  # SQLite takes one writer at a time: more threads would only wait for its lock
 
     def _connect(self, timeout_s: float) -> None:
         """The database file's folder must exist and be writable: MLflow would create the folder (a mistyped
