@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-from omegaconf import DictConfig
+from olb.grid.planning.config import ReferenceConfig
 
 from olb.grid.reporting.references import load_reference
 
@@ -81,7 +81,7 @@ def _better(row: pd.Series, lower_is_better: dict[str, bool]) -> bool:
 
 def cover(
     table: pd.DataFrame,
-    ref_cfg: DictConfig,
+    ref_cfg: ReferenceConfig,
     entries: dict[str, dict],
     datasets: list[str],
     unavailable: dict[str, str],
@@ -120,7 +120,7 @@ def cover(
 def _absent_rows(
     table: pd.DataFrame,
     ref: pd.DataFrame,
-    ref_cfg: DictConfig,
+    ref_cfg: ReferenceConfig,
     labels: dict[str, list[str]],
     datasets: list[str],
     unavailable: dict[str, str],
@@ -200,7 +200,7 @@ def summary_line(table: pd.DataFrame) -> str:
     )
 
 
-def with_summary(markdown: str, table: pd.DataFrame, ref_cfg: DictConfig) -> str:
+def with_summary(markdown: str, table: pd.DataFrame, ref_cfg: ReferenceConfig) -> str:
     """table.md with the summary line and the tolerances above its long table (and so in the printed part)."""
     line = summary_line(table)
     if not line:
