@@ -64,15 +64,15 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-# the result tables of README.md and docs/*.md, generated from the exported results in results/ (olb/grid/reporting/doc_tables.py)
+# the result tables of README.md and docs/*.md, generated from the exported results in results/ (olb/ops/doc_tables.py)
 DOCS := README.md docs/*.md
 
 docs: setup
-	$(PY) -m olb.grid.reporting.doc_tables $(DOCS)
+	$(PY) -m olb.ops.doc_tables $(DOCS)
 
 # fails, naming the table and its first differing line, when a table in the docs is not what results/ gives; CI runs it
 docs-check: setup
-	$(PY) -m olb.grid.reporting.doc_tables --check $(DOCS)
+	$(PY) -m olb.ops.doc_tables --check $(DOCS)
 
 bench: setup
 	$(PY) benchmarks/bench_boosters.py

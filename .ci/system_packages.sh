@@ -7,7 +7,7 @@ need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)  # olb.kernels' one-time build (numba.pycc)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
-# olb.grid.serve (tests/test_mlflow_postgres.py) runs its own PostgreSQL; Debian's default cluster (a server on
+# olb.ops.serve (tests/test_mlflow_postgres.py) runs its own PostgreSQL; Debian's default cluster (a server on
 # port 5432) is not wanted, so none is created
 if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   need+=(postgresql)

@@ -8,7 +8,7 @@ the process floor, the data and the learner's cost model's ``model_memory_mb``),
 Reads the cells.csv of one or more grids (finished cells only) and prints, per learner, the predicted and the
 measured CPU microseconds per example of the stream (medians over its cells) and the ratio predicted/measured
 (median, min, max over its cells), then the whole grid's predicted and measured CPU seconds. A cell's prediction
-is exactly the one ``backend=auto`` uses (``olb.grid.cost.planned_stream``): its resolved hyperparameters from
+is exactly the one ``backend=auto`` uses (``olb.grid.planning.cost.planned_stream``): its resolved hyperparameters from
 the csv's columns, the data set's registered shape, and ``loops`` passes over the training rows plus the test rows
 (a frozen model's test rows at the learner's ``predict_cost_s``).
 Next to it, per learner, the predicted and the measured peak memory in MB (whole process, ``peak_rss_mb``:
@@ -32,7 +32,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from olb.grid.cost import planned_memory_mb, planned_stream
+from olb.grid.planning.cost import planned_memory_mb, planned_stream
 from olb.registry import get_algorithm
 
 
@@ -112,8 +112,8 @@ def measured_cv(store: str) -> dict[str, float]:
 def cv_comparison(store: str, overrides: list[str]) -> pd.DataFrame:
     """Planned against measured CPU of each finished cross-validation task of ``store`` that the grid plans."""
     from olb.grid import compose
-    from olb.grid.stages import prepare
-    from olb.grid.crossval import _candidates, cv_task, selected_entries
+    from olb.grid.driver.stages import prepare
+    from olb.grid.driver.crossval import _candidates, cv_task, selected_entries
 
     cfg = compose(overrides)
     plan, data = prepare(cfg)

@@ -3,7 +3,7 @@
     python benchmarks/bench_driver.py [--cells 2000] [--tracking-uri URI] [--resume-sizes 1000,10000]
                                       [--client-cells 300] [--transfer-cells 2000] [--worker-cells 50] [--wide-node]
 
-Cells of the stub learner ``_grid_stub`` (``olb.grid.testing``) on emotions, one per seed. Needs the emotions
+Cells of the stub learner ``_grid_stub`` (``olb.ops.testing``) on emotions, one per seed. Needs the emotions
 files (``$OLB_DATA_DIR``).
 
 1. **Driver**: ``--cells`` results (copies of one real cell's result, one per planned cell) handed to the grid's
@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-STUB = ["imports=[olb.grid.testing]", "algorithms=[_grid_stub]", "datasets=[emotions]", "plots=false"]
+STUB = ["imports=[olb.ops.testing]", "algorithms=[_grid_stub]", "datasets=[emotions]", "plots=false"]
 
 
 def grid_config(n_cells: int, name: str, uri: str | None):
@@ -53,7 +53,7 @@ def grid_config(n_cells: int, name: str, uri: str | None):
 def one_result(cfg, plan):
     """A real result of the plan's first cell (its copies stand for the others)."""
     from olb.grid.messages import CellTask
-    from olb.grid.stages import grid_data_dir
+    from olb.grid.driver.stages import grid_data_dir
     from olb.grid.running.worker import execute_cell
 
     cell = plan.unique_cells[0]
@@ -127,7 +127,7 @@ def transfer(message, n: int) -> float:
     import ray
 
     from olb.grid.running.backends import LocalRayBackend
-    from olb.grid.config import BackendConfig
+    from olb.grid.planning.config import BackendConfig
 
     local = LocalRayBackend(BackendConfig(num_cpus=2, temp_dir=f"/tmp/olbd-{os.getpid()}"))
     local.start()  # as the grid starts it: private, on loopback, with a token
@@ -154,7 +154,7 @@ def worker_overhead(cfg, plan, n: int) -> tuple[list[float], list[float]]:
     """Each cell's seconds in :func:`execute_cell` outside its learner's stream: wall (beyond ``runtime_s``) and
     CPU (beyond the stream's ``cpu_s``)."""
     from olb.grid.messages import CellTask
-    from olb.grid.stages import grid_data_dir
+    from olb.grid.driver.stages import grid_data_dir
     from olb.grid.running.worker import execute_cell
 
     wall, cpu = [], []
@@ -218,8 +218,8 @@ def main(argv=None) -> int:
     ap.add_argument("--wide-cpus", type=int, default=32)
     args = ap.parse_args(argv)
 
-    import olb.grid.testing  # noqa: F401 - registers _grid_stub
-    from olb.grid.stages import prepare
+    import olb.ops.testing  # noqa: F401 - registers _grid_stub
+    from olb.grid.driver.stages import prepare
 
     work = Path(tempfile.mkdtemp(prefix="olb-bench-driver-"))
     try:

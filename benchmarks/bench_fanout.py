@@ -33,7 +33,7 @@ def main(argv=None) -> int:
 
     from olb.grid import compose, run_grid
     from olb.grid.running.backends import LocalRayBackend
-    from olb.grid.config import BackendConfig
+    from olb.grid.planning.config import BackendConfig
 
     work = Path(tempfile.mkdtemp(prefix="olb-bench-"))
     local = LocalRayBackend(BackendConfig(num_cpus=args.cores, temp_dir=f"/tmp/olbb-{os.getpid()}"))

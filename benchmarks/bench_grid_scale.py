@@ -2,7 +2,7 @@
 
     python benchmarks/bench_grid_scale.py [--sizes 1000 10000 100000] [--seeds 100]
 
-Each grid is the stub learner ``_grid_stub`` (olb/grid/testing.py) on the embedded emotions, ``--seeds`` seeds
+Each grid is the stub learner ``_grid_stub`` (olb/ops/testing.py) on the embedded emotions, ``--seeds`` seeds
 times ``size / seeds`` values of its ``fail_at`` hyperparameter (all beyond the stream: no cell would fail), so
 nothing is downloaded. Per size, each in a fresh process:
 
@@ -39,7 +39,7 @@ def grid(size: int, seeds: int, store: Path) -> list[str]:
     """The overrides of a grid of ``size`` stub cells, tracked in ``store``."""
     values = ",".join(str(-1 if i == 0 else 10**6 + i) for i in range(max(1, size // seeds)))
     return [
-        "imports=[olb.grid.testing]",
+        "imports=[olb.ops.testing]",
         "algorithms=[_grid_stub]",
         "datasets=[emotions]",
         f"seeds={seeds}",
@@ -74,12 +74,12 @@ def in_process(overrides: list[str], stores: dict[str, Path]) -> dict:
     from olb.grid import compose
     from olb.grid.reporting.comparable import differences
     from olb.grid.reporting.coverage import cover
-    from olb.grid.dryrun import dry_run, read_only_tracker
+    from olb.grid.driver.dryrun import dry_run, read_only_tracker
     from olb.grid.reporting.markdown import TableLayout, grid_title, table_markdown
     from olb.grid.messages import CellOutcome, Status
     from olb.grid.recording.recorder import resumed_outcomes
     from olb.grid.recording.results import cells_frame
-    from olb.grid.stages import prepare
+    from olb.grid.driver.stages import prepare
     from olb.grid.reporting.table import build_table
 
     # imported before the clocks start: fixed costs, in the whole-process figure

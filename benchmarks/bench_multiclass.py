@@ -34,7 +34,7 @@ import numpy as np
 import yaml
 
 from olb.data import load_dataset
-from olb.grid.config import ReferenceConfig
+from olb.grid.planning.config import ReferenceConfig
 from olb.grid.reporting.references import load_reference, paper_value
 from olb.learners.boosting.multiclass import MBBMCosts, OnlineMBBM
 from olb.learners.boosting.potentials import baseline

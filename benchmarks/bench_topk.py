@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from olb.grid.config import ReferenceConfig
+from olb.grid.planning.config import ReferenceConfig
 from olb.grid.reporting.references import load_reference, paper_value
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "experiment" / "topk_table2.yaml"  # both schemes

@@ -25,8 +25,8 @@ import time
 
 from olb.grid.running.backend import HEARTBEAT
 from olb.grid.running.backends import LocalRayBackend
-from olb.grid.config import BackendConfig
-from olb.grid.cost import planned_memory_mb
+from olb.grid.planning.config import BackendConfig
+from olb.grid.planning.cost import planned_memory_mb
 from olb.grid.messages import CellResult, CellTask
 from olb.registry import get_algorithm
 from olb.run import CellSpec

@@ -40,7 +40,7 @@ def paper_row(algorithm: str, dataset: str) -> dict[str, str]:
     ref = ref[
         (ref["paper"] == reference.paper)
         & (ref["dataset"] == dataset)
-        & (ref["algorithm"] == EXPERIMENT.algorithm[algorithm].paper_name)
+        & (ref["algorithm"] == EXPERIMENT.algorithm[algorithm]["paper_name"])
     ]
     by_metric = {r.metric: f"{r.value} ({r.std})" for r in ref.itertuples()}
     return {m: by_metric.get(reference.metrics[m], "-") for m in METRICS_002}

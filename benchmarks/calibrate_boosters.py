@@ -7,7 +7,7 @@
 Without ``--cells``, runs ``python -m olb.grid +experiment=calibrate_boosters`` (conf/experiment/calibrate_boosters.yaml:
 every booster at 10, 40 and 100 trees, the leaderboard's and the papers' settings; ~15 CPU minutes on a 2-core
 Xeon) under ``nice -n 10``, without tracking, into ``--out``. Then fits, by least squares on log(predicted /
-measured) CPU seconds of each cell (the planned seconds are ``olb.grid.cost.planned_stream``'s, so exactly what the
+measured) CPU seconds of each cell (the planned seconds are ``olb.grid.planning.cost.planned_stream``'s, so exactly what the
 grid plans, with ``COST_MARGIN`` = 1 while fitting):
 
 1. the forest's coefficients (``FOREST_COST``) on Ada.OLMR's cells, with and without a threshold;
@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from olb.grid.cost import planned_stream
+from olb.grid.planning.cost import planned_stream
 from olb.learners.boosting import costs as forest_costs
 from olb.registry import get_algorithm, get_cost_model, register
 

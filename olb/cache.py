@@ -5,7 +5,7 @@ Caches are private. The folders olb creates are user-only (0700); a cache folder
 own and writable by no one else, or olb refuses it (`CacheFolderError`, naming the folder, what is wrong and the
 fix) and reads nothing from it: whoever can write to a folder olb loads machine code (the kernels' extension),
 pickles (numba's cache) or arrays from could run code as the user, or change results. ``olb-run`` and the grid
-check every such folder before any work (:func:`check_cache_folders`, exit 2).
+check every such folder before any work (:func:`olb.kernels.check_folders`, exit 2).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 CACHE_PARTS = ("kernels", "parsed", "numba")  # the cache's subfolders olb reads code or data from
@@ -117,11 +117,16 @@ def check_folder(path: Path, follow: bool = True, label: str = "cache folder", r
         raise CacheFolderError(f"{label} {path} {problem}")
 
 
-def check_cache_folders(error: type[Exception] = CacheFolderError) -> None:
+# a folder to check: (what names it, its path, whether a link to it is followed)
+CheckedFolder = tuple[str, Path, bool]
+
+
+def check_cache_folders(error: type[Exception] = CacheFolderError, also: Sequence[CheckedFolder] = ()) -> None:
     """Check, before any work, every existing folder olb would read code or data from: the cache and its
-    ``kernels/``, ``parsed/`` and ``numba/``, ``$OLB_KERNELS_DIR`` and the kernels' folder for this machine, and
-    ``$NUMBA_CACHE_DIR``; raise ``error`` naming every problem, on one line."""
-    problems = [f"{label} {path} {problem}" for label, path, problem in _folder_problems()]
+    ``kernels/``, ``parsed/`` and ``numba/``, the folders ``also`` names (the kernels' own:
+    :func:`olb.kernels.check_folders`), and ``$NUMBA_CACHE_DIR``; raise ``error`` naming every problem, on one
+    line."""
+    problems = [f"{label} {path} {problem}" for label, path, problem in _folder_problems(also)]
     if len(problems) > 1:
         listed = " ".join(f"({number}) {problem};" for number, problem in enumerate(problems, 1))
         raise error(f"{len(problems)} cache folders refused: {listed.rstrip(';')}")
@@ -129,16 +134,11 @@ def check_cache_folders(error: type[Exception] = CacheFolderError) -> None:
         raise error(problems[0])
 
 
-def _folder_problems() -> Iterator[tuple[str, Path, str]]:
-    from olb.kernels import extension_root_path
-
+def _folder_problems(also: Sequence[CheckedFolder]) -> Iterator[tuple[str, Path, str]]:
     root = cache_location()
-    checked: list[tuple[str, Path, bool]] = [(_root_label(), root, True)]
+    checked: list[CheckedFolder] = [(_root_label(), root, True)]
     checked += [("cache folder", root / part, False) for part in CACHE_PARTS]
-    if os.environ.get("OLB_KERNELS_DIR"):
-        checked.append(("OLB_KERNELS_DIR", Path(os.environ["OLB_KERNELS_DIR"]).expanduser(), True))
-    kernels_root, key = extension_root_path()
-    checked.append(("kernels folder", kernels_root / key, False))
+    checked += also
     if os.environ.get("NUMBA_CACHE_DIR"):  # numba's cache is pickle: loading it runs code
         checked.append(("NUMBA_CACHE_DIR", Path(os.environ["NUMBA_CACHE_DIR"]).expanduser(), True))
     refused: list[Path] = []

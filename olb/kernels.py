@@ -165,7 +165,7 @@ def ready() -> dict[str, Any]:
 
 @cache
 def _jit(module: str) -> dict[str, Callable]:
-    check_cache_folders()  # numba's cache is pickle
+    check_folders()  # numba's cache is pickle
     importlib.import_module(module)
     count_numba_compiling()
     return {name: declared.function for name, declared in KERNELS.get(module, {}).items()}
@@ -202,7 +202,7 @@ class KernelsUnavailable(RuntimeError):
 def _extension() -> dict[str, dict[str, Callable]] | None:
     """The extension's functions per kernel module, built first where missing; ``None`` where it cannot be built
     or loaded (the JIT runs the kernels instead). A refused cache folder raises (`olb.cache.CacheFolderError`)."""
-    check_cache_folders()
+    check_folders()
     folder = extension_folder()
     try:
         return _load(folder, _verified(folder) or _built(folder))
@@ -214,6 +214,14 @@ def _extension() -> dict[str, dict[str, Callable]] | None:
         STATE["jit_because"] = f"olb's compiled kernels could not be loaded from {folder} ({error})"
         _tell(f"{STATE['jit_because']}; {_JIT_COST}. `python -m olb.kernels` retries the build")
     return None
+
+
+def check_folders(error: type[Exception] = CacheFolderError) -> None:
+    """:func:`olb.cache.check_cache_folders` with the kernels' own folders among them: ``$OLB_KERNELS_DIR`` and
+    the folder for this machine's key; what ``olb-run`` and the grid check before any work."""
+    kernels_root, key = extension_root_path()
+    own = [("OLB_KERNELS_DIR", kernels_root, True)] if os.environ.get("OLB_KERNELS_DIR") else []
+    check_cache_folders(error, also=[*own, ("kernels folder", kernels_root / key, False)])
 
 
 def extension_root_path() -> tuple[Path, str]:

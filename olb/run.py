@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from olb.cache import CacheFolderError, check_cache_folders
+from olb.cache import CacheFolderError
 from olb.data import DataDirs, DataError, Provenance, load_with_provenance
 from olb.data.files import data_dir_problems
 from olb.paths import conf_dirs
@@ -317,7 +317,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"olb.run: {line}", file=sys.stderr)
         return 2
     try:
-        check_cache_folders()  # every folder olb reads code or data from: the user's own, or refused
+        from olb.kernels import check_folders
+
+        check_folders()  # every folder olb reads code or data from: the user's own, or refused
         result = run_cell(spec)
     except (ValueError, DataError, CacheFolderError) as err:  # unknown names, bad values, unusable data or cache
         return _refuse(err)

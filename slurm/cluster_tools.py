@@ -40,7 +40,7 @@ def check(overrides: list[str]) -> int:
             fail("do not set backend.address: the batch script connects the grid to the Ray cluster it starts")
     try:
         from olb.grid import GridConfigError, compose
-        from olb.grid.stages import prepare
+        from olb.grid.driver.stages import prepare
     except ImportError as err:
         fail(
             f"{sys.executable} cannot import olb's grid ({err}); set OLB_PYTHON to the project's virtual "

@@ -9,9 +9,9 @@ from omegaconf import OmegaConf
 
 from olb.grid import compose, run_grid
 from olb.data import dataset_names, dataset_spec
-from olb.grid.cost import planned_cell_s, planned_stream, planned_work
+from olb.grid.planning.cost import planned_cell_s, planned_stream, planned_work
 from olb.grid.running.backends import BACKENDS, choose_backend
-from olb.grid.config import BACKENDS as BACKEND_NAMES, BackendConfig
+from olb.grid.planning.config import BACKENDS as BACKEND_NAMES, BackendConfig
 from olb.grid.planning.expand import plan_grid
 from olb.learners.base import StreamShape
 from olb.registry import algorithm_names, get_algorithm

@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from olb.grid.cost import planned_stream
+from olb.grid.planning.cost import planned_stream
 from olb.learners.base import StreamShape
 from olb.registry import get_algorithm, get_cost_model
 

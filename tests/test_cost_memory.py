@@ -11,13 +11,13 @@ from omegaconf import OmegaConf
 
 from olb.data import dataset_names, dataset_spec, load_dataset
 from olb.grid import GridConfigError, compose
-from olb.grid.cost import memory_request_mb
+from olb.grid.planning.cost import memory_request_mb
 from olb.grid.messages import CellTask
 from olb.run import CellSpec
 from olb.grid.running.backends.ray_local import LocalRayBackend
 from olb.grid.running.backends.ray_lost import lost_failure
-from olb.grid.config import BackendConfig
-from olb.grid.cost import PROCESS_FLOOR_MB, check_memory, planned_memory_mb
+from olb.grid.planning.config import BackendConfig
+from olb.grid.planning.cost import PROCESS_FLOOR_MB, check_memory, planned_memory_mb
 from olb.grid.planning.expand import plan_grid
 from olb.learners.base import StreamShape
 from olb.registry import algorithm_names, get_algorithm, get_cost_model

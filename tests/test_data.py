@@ -11,7 +11,8 @@ from scipy.stats import rankdata
 
 from olb.data import ChecksumMismatch, dataset_names, dataset_spec, load_dataset, make_multilabel_stream
 from olb.data.arff import read_label_xml
-from olb.data.files import EMBEDDED_DIR, read_file
+from olb.data.files import read_file
+from olb.data.opening import EMBEDDED_DIR
 
 slow = pytest.mark.slow
 

@@ -31,7 +31,7 @@ from olb.data import (
     load_dataset,
     load_with_provenance,
 )
-from olb.data.files import EMBEDDED_DIR
+from olb.data.opening import EMBEDDED_DIR
 from olb.data.parsed import parsed_path
 
 provenance_module = importlib.import_module("olb.data.provenance")  # olb.data.provenance is also a function
@@ -282,7 +282,7 @@ def test_an_incomplete_data_dir_is_named_never_replaced(emotions, monkeypatch):
 
 def test_an_incomplete_data_dir_is_a_grid_problem_not_an_unavailable_set(emotions):
     from olb.grid.datacheck import check_data
-    from olb.grid.plan import Problems
+    from olb.grid.planning.plan import Problems
 
     (emotions / dataset_spec("emotions").files["labels"].path).unlink()
     problems = Problems()

@@ -1,4 +1,4 @@
-"""The docs' leaderboard tables (olb/grid/reporting/doc_tables.py): a leaderboard's ranks.csv rendered with its best
+"""The docs' leaderboard tables (olb/ops/doc_tables.py): a leaderboard's ranks.csv rendered with its best
 marked, and counted claims ("A beats B on k of n data sets") generated from a table.csv."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from olb.grid.reporting.doc_tables import main
+from olb.ops.doc_tables import main
 from olb.grid.reporting.leaderboard import compare, write_report
 
 DATASETS = [f"d{i}" for i in range(6)]

@@ -1,4 +1,4 @@
-"""A paper's table generated in its own units and shape (olb/grid/reporting/doc_tables.py: ``scale``,
+"""A paper's table generated in its own units and shape (olb/ops/doc_tables.py: ``scale``,
 ``cell=mean/paper``, ``setting=column``, ``summary=coverage``), from the ALT paper's exported run (results/alt_table2)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from olb.grid.reporting.coverage import summary_line
-from olb.grid.reporting.doc_tables import main
+from olb.ops.doc_tables import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = "results/alt_table2/table.csv"

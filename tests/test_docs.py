@@ -1,10 +1,14 @@
 """The docs speak to users: papers named by citation (conf/reference/papers.yaml), every paper key resolvable,
-no file hashes or project diary in README.md and docs/, a citable CITATION.cff that matches the package."""
+no file hashes or project diary in README.md and docs/, a citable CITATION.cff that matches the package; and the
+code of docs/architecture.md runs."""
 
 from __future__ import annotations
 
 import csv
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,7 +41,7 @@ def test_every_paper_key_has_a_citation_and_a_bibliography_entry():
 
 
 def test_the_grid_names_the_paper_by_its_citation():
-    from olb.grid.config import ReferenceConfig
+    from olb.grid.planning.config import ReferenceConfig
     from olb.grid.reporting.references import reference_source
 
     source = reference_source(ReferenceConfig(paper="000_01d5ef94a9aabcf3", table="Table 3"))
@@ -86,14 +90,14 @@ def test_the_metric_glossary_defines_every_metric_name():
 
 
 def test_every_result_table_in_the_docs_is_what_its_result_file_gives():
-    from olb.grid.reporting.doc_tables import main
+    from olb.ops.doc_tables import main
 
     docs = [str(p.relative_to(ROOT)) for p in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))]
     assert main(["--check", "--root", str(ROOT), *[str(ROOT / d) for d in docs]]) == 0, "run `make docs`"
 
 
 def test_a_number_changed_by_hand_in_a_generated_table_fails_the_check(tmp_path, capsys):
-    from olb.grid.reporting.doc_tables import main
+    from olb.ops.doc_tables import main
 
     docs = [
         p for p in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))) if "<!-- olb:table " in p.read_text()
@@ -110,3 +114,38 @@ def test_a_number_changed_by_hand_in_a_generated_table_fails_the_check(tmp_path,
     copy.write_text(edited)
     assert main(["--check", "--root", str(ROOT), str(copy)]) == 1
     assert f"{copy}:" in capsys.readouterr().err
+
+
+def guide_script(markdown: str) -> str:
+    """The Python blocks of ``markdown`` as one script, each line at its line number in the document (every other
+    line blank), so that a traceback points into the document."""
+    kept, inside = [], False
+    for line in markdown.splitlines():
+        closes = inside and line.strip() == "```"
+        kept.append(line if inside and not closes else "")
+        inside = line.strip() == "```python" or (inside and not closes)
+    return "\n".join(kept) + "\n"
+
+
+def test_the_guide_script_keeps_each_python_line_at_its_line():
+    markdown = "intro\n```python\nx = 1\n```\nprose\n```bash\nls\n```\n```python\nassert x == 1\n```\n"
+    assert guide_script(markdown).splitlines() == ["", "", "x = 1", "", "", "", "", "", "", "assert x == 1", ""]
+
+
+@pytest.mark.e2e
+def test_the_architecture_guides_code_runs(tmp_path):
+    """docs/architecture.md's Python blocks run in order, as one script in a process of their own (what they
+    register stays there), kernels under numba's JIT (no extension to build)."""
+    script = tmp_path / "architecture_md.py"
+    script.write_text(guide_script((ROOT / "docs" / "architecture.md").read_text()))
+    assert script.read_text().strip(), "docs/architecture.md has no Python block"
+    pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": pythonpath, "OLB_KERNELS": "jit"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"docs/architecture.md (its line numbers):\n{done.stderr[-3000:]}"

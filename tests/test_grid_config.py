@@ -12,7 +12,7 @@ from hydra.errors import ConfigCompositionException
 
 from olb.grid import CellKey, GridConfigError, cell_id, compose, plan_grid
 from olb.grid.datacheck import check_data
-from olb.grid.plan import Problems
+from olb.grid.planning.plan import Problems
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -300,7 +300,7 @@ def test_plugin_learners_get_top_level_shorthands(tmp_path, monkeypatch):
     from olb.registry import ALGORITHMS, unregister
 
     (tmp_path / "olb_test_plugin.py").write_text(
-        "from olb.grid.testing import GridStub\n"
+        "from olb.ops.testing import GridStub\n"
         "from olb.learners.base import Param\n"
         "from olb.registry import register\n\n\n"
         "@register\n"
@@ -317,7 +317,7 @@ def test_plugin_learners_get_top_level_shorthands(tmp_path, monkeypatch):
     finally:
         unregister("_plugin_stub")
         sys.modules.pop("olb_test_plugin", None)
-        from olb.grid.config import register_configs
+        from olb.grid.planning.config import register_configs
 
         register_configs()
 

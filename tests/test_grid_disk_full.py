@@ -50,7 +50,7 @@ def _grid(disk: Path, store: Path) -> list[str]:
         sys.executable,
         "-m",
         "olb.grid",
-        "imports=[olb.grid.testing]",
+        "imports=[olb.ops.testing]",
         "algorithms=[_grid_stub]",
         "backend=serial",
         f"seeds={CELLS}",

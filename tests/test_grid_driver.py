@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-import olb.grid.testing  # noqa: F401 - registers _grid_stub in this process
+import olb.ops.testing  # noqa: F401 - registers _grid_stub in this process
 from olb.grid import compose, run_grid
 from olb.grid.lost import TrackingLost
 from olb.grid.messages import CellFailure, CellTask
@@ -28,7 +28,7 @@ from olb.grid.recording.writer import CellWriter
 from support import finished_cells
 
 ROOT = Path(__file__).resolve().parents[1]
-STUB = ["imports=[olb.grid.testing]", "algorithms=[_grid_stub]", "plots=false", "backend=serial"]
+STUB = ["imports=[olb.ops.testing]", "algorithms=[_grid_stub]", "plots=false", "backend=serial"]
 
 
 @pytest.mark.parametrize("module", ["olb.grid.running.worker", "olb.grid.running.backends.ray_worker"])
@@ -140,9 +140,9 @@ def stub_store(uri: str, name: str, data_dir: Path):
     tracker.start_parent(name, {}, {}, "")
     cell = plan.unique_cells[0]
     spec = cell.spec(str(data_dir))
-    result = execute_cell(CellTask(cell.cell_id, spec, imports=("olb.grid.testing",)))
+    result = execute_cell(CellTask(cell.cell_id, spec, imports=("olb.ops.testing",)))
     failing_spec = dataclasses.replace(spec, params={**spec.params, "fail_at": 3})
-    failing = CellTask(cell.cell_id, failing_spec, ("olb.grid.testing",))
+    failing = CellTask(cell.cell_id, failing_spec, ("olb.ops.testing",))
     failure = execute_cell(failing)
     assert isinstance(failure, CellFailure)
     return tracker, plan, result, failure

@@ -1,5 +1,5 @@
 """``dry_run=true``: what a grid would run and resume, printed; refused as a run is refused; nothing downloaded,
-run or recorded (olb/grid/dryrun.py)."""
+run or recorded (olb/grid/driver/dryrun.py)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ import pytest
 from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
-import olb.grid.testing  # noqa: F401 - registers _grid_stub in this process
+import olb.ops.testing  # noqa: F401 - registers _grid_stub in this process
 from olb.grid import compose, run_grid
-from olb.grid.plan import GridConfigError
+from olb.grid.planning.plan import GridConfigError
 
 # 2 settings x seeds of the stub learner on the embedded emotions: fail_at=5 fails, fail_at=-1 finishes
-STUB = ["imports=[olb.grid.testing]", "algorithms=[_grid_stub]", "+algorithm._grid_stub.params.fail_at=[-1,5]"]
+STUB = ["imports=[olb.ops.testing]", "algorithms=[_grid_stub]", "+algorithm._grid_stub.params.fail_at=[-1,5]"]
 
 
 def dry(*overrides: str) -> tuple[object, str]:
@@ -144,7 +144,7 @@ def test_command_line_dry_run_exits_0_and_leaves_nothing_and_refuses_with_2(tmp_
 
 
 def test_cell_ids_written_once_per_configuration_are_the_cells_own():
-    from olb.grid.plan import CellKey, cell_id, seed_cell_ids
+    from olb.grid.planning.plan import CellKey, cell_id, seed_cell_ids
 
     key = CellKey("onlinebmr", "emotions", 0, {"gamma": 0.1, "num_learners": 5, "nested": {"seed": 0}}, "train_test",
                   2, ("rank_loss",), 50)  # fmt: skip

@@ -16,7 +16,7 @@ import yaml
 
 from olb.grid import GridConfigError, compose, run_grid
 from olb.grid.cli import unknown_choices, unwritable_run_dir
-from olb.grid.finish import allowed_unavailable
+from olb.grid.driver.finish import allowed_unavailable
 from olb.grid.messages import EXIT_CONFIG, EXIT_OK, EXIT_UNAVAILABLE
 from olb.run import main as olb_run
 

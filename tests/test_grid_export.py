@@ -1,5 +1,5 @@
 """Results as data: a grid's ``export=DIR`` (olb/grid/reporting/export.py), the docs' tables generated from it and checked
-(olb/grid/reporting/doc_tables.py), and the console's comparability notes (olb/grid/reporting/report.py)."""
+(olb/ops/doc_tables.py), and the console's comparability notes (olb/grid/reporting/report.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 import olb
-import olb.grid.testing  # noqa: F401 - registers _grid_stub in this process
+import olb.ops.testing  # noqa: F401 - registers _grid_stub in this process
 from olb.grid import compose, run_grid
-from olb.grid.reporting.doc_tables import DocTableError, main
+from olb.ops.doc_tables import DocTableError, main
 
 OVERRIDES = ["backend=serial", "tracking=off", "seeds=2", "num_learners=2", "algorithm.onlinebmr.params.gamma=[0.1]"]
 MARKER = "<!-- olb:table results/tiny/table.csv metric=rank_loss algorithms=Ada.OLMR,OnlineBMR -->"
@@ -91,7 +91,7 @@ def test_a_marker_naming_what_the_results_lack_is_refused(exported, capsys):
     assert main(["--check", "--root", str(root), str(doc)]) == 2
     assert "bad.md:1: results/tiny/table.csv has no algorithm FALT" in capsys.readouterr().err
     with pytest.raises(DocTableError, match="marker option 'colour=red' is not one of"):
-        from olb.grid.reporting.doc_tables import TableSpec
+        from olb.ops.doc_spec import TableSpec
 
         TableSpec.parse("results/tiny/table.csv colour=red", "x.md:1")
 
@@ -166,7 +166,7 @@ def test_a_cells_marker_names_each_setting_that_differs_and_counts_finished_cell
         doc = _cells_doc(root, "bad.md", options, source)
         assert main(["--check", "--root", str(root), str(doc)]) == 2
         err = capsys.readouterr().err
-        assert err.startswith(f"olb.grid.reporting.doc_tables: {doc}:1: ") and message in err, (options, err)
+        assert err.startswith(f"olb.ops.doc_tables: {doc}:1: ") and message in err, (options, err)
 
 
 def test_an_unavailable_data_sets_message_names_no_folder_of_this_machine(tmp_path):

@@ -41,7 +41,7 @@ def test_the_sqlite_lock_excludes_and_is_removed(tmp_path):
 
 def test_a_grid_leaves_no_lock_file(tmp_path):
     db = tmp_path / "mlflow.db"
-    grid = ["backend=serial", "seeds=1", "imports=[olb.grid.testing]", "algorithms=[_grid_stub]", "plots=false"]
+    grid = ["backend=serial", "seeds=1", "imports=[olb.ops.testing]", "algorithms=[_grid_stub]", "plots=false"]
     o = run_grid(compose([*grid, f"tracking.uri=sqlite:///{db}"]), tmp_path / "out")
     assert o.exit_code == 0 and db.exists()
     assert not _lock_files(db)

@@ -22,7 +22,7 @@ from test_mlflow_server import MlflowServer
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[1]
-GRID = ["imports=[olb.grid.testing]", "algorithms=[_grid_stub]", "plots=false", "tracking.cell_artifacts=false"]
+GRID = ["imports=[olb.ops.testing]", "algorithms=[_grid_stub]", "plots=false", "tracking.cell_artifacts=false"]
 
 
 def _start_grid(tmp: Path, *overrides: str) -> subprocess.Popen:

@@ -14,7 +14,7 @@ import os
 import pytest
 
 from olb.grid import GridConfigError, compose, run_grid
-from olb.grid.cost import PROCESS_FLOOR_MB, planned_memory_mb
+from olb.grid.planning.cost import PROCESS_FLOOR_MB, planned_memory_mb
 
 pytestmark = pytest.mark.e2e
 

@@ -12,7 +12,7 @@ from olb.run import CellSpec
 
 def _task(data_dir, fail_at: int, plot: bool = False) -> CellTask:
     spec = CellSpec("_grid_stub", "emotions", seed=1, params={"fail_at": fail_at}, data_dir=str(data_dir))
-    return CellTask(cell_id=f"stub{fail_at}", spec=spec, imports=("olb.grid.testing",), plot=plot)
+    return CellTask(cell_id=f"stub{fail_at}", spec=spec, imports=("olb.ops.testing",), plot=plot)
 
 
 def test_a_cell_answers_with_a_typed_result_or_failure_that_pickles(data_dir):
@@ -35,7 +35,7 @@ def test_a_cell_answers_with_a_typed_result_or_failure_that_pickles(data_dir):
 def test_a_planned_cell_is_validated_once_when_planned_and_trusted_by_the_worker(monkeypatch):
     from olb.grid import compose, plan_grid
     from olb.grid.running.worker import execute_cell
-    from olb.grid.testing import GridStub
+    from olb.ops.testing import GridStub
 
     seen = {"validate": 0, "check_params": 0}
     for name in seen:
@@ -46,12 +46,12 @@ def test_a_planned_cell_is_validated_once_when_planned_and_trusted_by_the_worker
             return _original(cls, *args)
 
         monkeypatch.setattr(GridStub, name, classmethod(counted))
-    cfg = compose(["imports=[olb.grid.testing]", "algorithms=[_grid_stub]", "seeds=1", "datasets=[emotions]"])
+    cfg = compose(["imports=[olb.ops.testing]", "algorithms=[_grid_stub]", "seeds=1", "datasets=[emotions]"])
     cell = plan_grid(cfg).unique_cells[0]
     planned = dict(seen)
     assert planned["validate"] >= 1 and planned["check_params"] >= 1 and cell.spec().checked
 
-    result = execute_cell(CellTask(cell.cell_id, cell.spec(), imports=("olb.grid.testing",)))
+    result = execute_cell(CellTask(cell.cell_id, cell.spec(), imports=("olb.ops.testing",)))
     assert isinstance(result, CellResult) and seen == planned  # nothing checked again in the worker
 
     with pytest.raises(ValueError, match="fail_at"):  # a spec built by hand is still checked
@@ -64,7 +64,7 @@ def test_a_cross_validation_task_answers_with_a_typed_result_or_failure():
     from olb.grid.messages import CVFailure, CVResult, CVTask
     from olb.grid.running.backends.ray_lost import lost_failure
     from olb.grid.running.worker import execute
-    from olb.grid.testing import GridStub
+    from olb.ops.testing import GridStub
 
     task = CVTask(
         task_id="t1",
@@ -75,7 +75,7 @@ def test_a_cross_validation_task_answers_with_a_typed_result_or_failure():
         folds=3,
         seed=0,
         metrics=("rank_loss",),
-        imports=("olb.grid.testing",),
+        imports=("olb.ops.testing",),
     )
     result = execute(task)
     assert isinstance(result, CVResult) and result.task_id == "t1" and result.status == Status.FINISHED

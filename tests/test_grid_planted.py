@@ -20,7 +20,7 @@ import olb
 from olb.data import DataError, dataset_spec, load_dataset
 from olb.grid import GridConfigError, compose, run_grid
 from olb.grid.cli import config_folders
-from olb.grid.cost import machine_memory_mb, planned_memory_mb
+from olb.grid.planning.cost import machine_memory_mb, planned_memory_mb
 from olb.grid.planning.expand import plan_grid
 from olb.trust import MAX_INCLUDE_DEPTH, conf_problems
 from test_grid_trust import emotions_copy
@@ -51,7 +51,7 @@ def experiment(folder: Path, name: str, text: str) -> Path:
 def takeover(victim: Path) -> str:
     """A Hydra callback that overwrites ``victim`` while Hydra launches (olb's own ``write_private``)."""
     return (
-        "hydra:\n  callbacks:\n    x:\n      _target_: olb.grid.serve.write_private\n"
+        "hydra:\n  callbacks:\n    x:\n      _target_: olb.grid.auth.write_private\n"
         f"      path: {{_target_: pathlib.Path, _args_: [{victim}]}}\n      text: planted\n"
     )
 
@@ -103,7 +103,7 @@ def test_a_callable_in_a_config_file_of_ones_own_is_refused_naming_file_and_key(
     with pytest.raises(GridConfigError) as refused:
         compose(["hydra.searchpath=[file://" + str(tmp_path / "conf") + "]"])
     message = str(refused.value)
-    assert f"config file {path}: hydra.callbacks.x._target_='olb.grid.serve.write_private' names a callable" in message
+    assert f"config file {path}: hydra.callbacks.x._target_='olb.grid.auth.write_private' names a callable" in message
     assert "hydra.callbacks.x.path._target_='pathlib.Path' names a callable" in message
     assert "table.metrics._target_='builtins.print' names a callable" in message
     assert not victim.exists()

@@ -8,10 +8,10 @@ import random
 import pandas as pd
 import pytest
 
-import olb.grid.testing as stub
+import olb.ops.testing as stub
 from olb.grid import compose, run_grid
 from olb.grid.running.backends import LocalRayBackend
-from olb.grid.config import BackendConfig
+from olb.grid.planning.config import BackendConfig
 
 pytestmark = pytest.mark.e2e
 
@@ -53,7 +53,7 @@ def test_failures_are_isolated_and_a_crashed_worker_is_retried(ray_cluster, tmp_
             "seeds=3",
             "name=crashy",
             "tracking=off",
-            "imports=[olb.grid.testing]",
+            "imports=[olb.ops.testing]",
             "algorithms=[_grid_stub]",
             "plots=false",
             "+algorithm._grid_stub.params.fail_at=[-1,7]",
@@ -72,7 +72,7 @@ def test_failures_are_isolated_and_a_crashed_worker_is_retried(ray_cluster, tmp_
                     "seeds=3",
                     "tracking=off",
                     "plots=false",
-                    "imports=[olb.grid.testing]",
+                    "imports=[olb.ops.testing]",
                     "algorithms=[_grid_stub]",
                     "+algorithm._grid_stub.params.fail_at=[-1]",
                     f"+algorithm._grid_stub.params.crash_token={token}",

@@ -13,8 +13,8 @@ import pytest
 
 from olb.grid.running.backend import HEARTBEAT
 from olb.grid.running.backends import LocalRayBackend
-from olb.grid.config import BackendConfig
-from olb.grid.cost import PROCESS_FLOOR_MB
+from olb.grid.planning.config import BackendConfig
+from olb.grid.planning.cost import PROCESS_FLOOR_MB
 from olb.grid.messages import CellResult, CellTask
 from olb.run import CellSpec
 

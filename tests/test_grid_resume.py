@@ -14,14 +14,14 @@ import time
 import pandas as pd
 import pytest
 
-import olb.grid.testing  # noqa: F401 - registers _grid_stub in this process
+import olb.ops.testing  # noqa: F401 - registers _grid_stub in this process
 from olb.grid import compose, run_grid
 from support import finished_cells, session_processes
 
 pytestmark = pytest.mark.e2e
 
 COMMON = [
-    "imports=[olb.grid.testing]",
+    "imports=[olb.ops.testing]",
     "algorithms=[_grid_stub]",
     "+algorithm._grid_stub.params.delay_s=1.0",
     "seeds=6",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import olb.grid.testing  # noqa: F401 - registers _grid_stub in this process
+import olb.ops.testing  # noqa: F401 - registers _grid_stub in this process
 from olb.grid import compose, run_grid
 
 TINY = ["backend=serial", "seeds=2", "num_learners=2", "algorithm.onlinebmr.params.gamma=[0.1,0.01]"]
@@ -135,7 +135,7 @@ def test_failure_isolation(first_run, tmp_path):
             "seeds=2",
             "name=failing",
             f"tracking.uri=sqlite:///{store}",
-            "imports=[olb.grid.testing]",
+            "imports=[olb.ops.testing]",
             "algorithms=[_grid_stub,adaolmr]",
             "num_learners=2",
             "+algorithm._grid_stub.params.fail_at=[-1,5]",
@@ -198,7 +198,7 @@ def test_concurrent_grids_share_a_fresh_sqlite_store(tmp_path):
                 "-m",
                 "olb.grid",
                 "backend=serial",
-                "imports=[olb.grid.testing]",
+                "imports=[olb.ops.testing]",
                 "algorithms=[_grid_stub]",
                 f"seeds={n}",
                 "name=shared",

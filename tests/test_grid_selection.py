@@ -15,7 +15,7 @@ from olb.data import load_dataset
 from olb.grid import compose, run_grid
 from olb.grid.planning.expand import plan_grid
 from olb.grid.messages import CVResult
-from olb.grid.plan import GridConfigError
+from olb.grid.planning.plan import GridConfigError
 from olb.grid.selection import cv_scores, select
 from olb.metrics import METRICS
 
@@ -121,8 +121,8 @@ def test_a_killed_stage_recomputes_only_the_missing_tasks(first):
 def _legacy_store(cfg, path: Path) -> list[str]:
     """A JSON-lines store as earlier versions wrote it (one ``execute_cv`` payload per line), of the grid's tasks
     and one of another grid; the ids of the grid's tasks."""
-    from olb.grid.crossval import _candidates, cv_task, selected_entries
-    from olb.grid.stages import prepare
+    from olb.grid.driver.crossval import _candidates, cv_task, selected_entries
+    from olb.grid.driver.stages import prepare
     from olb.grid.running.worker import execute_cv
 
     plan, data = prepare(cfg)
@@ -192,7 +192,7 @@ def test_a_row_whose_every_candidate_failed_is_reported_failed_not_dropped(tmp_p
         [
             "backend=serial",
             "name=cv_failing",
-            "imports=[olb.grid.testing]",
+            "imports=[olb.ops.testing]",
             "algorithms=[_grid_stub]",
             "datasets=[emotions]",
             "seeds=1",

@@ -15,12 +15,12 @@ import pytest
 import yaml
 
 from olb.data import dataset_spec
-from olb.data.files import EMBEDDED_DIR
+from olb.data.opening import EMBEDDED_DIR
 from olb.grid import GridConfigError, compose, run_grid
 from olb.grid.messages import EXIT_INTERRUPTED, EXIT_NOTHING_COMPUTED
 from olb.grid.running.backends import SerialBackend
 from olb.grid.datacheck import FINGERPRINT_TAG
-from olb.grid.testing import GridStub
+from olb.ops.testing import GridStub
 from olb.learners.base import Param
 from olb.registry import ALGORITHMS
 

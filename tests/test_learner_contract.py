@@ -149,7 +149,7 @@ def ray_local():
     import ray
 
     from olb.grid.running.backends import LocalRayBackend
-    from olb.grid.config import BackendConfig
+    from olb.grid.planning.config import BackendConfig
 
     local = LocalRayBackend(BackendConfig(num_cpus=2, temp_dir="/tmp/olbc-{pid}"))  # short: Ray's sockets live there
     local.start()  # private: a fresh token, loopback only

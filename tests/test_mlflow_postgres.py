@@ -1,5 +1,5 @@
 """olb.grid against the documented shared tracking: an MLflow server with authentication, backed by PostgreSQL
-(``python -m olb.grid.serve``), both on 127.0.0.1 and both asking for a password. The runs over the REST API and
+(``python -m olb.ops.serve``), both on 127.0.0.1 and both asking for a password. The runs over the REST API and
 in PostgreSQL's tables, resume after a restart of both, and a missing or wrong credential refused before any
 work."""
 
@@ -21,7 +21,8 @@ import pytest
 import requests
 
 from olb.grid import GridConfigError, compose, run_grid
-from olb.grid.serve import SERVICE_USER, ServiceError, TrackingService, pg_bin
+from olb.ops.probes import ServiceError, pg_bin
+from olb.ops.serve import SERVICE_USER, TrackingService
 
 pytestmark = pytest.mark.e2e
 
@@ -30,7 +31,7 @@ GRID = [
     "backend=serial",
     "seeds=2",
     "datasets=[emotions]",
-    "imports=[olb.grid.testing]",
+    "imports=[olb.ops.testing]",
     "algorithms=[_grid_stub]",
     "+algorithm._grid_stub.params.delay_s=[0.0,0.001]",
     "plots=false",
@@ -57,9 +58,9 @@ def why_no_postgres() -> str | None:
 
 
 def serve(action: str, folder: Path) -> dict[str, str]:
-    """``python -m olb.grid.serve ACTION FOLDER``, the shell's interface; the assignments it prints."""
+    """``python -m olb.ops.serve ACTION FOLDER``, the shell's interface; the assignments it prints."""
     done = subprocess.run(
-        [sys.executable, "-m", "olb.grid.serve", action, str(folder)], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "olb.ops.serve", action, str(folder)], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
@@ -323,7 +324,7 @@ def test_a_stopped_database_ends_the_grid_within_its_bound_and_a_rerun_completes
 def test_every_connection_to_the_database_carries_its_time_outs(service, monkeypatch):
     """The store's connections (MLflow's engine, which the driver's writer uses) have the statement time-out on
     the server and libpq's connect and TCP user time-outs and keepalives on the client."""
-    from olb.grid.config import TrackingConfig
+    from olb.grid.planning.config import TrackingConfig
     from olb.grid.recording.tracking_database import MlflowDatabaseTracker
 
     monkeypatch.setenv("PGPASSFILE", str(service.pgpass))

@@ -167,7 +167,7 @@ def test_cross_validation_tasks_resume_from_the_server_for_every_grid(server):
         "backend=serial",
         "seeds=1",
         "datasets=[emotions]",
-        "imports=[olb.grid.testing]",
+        "imports=[olb.ops.testing]",
         "algorithms=[_grid_stub]",
         "protocol=train_frozen",
         "metrics=[rank_loss]",

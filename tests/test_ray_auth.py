@@ -16,7 +16,7 @@ from ray_probe import descendants, listeners, on_loopback, outsiders
 from olb.grid import compose, run_grid
 from olb.grid.auth import LOOPBACK_ENV, TOKEN_FILE, private_dir, write_token
 from olb.grid.running.backends import LocalRayBackend
-from olb.grid.config import BackendConfig
+from olb.grid.planning.config import BackendConfig
 
 
 def test_token_file_is_fresh_and_private(tmp_path):
@@ -70,7 +70,7 @@ def test_local_ray_is_private_and_the_grid_runs_on_it(tmp_path):
         for code, out in results:
             assert code == 3 and "REFUSED" in out and "uid=" not in out, out
         assert any("Authentication token is missing or incorrect" in out for _, out in results), results
-        grid = ["seeds=2", "imports=[olb.grid.testing]", "algorithms=[_grid_stub]", "tracking=off", "plots=false"]
+        grid = ["seeds=2", "imports=[olb.ops.testing]", "algorithms=[_grid_stub]", "tracking=off", "plots=false"]
         o = run_grid(compose([*grid, "backend=ray"]), tmp_path)
         assert o.exit_code == 0 and len(o.cells) == 2 and (o.cells["status"] == "FINISHED").all()
     finally:

@@ -96,7 +96,7 @@ def _runs_per_cell(db: Path) -> dict[str, int]:
 def test_a_partitioned_worker_costs_seconds_and_every_cell_is_recorded_once(partitioned_cluster, tmp_path):
     cluster = partitioned_cluster
     db = tmp_path / "mlflow.db"
-    cmd = [sys.executable, "-m", "olb.grid", "imports=[olb.grid.testing]", "algorithms=[_grid_stub]"]
+    cmd = [sys.executable, "-m", "olb.grid", "imports=[olb.ops.testing]", "algorithms=[_grid_stub]"]
     cmd += [f"seeds={CELLS}", f"+algorithm._grid_stub.params.delay_s={DELAY_S}", "name=partition", "plots=false"]
     cmd += ["tracking.cell_artifacts=false", f"tracking.uri=sqlite:///{db}", f"hydra.run.dir={tmp_path}/out"]
     env = {**cluster.env, "RAY_ADDRESS": cluster.address}

@@ -126,14 +126,14 @@ def test_every_multilabel_learner_is_wrapped():
     from olb.registry import ALGORITHMS
 
     names = {cls.learner_class.name for cls in olb.river.LEARNERS.values()}
-    # a test module's own learner (olb.grid.testing's _grid_stub) may be registered after olb.river was imported
+    # a test module's own learner (olb.ops.testing's _grid_stub) may be registered after olb.river was imported
     own = {n for n, c in ALGORITHMS.items() if c.task == "multilabel" and not n.startswith(("river_", "mlhat_", "_"))}
     assert own <= names <= own | {n for n in ALGORITHMS if n.startswith("_")}
 
 
 @pytest.mark.e2e
 def test_river_is_imported_by_olb_river_only():
-    code = "import sys, olb.registry, olb.grid.plan; print('river' in sys.modules)"
+    code = "import sys, olb.registry, olb.grid.planning.plan; print('river' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
 
 

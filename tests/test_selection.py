@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-import olb.grid.testing  # noqa: F401 - registers _grid_stub
+import olb.ops.testing  # noqa: F401 - registers _grid_stub
 from olb.data.dataset import Dataset
 from olb.grid.selection import cv_scores, fold_datasets, select
 

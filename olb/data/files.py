@@ -1,4 +1,4 @@
-"""Where a data set's files come from, and how to open them.
+"""Where a data set's files come from, and how they are read (opened by :func:`olb.data.opening.open_data`).
 
 Search order: the data dirs (the ``data_dir`` argument, else ``$OLB_DATA_DIR``: one directory, several
 separated by ``os.pathsep``, or a list), in order, the first that holds every file of the data set (one that
@@ -16,7 +16,6 @@ inside its data dir or the cache (``olb.data.registry`` refuses any other).
 from __future__ import annotations
 
 import bz2
-import errno
 import functools
 import gzip
 import hashlib
@@ -27,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, TextIO, cast
 
-from olb.cache import cache_dir, check_folder, folder_problem, owner_problem, private_cache
+from olb.cache import cache_dir, check_folder, folder_problem, private_cache
 from olb.data.errors import DataDirWarning, DataError, DatasetUnavailable, DownloadError, IncompleteDataDir
+from olb.data.opening import EMBEDDED_DIR, open_data
+from olb.data.provenance import file_sha256
 from olb.data.registry import DatasetSpec, FileSpec
-
-EMBEDDED_DIR = Path(__file__).parent / "embedded"
 
 
 DataDirs = str | os.PathLike | list | tuple | None
@@ -153,30 +152,6 @@ class DataFile:
         return io.TextIOWrapper(self.binary(), encoding="utf-8", newline="")
 
 
-def open_data(path: Path) -> int:
-    """A read-only descriptor of the data file ``path``; a file in the cache is opened without following a link
-    (``O_NOFOLLOW``: a link planted there is refused with a `DataError` naming it, never read). The file opened
-    (wherever a link led) must be the user's own or root's and writable by no one else, as its folder must
-    (:func:`data_dir_problems`), or it is refused (`DataError`); the package's embedded copies are its own."""
-    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
-    in_cache = _in_cache(path)
-    if in_cache:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if in_cache and exc.errno == errno.ELOOP:
-            raise DataError(
-                f"{path} is a link (to {os.readlink(path)}); olb reads no link in its cache: remove it"
-            ) from None
-        raise
-    problem = None if Path(path).parent == EMBEDDED_DIR else owner_problem(Path(path), os.fstat(fd), root_ok=True)
-    if problem:
-        os.close(fd)
-        raise DataError(f"data file {path} {problem}")
-    return fd
-
-
 def read_file(path: Path) -> DataFile:
     """The whole file ``path`` read into memory (`open_data`)."""
     with os.fdopen(open_data(path), "rb") as fh:
@@ -188,14 +163,8 @@ def read_files(paths: dict[str, Path]) -> dict[str, DataFile]:
     return {role: read_file(path) for role, path in paths.items()}
 
 
-def _in_cache(path: Path) -> bool:
-    return Path(os.path.abspath(path)).is_relative_to(os.path.abspath(cache_dir()))
-
-
 def _download(spec: DatasetSpec, file: FileSpec, roots: list[Path]) -> Path:
     import pooch
-
-    from olb.data.provenance import file_sha256
 
     relative = PurePosixPath(file.path)  # relative, without "..": checked when the registry entry was read
     target = cache_dir().joinpath(*relative.parts)

@@ -25,7 +25,7 @@ import numpy as np
 
 from olb.cache import CacheWarning, checked_cache, private_cache
 from olb.data.dataset import Dataset
-from olb.data.files import open_data
+from olb.data.opening import open_data
 from olb.data.provenance import Provenance
 
 # The modules whose code decides the parsed arrays: a change to any of them makes earlier caches unused.

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from olb.cache import cache_dir, private_cache
 from olb.data.errors import DataError
-from olb.data.files import open_data
+from olb.data.opening import open_data
 from olb.data.registry import DatasetSpec
 
 _CHUNK = 1 << 20

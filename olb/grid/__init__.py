@@ -11,14 +11,14 @@ import importlib.util
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the names' types, for a type checker (at run time each is imported when first used)
-    from olb.grid.app import run_grid as run_grid
+    from olb.grid.driver.app import run_grid as run_grid
     from olb.grid.cli import compose as compose
     from olb.grid.messages import GridOutcome as GridOutcome
-    from olb.grid.plan import Cell as Cell
-    from olb.grid.plan import CellKey as CellKey
-    from olb.grid.plan import GridConfigError as GridConfigError
-    from olb.grid.plan import Plan as Plan
-    from olb.grid.plan import cell_id as cell_id
+    from olb.grid.planning.plan import Cell as Cell
+    from olb.grid.planning.plan import CellKey as CellKey
+    from olb.grid.planning.plan import GridConfigError as GridConfigError
+    from olb.grid.planning.plan import Plan as Plan
+    from olb.grid.planning.plan import cell_id as cell_id
     from olb.grid.planning.expand import plan_grid as plan_grid
 
 _missing = [
@@ -30,15 +30,15 @@ if _missing:  # a core install (pip install olb): name the extra before any impo
     )
 
 _EXPORTS = {
-    "run_grid": "olb.grid.app",
+    "run_grid": "olb.grid.driver.app",
     "compose": "olb.grid.cli",
     "GridOutcome": "olb.grid.messages",
     "plan_grid": "olb.grid.planning.expand",
-    "Cell": "olb.grid.plan",
-    "CellKey": "olb.grid.plan",
-    "GridConfigError": "olb.grid.plan",
-    "Plan": "olb.grid.plan",
-    "cell_id": "olb.grid.plan",
+    "Cell": "olb.grid.planning.plan",
+    "CellKey": "olb.grid.planning.plan",
+    "GridConfigError": "olb.grid.planning.plan",
+    "Plan": "olb.grid.planning.plan",
+    "cell_id": "olb.grid.planning.plan",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -8,7 +8,8 @@ or on a command line. A local Ray also advertises and binds 127.0.0.1 only (Ray'
 ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, which keeps a one-machine Ray off the network), and exports no metrics
 (``RAY_enable_metrics_collection=0``: Ray's metrics server would answer without the token).
 
-``python -m olb.grid.auth new-token FILE`` writes a fresh token to FILE (for the shell scripts).
+Tokens and credentials live in private files (:func:`write_private`, :func:`read_private`: 0600, this user's,
+never through a link). ``python -m olb.grid.auth new-token FILE`` writes a fresh token to FILE (for the shell scripts).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 # Ray's metrics export (a Prometheus server on each node) answers without the token: off (the raylet then starts
 # the dashboard agent without it). slurm/ray_node.sh sets the same.
 METRICS_OFF_ENV = {"RAY_enable_metrics_collection": "0"}
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def private_dir(path: str | os.PathLike) -> Path:
@@ -43,14 +45,34 @@ def private_dir(path: str | os.PathLike) -> Path:
     return path
 
 
+def write_private(path: Path, text: str) -> Path:
+    """``text`` in ``path``, mode 0600, not through a link; an older file there is replaced."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
+
+
+def read_private(path: Path) -> str:
+    """The text of ``path``, a regular file of this user that no one else may read; else PermissionError."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW)
+    except OSError as err:
+        raise PermissionError(f"{path}: cannot open it ({err.strerror}; a link is not followed)") from None
+    with os.fdopen(fd) as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise PermissionError(
+                f"{path} must be a regular file owned by uid {os.geteuid()} that only its owner can read "
+                f"(it is uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}): chmod 600 {path}"
+            )
+        return f.read()
+
+
 def write_token(path: str | os.PathLike) -> Path:
     """A fresh random token (256 bits) in ``path``, mode 0600; an older file there is replaced."""
-    path = Path(path)
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_hex(32))
-    return path
+    return write_private(Path(path), secrets.token_hex(32))
 
 
 def token_env(token_path: str | os.PathLike, loopback: bool = False) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""The command line and composition: Hydra overrides -> the grid config (plugins imported first), ``main``.
+"""The command line and composition: Hydra overrides -> the typed grid config (plugins imported first), ``main``.
 
 From Python (tests, notebooks)::
 
@@ -21,10 +21,10 @@ from typing import NoReturn
 from omegaconf import DictConfig, OmegaConf
 
 import olb
-from olb.grid.config import PRIMARY_CONFIG, register_configs
-from olb.grid.plan import GridConfigError
+from olb.grid.planning.config import PRIMARY_CONFIG, GridBase, register_configs, typed_config
+from olb.grid.planning.plan import GridConfigError
 from olb.grid.planning.configcheck import confined_name
-from olb.grid.app import run_grid
+from olb.grid.driver.app import run_grid
 from olb.grid.lost import InfrastructureLost
 from olb.grid.messages import EXIT_CONFIG, EXIT_LOST
 from olb.grid.running.backends.ray_head import exit_if_left_behind
@@ -32,8 +32,8 @@ from olb.grid.writing import DiskFull
 from olb.trust import conf_problems
 
 
-def compose(overrides: list[str] | None = None) -> DictConfig:
-    """The grid config for ``overrides`` (as on the command line), through Hydra's compose API."""
+def compose(overrides: list[str] | None = None) -> GridBase:
+    """The typed grid config for ``overrides`` (as on the command line), through Hydra's compose API."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -45,7 +45,7 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     import_plugins(overrides)
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(olb.conf_dirs()[0]), version_base="1.3", job_name="olb.grid"):
-        return hydra_compose(config_name=PRIMARY_CONFIG, overrides=overrides)
+        return typed_config(hydra_compose(config_name=PRIMARY_CONFIG, overrides=overrides))
 
 
 _CONFIG_DIR_FLAGS = ("--config-dir", "-cd", "--config-path", "-cp")
@@ -100,7 +100,7 @@ def import_plugins(overrides: list[str]) -> None:
 def with_search_path(overrides: list[str]) -> list[str]:
     """Hydra reads the first config dir of :func:`olb.conf_dirs` (one's own, ``$OLB_CONF_DIR``, when set), then
     the others (olb's own last): a config dir of one's own adds to olb's configs instead of replacing them.
-    The primary config comes from the config store (:func:`olb.grid.config.register_configs`): Hydra looks for
+    The primary config comes from the config store (:func:`olb.grid.planning.config.register_configs`): Hydra looks for
     it in the first dir only."""
     rest = olb.conf_dirs()[1:]
     if not rest or any(o.lstrip("+~").startswith("hydra.searchpath=") for o in overrides):
@@ -135,18 +135,19 @@ def _hydra_task(cfg: DictConfig) -> None:
     except ValueError:  # not the main thread
         pass
     try:
-        outcome = run_grid(cfg, hc.runtime.output_dir, list(hc.overrides.task))
+        grid = typed_config(cfg)
+        outcome = run_grid(grid, hc.runtime.output_dir, list(hc.overrides.task))
     except GridConfigError as err:
         _remove_hydra_run_dir(Path(hc.runtime.output_dir))
         print(f"olb.grid: error: {err}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
-    except DiskFull:  # said in one line (olb.grid.finish), the parent run closed
+    except DiskFull:  # said in one line (olb.grid.driver.finish), the parent run closed
         sys.exit(EXIT_LOST)
     except InfrastructureLost as err:  # before any cell ran (a Ray head that does not answer at the start)
         _remove_hydra_run_dir(Path(hc.runtime.output_dir))
         print(f"olb.grid: error: {err}; nothing was run", file=sys.stderr)
         sys.exit(EXIT_LOST)
-    if cfg.dry_run:  # wrote nothing: leave no run folder either
+    if grid.dry_run:  # wrote nothing: leave no run folder either
         _remove_hydra_run_dir(Path(hc.runtime.output_dir))
     if outcome.exit_code:
         sys.exit(outcome.exit_code)
@@ -190,7 +191,7 @@ def unknown_override_keys(args: list[str]) -> list[str]:
     import dataclasses
     import typing
 
-    from olb.grid.config import make_schema
+    from olb.grid.planning.config import make_schema
     from olb.text import did_you_mean
 
     schema = make_schema()

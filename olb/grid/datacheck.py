@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from olb.data import DataDirs, DataDirWarning, DataError, DatasetUnavailable, Provenance, load_with_provenance
 from olb.data.registry import FileSpec
-from olb.grid.plan import Problems
+from olb.grid.planning.plan import Problems
 
 FINGERPRINT_TAG = "olb.data_fingerprint"
 FILES_TAG = "olb.data_files"
@@ -58,7 +58,7 @@ def urls_to_download(name: str, data_dir: DataDirs, verify_checksums: bool) -> l
     embedded copy, the download cache); none when every file is local, or when loading refuses before any
     download (no URL, no sha256 to check one against, a partial data dir: loading it reports why)."""
     from olb.data.files import locate
-    from olb.grid.cost import registry_entry
+    from olb.grid.planning.cost import registry_entry
 
     spec = registry_entry(name)
     fetched = {role: f for role, f in spec.files.items() if not _in_cache(f)}

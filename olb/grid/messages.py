@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from olb.data.files import DataDirs
     from olb.run import CellSpec
 
-    from olb.grid.plan import Plan
+    from olb.grid.planning.plan import Plan
 
 
 class Status(StrEnum):
@@ -56,7 +56,7 @@ class CellTask:
     imports: tuple[str, ...] = ()  # plugin modules the worker imports first (they register learners)
     plot: bool = False  # whether the worker draws the curve's PNG
     title: str = ""  # the PNG's title
-    predicted_memory_mb: float = 0.0  # the cost model's peak memory (olb.grid.cost.planned_memory_mb); Ray reserves it
+    predicted_memory_mb: float = 0.0  # peak memory, as planning/cost.py predicts it; Ray reserves it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,7 +110,7 @@ class CellFailure(CellReport):
 class CVTask:
     """One candidate setting's k-fold cross-validation on one data set's training split, every fold in one worker
     call (:func:`olb.grid.running.worker.execute_cv`); ``task_id`` hashes what decides its result
-    (:func:`olb.grid.crossval.cv_task`)."""
+    (:func:`olb.grid.driver.crossval.cv_task`)."""
 
     task_id: str
     algorithm: str
@@ -192,7 +192,7 @@ class CellOutcome:
     source: str = ""  # "run" (by this invocation), "resumed" (an earlier one's tracked run), "" (not run)
     error: str = ""
     metrics: dict[str, float] = field(default_factory=dict)
-    runtimes: dict[str, float] = field(default_factory=dict)  # olb.grid.plan.RUNTIME_COLUMNS and wall_s
+    runtimes: dict[str, float] = field(default_factory=dict)  # olb.grid.planning.plan.RUNTIME_COLUMNS and wall_s
     run_id: str | None = None  # the cell's tracked run
     curve: dict[str, list[float]] | None = None  # the running mean, when this invocation ran it
     primary_metric: str | None = None

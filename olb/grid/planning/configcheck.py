@@ -1,6 +1,6 @@
 """Checks of an experiment config decidable from the configs and the data registry, before any work starts.
 
-Each check adds its problems to a :class:`~olb.grid.plan.Problems` (one line per culprit naming the key and
+Each check adds its problems to a :class:`~olb.grid.planning.plan.Problems` (one line per culprit naming the key and
 the allowed values, with "did you mean"): unknown keys; modules in ``imports``; seeds; data set, algorithm and
 metric names; protocols; backend settings; table settings. The checks of each algorithm entry against the data
 sets and the learner's rules run while it is expanded (:mod:`olb.grid.planning.expand`); the files themselves (present,
@@ -14,38 +14,12 @@ from collections.abc import Collection, Iterable
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from omegaconf import DictConfig, OmegaConf
-
-from olb.grid.config import BACKENDS, AlgorithmEntry
-from olb.grid.plan import RUNTIME_COLUMNS, Cell, GridConfigError, Problems, plain
+from olb.grid.planning.config import BACKENDS, AlgorithmEntry, GridBase, algorithm_entry
+from olb.grid.planning.plan import RUNTIME_COLUMNS, Cell, GridConfigError, Problems
 from olb.registry import algorithm_names, get_algorithm
 from olb.text import did_you_mean
 
 T = TypeVar("T")
-
-
-def check_keys(cfg: DictConfig, problems: Problems) -> None:
-    """Keys the schema does not know (Hydra's ``+key=value`` adds them even to a structured config)."""
-    import dataclasses
-    import typing
-
-    from olb.grid.config import make_schema
-
-    def walk(node: DictConfig, schema: type, where: str) -> None:
-        fields = {f.name: f for f in dataclasses.fields(schema)}
-        for key in map(str, node):
-            if key not in fields:
-                problems.add(f"{where}{key}: unknown key{did_you_mean(key, fields)}; allowed: {', '.join(fields)}")
-                continue
-            sub = fields[key].type
-            if isinstance(sub, type) and dataclasses.is_dataclass(sub) and isinstance(node[key], DictConfig):
-                walk(node[key], sub, f"{where}{key}.")
-
-    schema = make_schema()
-    hints = typing.get_type_hints(schema)
-    for f in dataclasses.fields(schema):
-        f.type = hints.get(f.name, f.type)
-    walk(cfg, schema, "")
 
 
 def import_plugins(modules: Iterable[str] | None, problems: Problems) -> None:
@@ -61,14 +35,12 @@ _SEEDS_ALLOWED = "allowed: a positive integer n (seeds 0..n-1) or a non-empty li
 
 def seed_count(seeds: Any) -> int:
     """How many seeds ``seeds`` names (before :func:`expand_seeds` lists them); 1 for a value it refuses."""
-    seeds = plain(seeds)
     if isinstance(seeds, int) and not isinstance(seeds, bool):
         return max(seeds, 1)
     return len(seeds) if isinstance(seeds, list) and seeds else 1
 
 
 def expand_seeds(seeds: Any) -> list[int]:
-    seeds = plain(seeds)
     if isinstance(seeds, int) and not isinstance(seeds, bool) and seeds >= 1:
         return list(range(seeds))
     if (
@@ -83,7 +55,6 @@ def expand_seeds(seeds: Any) -> list[int]:
 
 
 def as_list(key: str, value: Any) -> list:
-    value = plain(value)
     if isinstance(value, dict):
         raise GridConfigError(f"{key}: a hyperparameter takes a value or a list of values, got a mapping {value!r}")
     values = value if isinstance(value, list) else [value]
@@ -111,10 +82,10 @@ def collect(problems: Problems, fn: Callable[..., T], *args: object) -> T | None
         return None
 
 
-def datasets_checked(cfg: DictConfig, problems: Problems) -> tuple[list[str], dict]:
+def datasets_checked(cfg: GridBase, problems: Problems) -> tuple[list[str], dict]:
     from olb.data import DataError, dataset_names, dataset_spec
 
-    datasets = list(plain(cfg.datasets) or [])
+    datasets = list(cfg.datasets or [])
     if not datasets:
         problems.add("datasets: empty; allowed: " + ", ".join(dataset_names()))
     if len(set(datasets)) != len(datasets):
@@ -131,25 +102,22 @@ def datasets_checked(cfg: DictConfig, problems: Problems) -> tuple[list[str], di
     return [name for name in dict.fromkeys(datasets) if name in specs], specs
 
 
-def entry_configs(cfg: DictConfig, problems: Problems) -> dict:
+def entry_configs(cfg: GridBase, problems: Problems) -> dict[str, AlgorithmEntry]:
     allowed = ", ".join(AlgorithmEntry.__dataclass_fields__)
     entries = {}
-    for key in cfg.algorithm:
-        raw = cfg.algorithm[key]
-        if not isinstance(raw, DictConfig):
-            problems.add(f"algorithm.{key}: expected a mapping with keys {allowed}, got {plain(raw)!r}")
+    for key, raw in cfg.algorithm.items():
+        if not isinstance(raw, dict):
+            problems.add(f"algorithm.{key}: expected a mapping with keys {allowed}, got {raw!r}")
             continue
         try:
-            entries[key] = OmegaConf.merge(OmegaConf.structured(AlgorithmEntry), raw)
-        except Exception as err:  # noqa: BLE001 - OmegaConf's ValidationError / ConfigKeyError
-            bad = [str(k) for k in raw if k not in AlgorithmEntry.__dataclass_fields__]
-            hint = did_you_mean(bad[0], AlgorithmEntry.__dataclass_fields__) if bad else ""
-            problems.add(f"algorithm.{key}: {str(err).splitlines()[0]}{hint}; allowed keys: {allowed}")
+            entries[key] = algorithm_entry(raw)
+        except ValueError as err:
+            problems.add(f"algorithm.{key}: {err}; allowed keys: {allowed}")
     return entries
 
 
-def selected_entries(cfg: DictConfig, entries_cfg: dict, problems: Problems) -> list[str]:
-    selected = list(plain(cfg.algorithms) or [])
+def selected_entries(cfg: GridBase, entries_cfg: dict[str, AlgorithmEntry], problems: Problems) -> list[str]:
+    selected = list(cfg.algorithms or [])
     known = sorted(set(entries_cfg) | set(algorithm_names()))
     if not selected:
         problems.add("algorithms: empty; allowed: " + ", ".join(known))
@@ -179,7 +147,7 @@ def confined_name(name: str) -> str:
     return name
 
 
-def check_paths(cfg: DictConfig, problems: Problems) -> None:
+def check_paths(cfg: GridBase, problems: Problems) -> None:
     """The grid's ``name`` stays inside ``outputs/``, and ``export`` inside the folder it names (no ``..``)."""
     from olb.data.registry import path_problem
 
@@ -190,7 +158,7 @@ def check_paths(cfg: DictConfig, problems: Problems) -> None:
         problems.add(f"export={cfg.export!r}: {problem}")
 
 
-def check_settings(cfg: DictConfig, problems: Problems) -> None:
+def check_settings(cfg: GridBase, problems: Problems) -> None:
     from olb.protocol import PROTOCOLS
 
     check_paths(cfg, problems)
@@ -226,7 +194,7 @@ def check_settings(cfg: DictConfig, problems: Problems) -> None:
 
 
 def table_settings(
-    cfg: DictConfig, cells: list[Cell], problems: Problems, warnings: list[str]
+    cfg: GridBase, cells: list[Cell], problems: Problems, warnings: list[str]
 ) -> tuple[list[str], str, dict[str, bool]]:
     """The table's metrics, the metric ``best_of`` selects by, and which direction is better. When ``metrics``
     names none of ``table.metrics``, it replaces those the cells do not measure (an experiment's table follows
@@ -237,7 +205,7 @@ def table_settings(
     cell_metrics = sorted(
         {m for ms in measured for m in ms}, key=lambda m: min(ms.index(m) for ms in measured if m in ms)
     )
-    table_metrics = list(plain(cfg.table.metrics) or [*cell_metrics, "runtime_s"])
+    table_metrics = list(cfg.table.metrics or [*cell_metrics, "runtime_s"])
     dropped = [m for m in table_metrics if m not in cell_metrics and m not in RUNTIME_COLUMNS]
     if cfg.metrics and dropped and not set(cfg.metrics) & set(table_metrics):  # the table is for other metrics
         kept = [m for m in table_metrics if m not in dropped]
@@ -262,7 +230,7 @@ def table_settings(
         problems.add(f"table.select_by={select_by!r}; allowed: one of table.metrics {table_metrics}")
     axes_allowed = ("dataset", "algorithm", "metric")
     for where in ("rows", "columns"):
-        for axis in cfg.table[where]:
+        for axis in getattr(cfg.table, where):
             if axis not in axes_allowed:
                 problems.add(f"table.{where}: {axis!r} is not allowed; allowed: {', '.join(axes_allowed)}")
     if set(cfg.table.rows) & set(cfg.table.columns):

@@ -1,4 +1,4 @@
-"""Expansion of an experiment config into a :class:`~olb.grid.plan.Plan`: each selected algorithm entry on
+"""Expansion of an experiment config into a :class:`~olb.grid.planning.plan.Plan`: each selected algorithm entry on
 every data set, each configuration in the Cartesian product of its hyperparameter values, each seed.
 
 Every problem is collected and reported together (one GridConfigError): the global checks of
@@ -14,13 +14,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from omegaconf import DictConfig
-
-from olb.grid.config import SPEC_AXES, hyperparameter_names
-from olb.grid.cost import machine_memory_mb
+from olb.grid.planning.config import SPEC_AXES, AlgorithmEntry, GridBase, hyperparameter_names
+from olb.grid.planning.cost import machine_memory_mb
 from olb.grid.planning.configcheck import (
     as_list,
-    check_keys,
     check_settings,
     collect,
     datasets_checked,
@@ -33,7 +30,7 @@ from olb.grid.planning.configcheck import (
     table_settings,
     unknown_name,
 )
-from olb.grid.plan import Cell, CellKey, Plan, Problems, plain, seed_cell_ids
+from olb.grid.planning.plan import Cell, CellKey, Plan, Problems, seed_cell_ids
 from olb.data.registry import DatasetSpec
 from olb.learners.base import OnlineLearner
 from olb.registry import get_algorithm
@@ -41,7 +38,7 @@ from olb.text import did_you_mean
 
 
 PLANNING_KB_PER_CELL = 0.35
-"""What planning holds per cell (a :class:`~olb.grid.plan.Cell`, its id and settings): 0.32-0.34 kB measured over
+"""What planning holds per cell (a :class:`~olb.grid.planning.plan.Cell`, its id and settings): 0.32-0.34 kB measured over
 grids of 100,000 and 300,000 cells."""
 
 
@@ -86,13 +83,13 @@ class _Entry:
 class _Context:
     """What the expansion of every entry shares: the checked global settings."""
 
-    cfg: DictConfig
+    cfg: GridBase
     seeds: list[int]
     datasets: list[str]
     specs: dict  # data set name -> olb.data.DatasetSpec
     shorthand: dict
     problems: Problems
-    curve_every: int  # read once: an OmegaConf look-up per cell costs more than the cell's own planning
+    curve_every: int
     window: int
     n_seeds: int
     max_cells: int
@@ -100,7 +97,7 @@ class _Context:
     used_shorthand: set = field(default_factory=set)
 
 
-def plan_grid(cfg: DictConfig) -> Plan:
+def plan_grid(cfg: GridBase) -> Plan:
     """Expand ``cfg`` into cells; every problem decidable from the configs and the data registry (not from
     the files: see :mod:`olb.grid.datacheck`) is collected and raised as one GridConfigError."""
     problems = Problems()
@@ -110,9 +107,8 @@ def plan_grid(cfg: DictConfig) -> Plan:
     return plan
 
 
-def collect_plan(cfg: DictConfig, problems: Problems) -> Plan | None:
+def collect_plan(cfg: GridBase, problems: Problems) -> Plan | None:
     """The plan of ``cfg``, or ``None`` when some problem (added to ``problems``) prevents it."""
-    check_keys(cfg, problems)
     import_plugins(cfg.imports, problems)
     n_seeds, max_cells = seed_count(cfg.seeds), plannable_cells(cfg.max_cells)
     seeds = (collect(problems, expand_seeds, cfg.seeds) or [0]) if n_seeds <= max_cells else []  # too many: unlisted
@@ -120,7 +116,8 @@ def collect_plan(cfg: DictConfig, problems: Problems) -> Plan | None:
     entries_cfg = entry_configs(cfg, problems)
     selected = selected_entries(cfg, entries_cfg, problems)
     check_settings(cfg, problems)
-    shorthand = {name: plain(cfg[name]) for name in hyperparameter_names() if name in cfg and cfg[name] is not None}
+    given = {name: getattr(cfg, name, None) for name in hyperparameter_names()}  # the schema's shorthand fields
+    shorthand = {name: value for name, value in given.items() if value is not None}
     ctx = _Context(cfg, seeds, datasets, specs, shorthand, problems, cfg.curve_every, cfg.window, n_seeds, max_cells)
     cells: list[Cell] = []
     entries: dict[str, dict] = {}
@@ -149,7 +146,7 @@ def collect_plan(cfg: DictConfig, problems: Problems) -> Plan | None:
     return Plan(cells, datasets, entries, table_metrics, select_by, lower, warnings)
 
 
-def _expand_entry(ctx: _Context, key: str, entry: DictConfig | None, entries: dict) -> list[Cell]:
+def _expand_entry(ctx: _Context, key: str, entry: AlgorithmEntry | None, entries: dict) -> list[Cell]:
     """The cells of one algorithm entry on every data set; its problems go to ``ctx.problems``."""
     from olb.protocol import metrics_fix, missing_outputs
 
@@ -168,15 +165,15 @@ def _expand_entry(ctx: _Context, key: str, entry: DictConfig | None, entries: di
     return cells
 
 
-def _entry_settings(ctx: _Context, key: str, entry: DictConfig | None) -> _Entry | None:
+def _entry_settings(ctx: _Context, key: str, entry: AlgorithmEntry | None) -> _Entry | None:
     """The entry's settings with the command line's defaults filled in, or ``None`` when its protocol is not
     allowed; problems with its ``best_of``, data sets and ``select`` go to ``ctx.problems``."""
     from olb.data import dataset_names
     from olb.grid.selection import selection_settings
     from olb.protocol import PROTOCOLS, scored_metrics
 
-    def given(name: str) -> Any:  # a YAML value, as plain Python: its type is the config's
-        return plain(getattr(entry, name)) if entry is not None else None
+    def given(name: str) -> Any:
+        return getattr(entry, name) if entry is not None else None
 
     problems = ctx.problems
     algo = given("name") or key
@@ -203,7 +200,7 @@ def _entry_settings(ctx: _Context, key: str, entry: DictConfig | None) -> _Entry
     except ValueError as err:
         problems.add(str(err))
         select = None
-    metrics = scored_metrics(cls, plain(ctx.cfg.metrics), cls.task)
+    metrics = scored_metrics(cls, ctx.cfg.metrics, cls.task)
     base = dict(given("params") or {})
     label = given("label") or key
     return _Entry(

@@ -10,14 +10,13 @@ import subprocess
 import time
 from pathlib import Path
 
-from omegaconf import DictConfig
 
 import olb
-from olb.grid.config import TrackingConfig
+from olb.grid.planning.config import GridBase, TrackingConfig
 from olb.grid.lost import InfrastructureLost
 from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG, DataCheck, matches_data, provenance_tags
 from olb.grid.messages import CellFailure, CellOutcome, CellResult
-from olb.grid.plan import GridConfigError, Plan
+from olb.grid.planning.plan import GridConfigError, Plan
 from olb.grid.recording.results import (
     cells_frame,
     outcome_from_message,
@@ -81,7 +80,7 @@ def tracker_class(tracking: TrackingConfig) -> type[Tracker]:
     return MlflowDatabaseTracker if uri.startswith("postgresql") else MlflowTracker  # else: another MLflow store
 
 
-def open_tracker(cfg: DictConfig, version: str) -> Tracker:
+def open_tracker(cfg: GridBase, version: str) -> Tracker:
     """The tracker the config selects, opened; GridConfigError if its store cannot be opened."""
     try:
         return tracker_class(cfg.tracking)(cfg.tracking, cfg.tracking.experiment or f"olb/{cfg.name}", version)
@@ -93,7 +92,7 @@ def open_tracker(cfg: DictConfig, version: str) -> Tracker:
         ) from None
 
 
-def resumed_outcomes(tracker: Tracker, cfg: DictConfig, plan: Plan, data: DataCheck) -> dict[str, CellOutcome]:
+def resumed_outcomes(tracker: Tracker, cfg: GridBase, plan: Plan, data: DataCheck) -> dict[str, CellOutcome]:
     """Finished runs of earlier invocations computed from the current data (see ``matches_data``)."""
     if not cfg.resume:
         return {}

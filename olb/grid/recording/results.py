@@ -11,7 +11,7 @@ import pandas as pd
 
 from olb.grid.datacheck import DataCheck
 from olb.grid.messages import CellFailure, CellOutcome, CellResult, Status
-from olb.grid.plan import RUNTIME_COLUMNS, Cell, Plan
+from olb.grid.planning.plan import RUNTIME_COLUMNS, Cell, Plan
 from olb.grid.recording.tracker import FinishedRun
 
 NOT_RUN = CellOutcome(status=Status.NOT_RUN)

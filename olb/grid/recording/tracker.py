@@ -17,11 +17,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from olb.grid.config import TrackingConfig
+    from olb.grid.planning.config import TrackingConfig
     from olb.grid.messages import CellFailure, CellResult
-    from olb.grid.plan import Cell
+    from olb.grid.planning.plan import Cell
 
-CV_TASK_TAG = "olb.cv_task_id"  # a cross-validation task's run (tag olb.kind=cv): its id (olb.grid.crossval.task_id)
+CV_TASK_TAG = "olb.cv_task_id"  # a cross-validation task's run (olb.kind=cv): its id (olb.grid.driver.crossval.task_id)
 
 
 @dataclass

@@ -32,11 +32,11 @@ from pathlib import Path
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
-from olb.grid.config import TrackingConfig
+from olb.grid.planning.config import TrackingConfig
 from olb.grid.deadline import DeadlineExceeded, call_within
 from olb.grid.lost import TrackingLost
 from olb.grid.messages import CellFailure, CellResult, Status
-from olb.grid.plan import Cell
+from olb.grid.planning.plan import Cell
 from olb.grid.recording.tracker import CV_TASK_TAG, Accept, Curve, FinishedRun, Metrics, Params, Tags, Tracker
 from olb.grid.recording.tracking_cells import (
     MAX_PARAM,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from olb.grid.datacheck import FILES_TAG, FINGERPRINT_TAG
 from olb.grid.messages import CellFailure, CellResult, Status
-from olb.grid.plan import Cell
+from olb.grid.planning.plan import Cell
 from olb.grid.recording.tracker import Tags
 
 MAX_PARAM = 6000

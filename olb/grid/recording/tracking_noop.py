@@ -9,7 +9,7 @@ from olb.grid.recording.tracker import Accept, Curve, FinishedRun, Metrics, Para
 
 if TYPE_CHECKING:
     from olb.grid.messages import CellFailure, CellResult
-    from olb.grid.plan import Cell
+    from olb.grid.planning.plan import Cell
 
 
 class NoopTracker(Tracker):

@@ -1,6 +1,6 @@
 """An MLflow tracking server (``tracking.uri=http://HOST:PORT``), shared by every grid that writes to it.
 
-A server with authentication (``mlflow server --app-name basic-auth``, as :mod:`olb.grid.serve` starts it) is
+A server with authentication (``mlflow server --app-name basic-auth``, as :mod:`olb.ops.serve` starts it) is
 reached with MLflow's own credentials: ``MLFLOW_TRACKING_USERNAME`` and ``MLFLOW_TRACKING_PASSWORD`` from the
 environment, ``~/.mlflow/credentials``, or the file ``tracking.credentials`` names (MLflow's format, refused
 unless only its owner can read it). A missing or refused credential ends the grid before any work.
@@ -13,8 +13,8 @@ import os
 import time
 from pathlib import Path
 
-from olb.grid.config import TrackingConfig
-from olb.grid.serve import read_private
+from olb.grid.planning.config import TrackingConfig
+from olb.grid.auth import read_private
 from olb.grid.recording.tracking import MlflowTracker, first_line
 
 # A server that is gone, after MLflow's own retries (requests/urllib3 messages).

@@ -15,13 +15,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import yaml
-from omegaconf import DictConfig
+from olb.grid.planning.config import ReferenceConfig
 
-from olb.grid.plan import Cell, Plan
+from olb.grid.planning.plan import Cell, Plan
 from olb.registry import get_algorithm
 
 
-def load_settings(ref_cfg: DictConfig) -> dict | None:
+def load_settings(ref_cfg: ReferenceConfig) -> dict | None:
     """The paper's settings (``reference.settings`` file, entry ``reference.paper``), or None."""
     path = getattr(ref_cfg, "settings", None)
     if not path or not ref_cfg.paper or not Path(path).is_file():
@@ -29,7 +29,9 @@ def load_settings(ref_cfg: DictConfig) -> dict | None:
     return (yaml.safe_load(Path(path).read_text()) or {}).get(ref_cfg.paper)
 
 
-def differences(plan: Plan, ref_cfg: DictConfig, verify_checksums: bool = True) -> dict[tuple[str, str], list[str]]:
+def differences(
+    plan: Plan, ref_cfg: ReferenceConfig, verify_checksums: bool = True
+) -> dict[tuple[str, str], list[str]]:
     """(entry, data set) -> the settings in which its cells differ from the paper's (empty: comparable), for
     every entry that names a paper algorithm (``paper_name``)."""
     paper = load_settings(ref_cfg)
@@ -42,7 +44,7 @@ def differences(plan: Plan, ref_cfg: DictConfig, verify_checksums: bool = True) 
     return out
 
 
-def paper_summary(ref_cfg: DictConfig) -> str:
+def paper_summary(ref_cfg: ReferenceConfig) -> str:
     """How the table names the paper's settings, e.g. ``"100 trees, 10 seeds"``."""
     paper = load_settings(ref_cfg)
     return str(paper.get("summary", "")) if paper else ""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-from omegaconf import DictConfig
+from olb.grid.planning.config import ReferenceConfig
 
 from olb.grid.reporting.references import load_reference
 
@@ -103,7 +103,7 @@ def _better(row: pd.Series, lower_is_better: dict[str, bool]) -> bool:
 
 def cover(
     table: pd.DataFrame,
-    ref_cfg: DictConfig,
+    ref_cfg: ReferenceConfig,
     entries: dict[str, dict],
     datasets: list[str],
     unavailable: dict[str, str],
@@ -145,7 +145,7 @@ def cover(
 def _absent_rows(
     table: pd.DataFrame,
     ref: pd.DataFrame,
-    ref_cfg: DictConfig,
+    ref_cfg: ReferenceConfig,
     labels: dict[str, list[str]],
     datasets: list[str],
     unavailable: dict[str, str],
@@ -245,7 +245,7 @@ def _not_run_text(counted: pd.DataFrame) -> str:
     return ", ".join(parts)
 
 
-def with_summary(markdown: str, table: pd.DataFrame, ref_cfg: DictConfig) -> str:
+def with_summary(markdown: str, table: pd.DataFrame, ref_cfg: ReferenceConfig) -> str:
     """table.md with the summary line and the tolerances above its long table (and so in the printed part)."""
     line = summary_line(table)
     if not line:

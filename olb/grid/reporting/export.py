@@ -3,7 +3,7 @@ and meta.json (the command that reproduces them, olb's version, the date and the
 ``leaderboard=true`` the leaderboard folder (its ranks and runtimes as CSV, its figures:
 :func:`olb.grid.reporting.leaderboard.write_report`).
 
-The result tables of README.md and docs/*.md are generated from these files (:mod:`olb.grid.reporting.doc_tables`), so
+The result tables of README.md and docs/*.md are generated from these files (:mod:`olb.ops.doc_tables`), so
 every published number can be traced to the command and the cells that produced it.
 """
 

@@ -1,7 +1,7 @@
 """Learners compared across data sets: mean ranks, the Friedman test, the Nemenyi post-hoc test, the
 critical-difference diagram and a runtime-vs-quality plot, from a board of per-(data set, learner) figures.
 The report is also written as data (:data:`RANKS_CSV`, :data:`RUNTIME_CSV`) for the docs' tables
-(:mod:`olb.grid.reporting.doc_tables`).
+(:mod:`olb.ops.doc_tables`).
 
 The board of one metric is a table with one row per data set and one column per learner (the mean over the
 training permutations). Ranks are taken per data set (1 = best, ties share their mean rank) over the data sets

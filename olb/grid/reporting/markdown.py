@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
-from omegaconf import DictConfig
 
+from olb.grid.planning.config import GridBase
 from olb.grid.messages import Choice
-from olb.grid.plan import RUNTIME_COLUMNS, Plan
+from olb.grid.planning.plan import RUNTIME_COLUMNS, Plan
 
 
 def partial_text(row: pd.Series) -> str:
@@ -177,7 +177,7 @@ _RUN_ONLY = (
 )
 
 
-def grid_title(cfg: DictConfig, plan: Plan, overrides: list[str]) -> str:
+def grid_title(cfg: GridBase, plan: Plan, overrides: list[str]) -> str:
     """The experiment's name and description when it ran as its file says (no override of a setting that shapes
     the cells or the table), else its name; then the overrides and what the cells ran."""
     as_written = all(o.lstrip("+~").split("=", 1)[0].split(".")[0] in _RUN_ONLY for o in overrides)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from olb.grid.messages import CellOutcome, Status
-from olb.grid.plan import Cell, Plan
+from olb.grid.planning.plan import Cell, Plan
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

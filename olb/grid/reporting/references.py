@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from omegaconf import DictConfig
+from olb.grid.planning.config import ReferenceConfig
 
 import olb
 
@@ -23,12 +23,12 @@ def _papers(path: Path) -> dict:
     return yaml.safe_load(path.read_text()) if path.is_file() else {}
 
 
-def reference_source(ref_cfg: DictConfig) -> str:
+def reference_source(ref_cfg: ReferenceConfig) -> str:
     """Where a table's paper values come from, e.g. "Jung & Tewari (2018), Ada.OLMR and OnlineBMR, Table 3"."""
     return ", ".join(x for x in (paper_citation(ref_cfg.paper) if ref_cfg.paper else "", ref_cfg.table or "") if x)
 
 
-def load_reference(ref_cfg: DictConfig) -> pd.DataFrame | None:
+def load_reference(ref_cfg: ReferenceConfig) -> pd.DataFrame | None:
     if not ref_cfg.file or not ref_cfg.paper:
         return None
     path = Path(ref_cfg.file)
@@ -40,7 +40,7 @@ def load_reference(ref_cfg: DictConfig) -> pd.DataFrame | None:
 
 
 def paper_value(
-    ref: pd.DataFrame | None, ref_cfg: DictConfig, paper_name: str | None, dataset: str, metric: str
+    ref: pd.DataFrame | None, ref_cfg: ReferenceConfig, paper_name: str | None, dataset: str, metric: str
 ) -> tuple[float, str]:
     if ref is None or not paper_name:
         return math.nan, ""

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from omegaconf import DictConfig
 
-from olb.grid.plan import Cell, Plan
+from olb.grid.planning.config import GridBase
+from olb.grid.planning.plan import Cell, Plan
 from olb.grid.messages import EXIT_INTERRUPTED, EXIT_LOST, EXIT_UNAVAILABLE, CellOutcome, GridOutcome, Status
 from olb.grid.reporting.markdown import seconds_text
 from olb.grid.ui import how_to_open
@@ -27,7 +27,7 @@ log = logging.getLogger("olb.grid")
 def write_leaderboard(plan: Plan, table: pd.DataFrame, cells: pd.DataFrame, out_dir: Path) -> tuple[str, list[Path]]:
     """Mean ranks, critical-difference diagrams and runtime plots of ``table`` (olb/grid/reporting/leaderboard.py)."""
     from olb.grid.reporting.leaderboard import write_report
-    from olb.grid.plan import RUNTIME_COLUMNS
+    from olb.grid.planning.plan import RUNTIME_COLUMNS
 
     ranked = {m: lower for m, lower in plan.lower_is_better.items() if m not in RUNTIME_COLUMNS}
     try:
@@ -92,7 +92,7 @@ def plan_against_measured(o: GridOutcome) -> str:
     )
 
 
-def print_report(o: GridOutcome, markdown: str, cfg: DictConfig, efficiency: float, stream: TextIO) -> None:
+def print_report(o: GridOutcome, markdown: str, cfg: GridBase, efficiency: float, stream: TextIO) -> None:
     pivot = markdown.split("## All values")[0].strip()
     print("\n" + pivot + "\n", file=stream)
     notes = comparability_notes(o.table)

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from omegaconf import DictConfig
+from olb.grid.planning.config import ReferenceConfig
 
 from olb.grid.reporting.markdown import number_text
 from olb.grid.messages import CellOutcome, Status
-from olb.grid.plan import RUNTIME_COLUMNS, Cell, Plan
+from olb.grid.planning.plan import RUNTIME_COLUMNS, Cell, Plan
 from olb.grid.reporting.references import load_reference, paper_value
 
 # table.csv's columns, in order
@@ -49,7 +49,7 @@ class _TableInputs:
 
     plan: Plan
     outcomes: dict[str, CellOutcome]
-    ref_cfg: DictConfig
+    ref_cfg: ReferenceConfig
     ref: pd.DataFrame | None
     summary: str  # the paper's settings (olb.grid.reporting.comparable.paper_summary)
     unavailable: dict[str, str]
@@ -85,7 +85,7 @@ class _TableInputs:
 def build_table(
     plan: Plan,
     outcomes: dict[str, CellOutcome],
-    ref_cfg: DictConfig,
+    ref_cfg: ReferenceConfig,
     unavailable: dict[str, str],
     differences: dict[tuple[str, str], list[str]] | None = None,
 ) -> pd.DataFrame:

@@ -2,7 +2,7 @@
 
 The backends are in :mod:`olb.grid.running.backends`: ``serial`` (in the driver process) and ``ray`` (a local Ray, or a
 Ray cluster when an address is given). A new backend is one subclass in one file there and its line in
-``olb.grid.running.backends.BACKENDS`` (and its name in ``olb.grid.config.BACKENDS``).
+``olb.grid.running.backends.BACKENDS`` (and its name in ``olb.grid.planning.config.BACKENDS``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Where cells run: the backends, and the registration point that picks one (:func:`make_backend`).
 
 Every backend is one :class:`olb.grid.running.backend.Backend` subclass in one file of this package and one line in
-:data:`BACKENDS` (its name is listed in ``olb.grid.config.BACKENDS``): ``serial`` (:mod:`.serial`) and ``ray``,
+:data:`BACKENDS` (its name is listed in ``olb.grid.planning.config.BACKENDS``): ``serial`` (:mod:`.serial`) and ``ray``,
 which is a Ray cluster when an address is given (:mod:`.ray_cluster`) and a local Ray otherwise
 (:mod:`.ray_local`); both share :mod:`.ray_base`. All of them yield results as cells finish (not at the end).
 
@@ -23,14 +23,13 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from olb.grid.running.backend import Backend
-    from olb.grid.config import BackendConfig
+    from olb.grid.planning.config import BackendConfig
 
 _CLASSES = {
     "RayBackend": "ray_base",
     "RayClusterBackend": "ray_cluster",
     "LocalRayBackend": "ray_local",
     "SerialBackend": "serial",
-    "cluster_address": "ray_cluster",
 }
 
 __all__ = ["LocalRayBackend", "RayBackend", "RayClusterBackend", "SerialBackend", "choose_backend", "make_backend"]
@@ -45,7 +44,8 @@ def __getattr__(name: str) -> object:
 
 
 def _ray(cfg: BackendConfig) -> Backend:
-    from olb.grid.running.backends.ray_cluster import RayClusterBackend, cluster_address
+    from olb.grid.planning.config import cluster_address
+    from olb.grid.running.backends.ray_cluster import RayClusterBackend
     from olb.grid.running.backends.ray_local import LocalRayBackend
 
     return RayClusterBackend(cfg) if cluster_address(cfg) else LocalRayBackend(cfg)
@@ -65,7 +65,7 @@ def choose_backend(cfg: BackendConfig, work_s: float, n_tasks: int) -> tuple[str
     """``(backend name, why)`` for ``cfg``: as configured, or for ``auto`` the faster of serial (``work_s``
     CPU seconds, the planned work) and Ray (its start-up, ``backend.ray_startup_s``, plus the work spread over
     the CPUs); a cluster address always means Ray."""
-    from olb.grid.running.backends.ray_cluster import cluster_address
+    from olb.grid.planning.config import cluster_address
 
     if cfg.name != "auto":
         return cfg.name, "as configured"
@@ -88,7 +88,7 @@ def choose_backend(cfg: BackendConfig, work_s: float, n_tasks: int) -> tuple[str
 
 def make_backend(cfg: BackendConfig, name: str | None = None) -> Backend:
     """The backend ``name`` (default ``cfg.name``; ``auto`` must be resolved by :func:`choose_backend` first)."""
-    from olb.grid.config import BACKENDS as BACKEND_NAMES
+    from olb.grid.planning.config import BACKENDS as BACKEND_NAMES
 
     name = name or cfg.name
     if name in BACKENDS:

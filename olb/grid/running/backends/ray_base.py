@@ -31,9 +31,9 @@ from olb.grid.running.backend import HEARTBEAT, Backend, NodeLost
 from olb.grid.running.backends.ray_nodes import prestart_workers, ready_nodes
 from olb.grid.running.backends.ray_lost import keep_logs, lost_failure
 from olb.grid.running.backends.ray_node_loss import NodeWatch
-from olb.grid.config import BackendConfig
+from olb.grid.planning.config import BackendConfig
 from olb.grid.running.backends.ray_worker import UNREACHED_CALLS, execute_in_worker
-from olb.grid.cost import memory_request_mb, worker_memory_bound_mb
+from olb.grid.planning.cost import memory_request_mb, worker_memory_bound_mb
 from olb.grid.lost import RayLost
 from olb.grid.running.backends.ray_head import head_answers, shutdown_within
 from olb.grid.messages import Answer, Task

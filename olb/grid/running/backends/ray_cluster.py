@@ -4,18 +4,11 @@ submit`` sets): the grid connects to that Ray cluster and leaves it running. Its
 
 from __future__ import annotations
 
-import os
-
 from types import ModuleType
 
 from olb.grid.running.backends.ray_base import RayBackend
 from olb.grid.running.backends.ray_head import check_head, shutdown_within
-from olb.grid.config import BackendConfig
-
-
-def cluster_address(cfg: BackendConfig) -> str | None:
-    """The Ray cluster the grid joins, or None (a local Ray)."""
-    return cfg.address or os.environ.get("RAY_ADDRESS") or None  # Ray's own variable, set by `ray job submit`
+from olb.grid.planning.config import cluster_address
 
 
 class RayClusterBackend(RayBackend):

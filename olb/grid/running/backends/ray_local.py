@@ -19,7 +19,7 @@ from types import ModuleType
 
 from olb.grid.auth import LOOPBACK, LocalRayAuth
 from olb.grid.running.backends.ray_base import RayBackend
-from olb.grid.config import BackendConfig
+from olb.grid.planning.config import BackendConfig
 
 
 class LocalRayBackend(RayBackend):

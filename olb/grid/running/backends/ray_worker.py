@@ -1,7 +1,7 @@
 """What a Ray worker does around each cell: it runs the cell (:func:`olb.grid.running.worker.execute`), hands the
 heap its cell freed back to the operating system (glibc's ``malloc_trim``), and if it still holds more than
 ``backend.worker_memory_mb`` it ends once the cell's result is stored, so that Ray starts a fresh process for its
-next cell. Ray reserves each cell's *predicted* peak memory (:func:`olb.grid.cost.planned_memory_mb`), which
+next cell. Ray reserves each cell's *predicted* peak memory (:func:`olb.grid.planning.cost.planned_memory_mb`), which
 assumes a worker holds the process floor before its cell; a worker that kept an earlier cell's pages would run
 the next cell above what Ray reserved for it, and report them as that cell's peak.
 

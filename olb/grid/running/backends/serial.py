@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from olb.grid.running.backend import Backend
-from olb.grid.config import BackendConfig
+from olb.grid.planning.config import BackendConfig
 from olb.grid.messages import Answer, Task
 from olb.grid.running.worker import execute
 

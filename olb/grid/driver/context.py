@@ -1,5 +1,5 @@
-"""What the stages of one grid run share (:mod:`olb.grid.app`) and what they produced before the finish
-(:mod:`olb.grid.finish`)."""
+"""What the stages of one grid run share (:mod:`olb.grid.driver.app`) and what they produced before the finish
+(:mod:`olb.grid.driver.finish`)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from omegaconf import DictConfig
 
+from olb.grid.planning.config import GridBase
 from olb.grid.running.backend import Backend
 from olb.grid.datacheck import DataCheck
 from olb.grid.running.fanout import FanoutStats
 from olb.grid.messages import CellOutcome, Choice, SelectionStats
-from olb.grid.plan import Plan
+from olb.grid.planning.plan import Plan
 from olb.grid.recording.recorder import Recorder
 from olb.grid.recording.tracker import Tracker
 
@@ -23,7 +23,7 @@ class GridRun:
     """What every stage of one invocation works with: the config, the plan and its data, where cells run and where
     they are recorded, the output folder, the command line's overrides, the console and the start time."""
 
-    cfg: DictConfig
+    cfg: GridBase
     plan: Plan
     data: DataCheck
     backend: Backend

@@ -1,9 +1,9 @@
 """The dry run (``dry_run=true``): what a grid would do, worked out without doing any of it.
 
-The same checks as a run (:func:`olb.grid.stages.prepare`: configs, registry, data files; a refusal is the same
+The same checks as a run (:func:`olb.grid.driver.stages.prepare`: configs, registry, data files; a refusal is the same
 GridConfigError, exit 2, every culprit at once), then per data set and algorithm entry how many cells would run
 and how many would resume from the tracking store (opened read-only: nothing created, closed or written), the
-planned CPU (:mod:`olb.grid.cost`), the backend ``backend=auto`` would choose, and the cells of largest predicted
+planned CPU (:mod:`olb.grid.planning.cost`), the backend ``backend=auto`` would choose, and the cells of largest predicted
 memory. Nothing is downloaded (a data set that would be is named with its URLs), no Ray is started, nothing is
 recorded and no output folder is written; :func:`print_dry_run` prints it.
 """
@@ -13,23 +13,22 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TextIO
 from dataclasses import dataclass, field
 
-from omegaconf import DictConfig
 
 from olb.grid.running.backends import choose_backend
-from olb.grid.running.backends.ray_cluster import cluster_address
-from olb.grid.cost import planned_memory_by_cell, planned_work_by_pair, refuse_oversized
-from olb.grid.crossval import _candidates, cv_task, selected_entries
+from olb.grid.planning.config import GridBase, cluster_address
+from olb.grid.planning.cost import planned_memory_by_cell, planned_work_by_pair, refuse_oversized
+from olb.grid.driver.crossval import _candidates, cv_task, selected_entries
 from olb.grid.datacheck import DataCheck
 from olb.grid.reporting.markdown import md_table, seconds_text
 from olb.grid.messages import CellOutcome
-from olb.grid.plan import Cell, Plan
+from olb.grid.planning.plan import Cell, Plan
 from olb.grid.recording.recorder import code_version, resumed_outcomes, tracker_class
 from olb.grid.selection import SelectionSettings
-from olb.grid.stages import prepare
+from olb.grid.driver.stages import prepare
 from olb.grid.recording.tracker import Tracker
 from olb.grid.recording.tracking_noop import NoopTracker
 
@@ -80,7 +79,7 @@ class DryRun:
     resumed: dict = field(default_factory=dict)  # cell id -> the outcome it would resume with
 
 
-def dry_run(cfg: DictConfig) -> DryRun:
+def dry_run(cfg: GridBase) -> DryRun:
     """The dry run of ``cfg``; GridConfigError for what a run would refuse before any work."""
     t0 = time.perf_counter()
     plan, data = prepare(cfg, download=False)
@@ -108,7 +107,7 @@ def dry_run(cfg: DictConfig) -> DryRun:
     return result
 
 
-def read_only_tracker(cfg: DictConfig) -> tuple[Tracker, str]:
+def read_only_tracker(cfg: GridBase) -> tuple[Tracker, str]:
     """The tracking store opened read-only, and what it holds: nothing when tracking is off, with ``resume=false``
     (not read), or when the store does not exist (nothing resumes, and nothing is created)."""
     name = cfg.tracking.experiment or f"olb/{cfg.name}"
@@ -119,7 +118,7 @@ def read_only_tracker(cfg: DictConfig) -> tuple[Tracker, str]:
     return tracker, tracker.holds()
 
 
-def _check_memory(cfg: DictConfig, plan: Plan, data: DataCheck, backend: str) -> str:
+def _check_memory(cfg: GridBase, plan: Plan, data: DataCheck, backend: str) -> str:
     """The run's refusal of cells too big for any Ray node, where the dry run knows the nodes: a local Ray given
     ``backend.memory_mb``. Otherwise what decides it."""
     if backend != "ray":
@@ -202,12 +201,39 @@ def _largest(memory: list[tuple[Cell, float]]) -> list[tuple[float, Cell]]:
     return sorted(by_setting.values(), key=lambda pair: -pair[0])[:LARGEST]
 
 
-def print_dry_run(d: DryRun, cfg: DictConfig, stream: TextIO) -> None:
-    """The dry run (olb/grid/dryrun.py): the grid, its data, backend, memory and resume, one row per data set and
+def print_dry_run(d: DryRun, cfg: GridBase, stream: TextIO) -> None:
+    """The dry run (olb/grid/driver/dryrun.py): the grid, its data, backend, memory and resume, one row per data set and
     algorithm entry, the largest cells by predicted memory, the totals."""
-    plan, data = d.plan, d.data
     say = functools.partial(print, file=stream)
     say(f"olb.grid: dry run of experiment {cfg.name!r}: nothing is run, downloaded or recorded")
+    _print_inputs(d, say)
+    cells, resume, run = sum(p.cells for p in d.pairs), sum(p.resume for p in d.pairs), sum(p.run for p in d.pairs)
+    cpu_s, tasks = sum(p.cpu_s for p in d.pairs), sum(p.tasks for p in d.pairs)
+    peak = max((p.peak_mb for p in d.pairs), default=0.0)
+    total = ["all", "", "", "", f"{cells:,}", f"{resume:,}", f"{run:,}", seconds_text(cpu_s), f"{peak:,.0f}", ""]
+    say("\n" + _pairs_table(d, total))
+    say(
+        "\nCPU s: the planned work (olb/grid/planning/cost.py) of every cell, finished ones too, and of the "
+        "cross-validation folds, on an idle CPU per cell (a loaded machine takes longer); peak MB: the largest "
+        "predicted peak memory of a cell."
+    )
+    if d.largest:
+        say("\nLargest cells by predicted peak memory:")
+        for mb, cell in d.largest:
+            params = ", ".join(f"{k}={v}" for k, v in cell.params.items())
+            say(f"  {mb:8,.0f} MB  {cell.config_label} on {cell.dataset} ({cell.algorithm}: {params})")
+    unavailable = sum(p.cells for p in d.pairs if p.status == "unavailable")
+    say(
+        f"\nolb.grid: dry run: {run:,} cell(s) would run, {resume:,} would resume, {unavailable:,} unavailable; "
+        f"planned {seconds_text(cpu_s)} CPU s ({cpu_s / 3600:.2f} CPU h, assuming an idle CPU per cell) in "
+        f"{tasks:,} task(s); {d.wall_s:.1f} s",
+    )
+    stream.flush()
+
+
+def _print_inputs(d: DryRun, say: Callable[[str], None]) -> None:
+    """The dry run's first lines: the cells, warnings, data, backend, memory and resume."""
+    plan, data = d.plan, d.data
     say(
         f"olb.grid: {len(plan.cells):,} cells ({len(plan.unique_cells):,} unique) of {len(plan.entries)} algorithm "
         f"entries on {len(plan.datasets)} data set(s)"
@@ -232,6 +258,10 @@ def print_dry_run(d: DryRun, cfg: DictConfig, stream: TextIO) -> None:
             f"olb.grid: cross-validation: {d.cv_tasks:,} task(s) (one per candidate setting and data set), "
             f"{d.cv_resume:,} finished earlier"
         )
+
+
+def _pairs_table(d: DryRun, total: list[str]) -> str:
+    """One row per data set and algorithm entry, then ``total``."""
     rows = [
         [
             p.dataset,
@@ -243,33 +273,12 @@ def print_dry_run(d: DryRun, cfg: DictConfig, stream: TextIO) -> None:
             f"{p.run:,}",
             seconds_text(p.cpu_s),
             f"{p.peak_mb:,.0f}",
-            _pair_note(p, plan),
+            _pair_note(p, d.plan),
         ]
         for p in d.pairs
     ]
-    resume, run = sum(p.resume for p in d.pairs), sum(p.run for p in d.pairs)
-    cpu_s, tasks = sum(p.cpu_s for p in d.pairs), sum(p.tasks for p in d.pairs)
-    peak = max((p.peak_mb for p in d.pairs), default=0.0)
-    rows.append(["all", "", "", "", f"{cells:,}", f"{resume:,}", f"{run:,}", seconds_text(cpu_s), f"{peak:,.0f}", ""])
     header = ["data set", "algorithm", "settings", "seeds", "cells", "resume", "run", "CPU s", "peak MB", "note"]
-    say("\n" + md_table(header, rows))
-    say(
-        "\nCPU s: the planned work (olb/grid/cost.py) of every cell, finished ones too, and of the cross-validation "
-        "folds, on an idle CPU per cell (a loaded machine takes longer); peak MB: the largest predicted peak memory "
-        "of a cell."
-    )
-    if d.largest:
-        say("\nLargest cells by predicted peak memory:")
-        for mb, cell in d.largest:
-            params = ", ".join(f"{k}={v}" for k, v in cell.params.items())
-            say(f"  {mb:8,.0f} MB  {cell.config_label} on {cell.dataset} ({cell.algorithm}: {params})")
-    unavailable = sum(p.cells for p in d.pairs if p.status == "unavailable")
-    say(
-        f"\nolb.grid: dry run: {run:,} cell(s) would run, {resume:,} would resume, {unavailable:,} unavailable; "
-        f"planned {seconds_text(cpu_s)} CPU s ({cpu_s / 3600:.2f} CPU h, assuming an idle CPU per cell) in "
-        f"{tasks:,} task(s); {d.wall_s:.1f} s",
-    )
-    stream.flush()
+    return md_table(header, [*rows, total])
 
 
 def _pair_note(p: PairPlan, plan: Plan) -> str:

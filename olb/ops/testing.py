@@ -5,7 +5,7 @@ running label frequencies, ties broken by the seed) that can be told to be slow,
 its worker process once. Use it through the grid's ``imports`` option, which imports it in the driver and
 in every Ray worker::
 
-    python -m olb.grid imports=[olb.grid.testing] algorithms=[_grid_stub] +algorithm._grid_stub.params.fail_at=[-1,5]
+    python -m olb.grid imports=[olb.ops.testing] algorithms=[_grid_stub] +algorithm._grid_stub.params.fail_at=[-1,5]
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Orchestration: a grid run's stages, in order: validate (plan and data), choose the backend, open the tracker
-while Ray starts, cross-validate (:mod:`olb.grid.stages`), resume, fan out the cells, finish (tables, plots, the
-parent run, the summary: :mod:`olb.grid.finish`).
+while Ray starts, cross-validate (:mod:`olb.grid.driver.stages`), resume, fan out the cells, finish (tables, plots, the
+parent run, the summary: :mod:`olb.grid.driver.finish`).
 
-``dry_run=true`` only plans and prints (:mod:`olb.grid.dryrun`). The command line and
+``dry_run=true`` only plans and prints (:mod:`olb.grid.driver.dryrun`). The command line and
 :func:`olb.grid.cli.compose` are in :mod:`olb.grid.cli`; planning's cost model in
-:mod:`olb.grid.cost`; recording in :mod:`olb.grid.recording.recorder`; the output files in :mod:`olb.grid.finish`.
+:mod:`olb.grid.planning.cost`; recording in :mod:`olb.grid.recording.recorder`; the output files in :mod:`olb.grid.driver.finish`.
 """
 
 from __future__ import annotations
@@ -17,23 +17,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
-from omegaconf import DictConfig, OmegaConf
 
-from olb.grid.context import GridRun, Stages
-from olb.grid.cost import check_memory, planned_memory_mb
-from olb.grid.dryrun import DryRun, dry_run, print_dry_run
+from olb.grid.planning.config import GridBase, config_yaml
+from olb.grid.driver.context import GridRun, Stages
+from olb.grid.planning.cost import check_memory, planned_memory_mb
+from olb.grid.driver.dryrun import DryRun, dry_run, print_dry_run
 from olb.grid.running.fanout import fan_out
-from olb.grid.finish import allowed_unavailable, finish
+from olb.grid.driver.finish import allowed_unavailable, finish
 from olb.grid.messages import EXIT_UNAVAILABLE, CellOutcome, CellTask, GridOutcome, Status
 from olb.data import DataDirs
-from olb.grid.plan import Cell, describe
+from olb.grid.planning.plan import Cell, describe
 from olb.grid.recording.recorder import Recorder, resumed_outcomes
-from olb.grid.stages import choose, cross_validate, grid_data_dir, plain_value, prepare, start_tracker_and_backend
+from olb.grid.driver.stages import choose, cross_validate, grid_data_dir, prepare, start_tracker_and_backend
 
 log = logging.getLogger("olb.grid")
 
 
-def _cell_task(cell: Cell, cfg: DictConfig, data_dir: DataDirs, plot: bool) -> CellTask:
+def _cell_task(cell: Cell, cfg: GridBase, data_dir: DataDirs, plot: bool) -> CellTask:
     return CellTask(
         cell_id=cell.cell_id,
         spec=cell.spec(data_dir, cfg.verify_checksums),
@@ -45,7 +45,7 @@ def _cell_task(cell: Cell, cfg: DictConfig, data_dir: DataDirs, plot: bool) -> C
 
 
 def run_grid(
-    cfg: DictConfig,
+    cfg: GridBase,
     output_dir: str | os.PathLike[str],
     overrides: list[str] | None = None,
     stream: TextIO | None = None,
@@ -55,7 +55,7 @@ def run_grid(
     Raises GridConfigError before any work (no output folder, no MLflow run) when the config or the data is
     invalid, listing every problem. ``overrides`` (the command line's) decide the table's title and which
     entries still have the experiment file's settings (only those are shown beside the paper's values).
-    With ``dry_run=true``: the dry run (olb/grid/dryrun.py), printed, nothing run, written or recorded.
+    With ``dry_run=true``: the dry run (olb/grid/driver/dryrun.py), printed, nothing run, written or recorded.
     """
     if cfg.dry_run:
         planned = dry_run(cfg)
@@ -157,7 +157,7 @@ def _start_parent(run: GridRun, n_todo: int, n_resumed: int) -> str | None:
         "n_resumed": n_resumed,
         "algorithms": ",".join(cfg.algorithms),
         "datasets": ",".join(plan.datasets),
-        "seeds": str(plain_value(cfg.seeds)),
+        "seeds": str(cfg.seeds),
         "backend": run.backend.name,
         "resume": cfg.resume,
         "verify_checksums": cfg.verify_checksums,
@@ -169,9 +169,7 @@ def _start_parent(run: GridRun, n_todo: int, n_resumed: int) -> str | None:
         "olb.data_fingerprints": " ".join(f"{n}={s.fingerprint}" for n, s in run.data.sources.items()),
     }
     # a name the UI's runs table shows whole (the start time is the run's)
-    parent_id = run.tracker.start_parent(
-        f"{cfg.name} {datetime.now():%m-%d %H:%M}", params, tags, OmegaConf.to_yaml(cfg)
-    )
+    parent_id = run.tracker.start_parent(f"{cfg.name} {datetime.now():%m-%d %H:%M}", params, tags, config_yaml(cfg))
     varying = dict.fromkeys(key for c in plan.unique_cells for key, _ in c.varying)
     run.tracker.show_runs(["label", "seed", *varying], [*plan.table_metrics, "runtime_s"])
     return parent_id

@@ -12,10 +12,9 @@ import os
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Protocol
 
-from omegaconf import DictConfig
 
-from olb.grid.config import BackendConfig
-from olb.grid.plan import Cell, GridConfigError, Plan
+from olb.grid.planning.config import BackendConfig, GridBase, cluster_address
+from olb.grid.planning.plan import Cell, GridConfigError, Plan
 from olb.registry import get_cost_model
 
 if TYPE_CHECKING:
@@ -146,7 +145,7 @@ def planned_work_by_pair(plan: Plan, unavailable: Collection[str] = ()) -> dict[
     return out
 
 
-def check_memory(cfg: DictConfig, plan: Plan, unavailable: Collection[str], backend: StartedBackend) -> None:
+def check_memory(cfg: GridBase, plan: Plan, unavailable: Collection[str], backend: StartedBackend) -> None:
     """On a started Ray backend: :func:`refuse_oversized` against the largest node's memory."""
     if backend.name == "ray":
         refuse_oversized(cfg, plan, unavailable, backend.node_memory_mb)
@@ -161,18 +160,17 @@ def machine_memory_mb() -> float:
     return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def check_machine_memory(cfg: DictConfig, plan: Plan, unavailable: Collection[str]) -> None:
+def check_machine_memory(cfg: GridBase, plan: Plan, unavailable: Collection[str]) -> None:
     """Before any backend starts, on every backend whose cells run on this machine (serial, a local Ray; not a Ray
     cluster, whose nodes :func:`check_memory` asks once started): :func:`refuse_oversized` against this machine's
     memory, the same rule."""
-    from olb.grid.running.backends.ray_cluster import cluster_address
 
     if cfg.backend.name == "serial" or not cluster_address(cfg.backend):
         refuse_oversized(cfg, plan, unavailable, machine_memory_mb(), where=THIS_MACHINE)
 
 
 def refuse_oversized(
-    cfg: DictConfig,
+    cfg: GridBase,
     plan: Plan,
     unavailable: Collection[str],
     node_memory_mb: float,

@@ -1,7 +1,10 @@
-"""The grid's structured config: dataclasses that Hydra merges every YAML file and override onto.
+"""The grid's structured config: dataclasses that Hydra merges every YAML file and override onto, and the typed
+object the grid runs on (:func:`typed_config`).
 
 Hydra rejects an unknown key or a value of the wrong type while it composes the config (before any work
-starts); :mod:`olb.grid.plan` then checks what a schema cannot: algorithm and data set names against the
+starts); :func:`typed_config` then turns the composed config into an instance of the schema, once: past the
+command line (:mod:`olb.grid.cli`) every module reads these dataclasses, plain Python values only.
+:mod:`olb.grid.planning.configcheck` then checks what a schema cannot: algorithm and data set names against the
 registries and every hyperparameter value against the algorithm's declared :class:`~olb.learners.base.Param`.
 
 Besides the fields below, the top level has one field per hyperparameter name declared by any registered
@@ -12,13 +15,18 @@ list) it replaces that hyperparameter's values for every algorithm of the experi
 from __future__ import annotations
 
 import dataclasses
+import os
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
 
 import olb
+from olb.grid.planning.plan import Problems
 from olb.registry import ALGORITHMS, choices_text
+from olb.text import did_you_mean
 
 PAPER_TABLES = olb.conf_file("reference/paper_tables.csv")
 PAPER_SETTINGS = olb.conf_file("reference/paper_settings.yaml")
@@ -45,7 +53,7 @@ class AlgorithmEntry:
     params: Dict[str, Any] = field(default_factory=dict)
     per_dataset: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     best_of: List[str] = field(default_factory=list)
-    # cross-validated choice of the setting per data set (olb/grid/crossval.py): {folds, rule, seed, metrics}
+    # cross-validated choice of the setting per data set (olb/grid/driver/crossval.py): {folds, rule, seed, metrics}
     select: Optional[Dict[str, Any]] = None
     protocol: Optional[str] = None  # default: the experiment's protocol
     datasets: Optional[List[str]] = None  # run this entry only on these data sets (default: all)
@@ -66,7 +74,7 @@ class BackendConfig:
     temp_dir: str = "/tmp/olb-ray-{pid}"
     object_store_memory_mb: int = 256  # local Ray: cells return small results, no need for a big store
     max_retries: int = 2  # re-runs of a cell whose worker process died (exceptions are not retried)
-    # each Ray task asks for its cell's predicted peak memory (olb/grid/cost.py) times this, so that a node runs
+    # each Ray task asks for its cell's predicted peak memory (olb/grid/planning/cost.py) times this, so that a node runs
     # only as many cells as fit; raise it to rerun cells killed for memory; 0: no request (cells packed by CPUs)
     memory_factor: float = 1.0
     memory_mb: Optional[int] = None  # local Ray: memory it hands out to cells (None: Ray's default, ~70% of free)
@@ -79,12 +87,17 @@ class BackendConfig:
     prestart_workers: bool = True
     # a Ray worker still holding more than this after a cell (its freed heap returned to the system) ends, and Ray
     # starts a fresh one for its next cell; None: the process floor each cell's predicted memory assumes
-    # (olb/grid/cost.py, PROCESS_FLOOR_MB); 0: workers keep what they hold
+    # (olb/grid/planning/cost.py, PROCESS_FLOOR_MB); 0: workers keep what they hold
     worker_memory_mb: Optional[float] = None
     log_to_driver: bool = False  # forward workers' stdout/stderr
     # a Ray head that does not answer this long ends the grid (Ray's own limit: 60 s), also at the start; and
     # ray.shutdown() is left behind after it
     head_timeout_s: float = 15.0
+
+
+def cluster_address(backend: BackendConfig) -> str | None:
+    """The Ray cluster the grid joins, or None (a local Ray)."""
+    return backend.address or os.environ.get("RAY_ADDRESS") or None  # Ray's own variable, set by `ray job submit`
 
 
 @dataclass
@@ -165,7 +178,7 @@ class GridBase:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     resume: bool = True  # skip cells already finished in the tracking store
     # print what would run and resume, the planned CPU and memory, and refuse what a run refuses; run, download
-    # and record nothing (olb/grid/dryrun.py)
+    # and record nothing (olb/grid/driver/dryrun.py)
     dry_run: bool = False
     allow_unavailable: bool = False  # run the rest when a data set has no local copy and cannot be downloaded
     plots: bool = True
@@ -198,11 +211,50 @@ PRIMARY_CONFIG = "olb_grid"
 def register_configs() -> None:
     """Store the schema as ``grid_schema`` (conf/config.yaml names it first in its defaults list), and the first
     ``config.yaml`` of the config search path (:func:`olb.conf_dirs`) as the primary config ``olb_grid``."""
-    from omegaconf import OmegaConf
-
     cs = ConfigStore.instance()
     cs.store(name="grid_schema", node=make_schema())
     cs.store(name=PRIMARY_CONFIG, node=OmegaConf.load(olb.conf_file("config.yaml")))
     OmegaConf.register_new_resolver("olb_choices", choices_text, replace=True)
     # ${olb_conf:reference/x.csv}: a file of the config search path, e.g. an experiment's reference file
     OmegaConf.register_new_resolver("olb_conf", lambda relative: str(olb.conf_file(relative)), replace=True)
+
+
+def typed_config(cfg: DictConfig) -> GridBase:
+    """The composed config as an instance of its schema (a :func:`make_schema` class): interpolations resolved,
+    every value plain Python, each ``algorithm`` entry still a mapping (:func:`algorithm_entry` checks it).
+    GridConfigError naming every key the schema does not know (Hydra's ``+key=value`` adds them even to a
+    structured config)."""
+    problems = Problems()
+    _unknown_keys(cfg, make_schema(), "", problems)
+    problems.raise_if_any()
+    return typing.cast(GridBase, OmegaConf.to_object(cfg))
+
+
+def _unknown_keys(node: DictConfig, schema: type, where: str, problems: Problems) -> None:
+    fields = [f.name for f in dataclasses.fields(schema)]
+    types = typing.get_type_hints(schema)
+    for key in map(str, node):
+        if key not in fields:
+            problems.add(f"{where}{key}: unknown key{did_you_mean(key, fields)}; allowed: {', '.join(fields)}")
+            continue
+        sub = types.get(key)
+        if isinstance(sub, type) and dataclasses.is_dataclass(sub) and isinstance(node[key], DictConfig):
+            _unknown_keys(node[key], sub, f"{where}{key}.", problems)
+
+
+def algorithm_entry(raw: Dict[str, Any]) -> AlgorithmEntry:
+    """One ``algorithm`` entry checked against :class:`AlgorithmEntry`; ValueError naming the first key or value
+    that does not fit."""
+    try:
+        return typing.cast(
+            AlgorithmEntry, OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(AlgorithmEntry), raw))
+        )
+    except Exception as err:  # noqa: BLE001 - OmegaConf's ValidationError / ConfigKeyError
+        bad = [str(k) for k in raw if k not in AlgorithmEntry.__dataclass_fields__]
+        hint = did_you_mean(bad[0], AlgorithmEntry.__dataclass_fields__) if bad else ""
+        raise ValueError(f"{str(err).splitlines()[0]}{hint}") from None
+
+
+def config_yaml(cfg: GridBase) -> str:
+    """``cfg`` as YAML (what a grid's parent run keeps)."""
+    return OmegaConf.to_yaml(cfg)

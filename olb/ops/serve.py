@@ -1,6 +1,6 @@
 """A private MLflow tracking server backed by PostgreSQL, on one machine, for grids that share their tracking.
 
-``python -m olb.grid.serve start FOLDER`` starts (or restarts, on the same data) two processes, each in a
+``python -m olb.ops.serve start FOLDER`` starts (or restarts, on the same data) two processes, each in a
 session of its own, and prints the tracking URI and where its credentials are; ``stop FOLDER`` stops them by
 their PIDs. Nothing either accepts a connection without a credential:
 
@@ -22,15 +22,12 @@ from __future__ import annotations
 
 import argparse
 import configparser
-import glob
 import json
 import os
 import pwd
 import secrets
 import shlex
-import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -38,6 +35,9 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from olb.grid.auth import read_private, write_private
+from olb.ops.probes import ServiceError, free_port, http_ok, pg_bin, pg_env, pg_ready
 
 SERVICE_USER = "postgres"  # what Debian's postgresql package creates; PostgreSQL's own processes run as it under root
 DATABASE = "mlflow"  # the database and the role MLflow uses
@@ -51,10 +51,6 @@ _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 PG_STOP = (signal.SIGINT, signal.SIGQUIT)
 
 
-class ServiceError(RuntimeError):
-    """The tracking service could not be started or stopped; the message says why and what to do."""
-
-
 @dataclass
 class ServiceState:
     """What ``stop`` needs, and what ``start`` prints (``FOLDER/server.json``)."""
@@ -64,51 +60,6 @@ class ServiceState:
     pg_port: int
     mlflow_pid: int
     postgres_pid: int
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def write_private(path: Path, text: str) -> Path:
-    """``text`` in ``path``, mode 0600, not through a link; an older file there is replaced."""
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    return path
-
-
-def read_private(path: Path) -> str:
-    """The text of ``path``, a regular file of this user that no one else may read; else PermissionError."""
-    try:
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW)
-    except OSError as err:
-        raise PermissionError(f"{path}: cannot open it ({err.strerror}; a link is not followed)") from None
-    with os.fdopen(fd) as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-            raise PermissionError(
-                f"{path} must be a regular file owned by uid {os.geteuid()} that only its owner can read "
-                f"(it is uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}): chmod 600 {path}"
-            )
-        return f.read()
-
-
-def pg_bin(name: str) -> str:
-    """A PostgreSQL program: on the PATH, else in Debian's newest ``/usr/lib/postgresql/N/bin``."""
-    found = shutil.which(name)
-    if found:
-        return found
-    versions = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), key=lambda p: int(Path(p).parts[-3]))
-    if not versions:
-        raise ServiceError(
-            f"PostgreSQL's {name} is not installed (Debian: apt-get install postgresql; "
-            "or put its bin folder on the PATH)"
-        )
-    return versions[-1]
 
 
 class TrackingService:
@@ -226,7 +177,7 @@ class TrackingService:
                 os.chown(pwfile, *self._service_ids(), follow_symlinks=False)
             argv = [pg_bin("initdb"), "-D", str(self.pg_data), "--username=postgres", f"--pwfile={pwfile}"]
             argv += ["--auth=scram-sha-256", "--encoding=UTF8", "--locale=C"]
-            done = subprocess.run(self._as_service(argv), capture_output=True, text=True, timeout=120, env=_pg_env())
+            done = subprocess.run(self._as_service(argv), capture_output=True, text=True, timeout=120, env=pg_env())
         finally:
             pwfile.unlink(missing_ok=True)
         if done.returncode:
@@ -240,9 +191,9 @@ class TrackingService:
 
     def _start_postgres(self, pg_port: int, timeout_s: float) -> int:
         argv = self._as_service([pg_bin("postgres"), "-D", str(self.pg_data), "-p", str(pg_port)])
-        pid = self._spawn(argv, self.folder / "postgres.log", _pg_env())
+        pid = self._spawn(argv, self.folder / "postgres.log", pg_env())
         log = self.folder / "postgres.log"
-        self._wait(pid, lambda: _pg_ready(self.admin_dsn(pg_port)), timeout_s, "PostgreSQL", log, PG_STOP)
+        self._wait(pid, lambda: pg_ready(self.admin_dsn(pg_port)), timeout_s, "PostgreSQL", log, PG_STOP)
         return pid
 
     def database_uri(self, pg_port: int) -> str:
@@ -299,8 +250,8 @@ class TrackingService:
         pid = self._spawn(argv, self.folder / "mlflow.log", env)
         uri = f"http://127.0.0.1:{port}"
         log = self.folder / "mlflow.log"
-        self._wait(pid, lambda: _http_ok(uri + "/health"), timeout_s, "the MLflow server", log, (signal.SIGTERM,))
-        if _http_ok(uri + "/api/2.0/mlflow/experiments/search?max_results=1"):
+        self._wait(pid, lambda: http_ok(uri + "/health"), timeout_s, "the MLflow server", log, (signal.SIGTERM,))
+        if http_ok(uri + "/api/2.0/mlflow/experiments/search?max_results=1"):
             self._stop_pid(pid, signal.SIGTERM)
             raise ServiceError(f"the MLflow server at {uri} answered a request without credentials; stopped it")
         return pid
@@ -360,35 +311,8 @@ class TrackingService:
         self._procs.pop(pid, None)
 
 
-def _pg_env() -> dict[str, str]:
-    """PostgreSQL's processes get no secret: only a path and a locale."""
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
-
-
-def _pg_ready(dsn: str) -> bool:
-    """Whether PostgreSQL accepts a login; ServiceError when it refuses the password."""
-    import psycopg
-
-    try:
-        psycopg.connect(dsn).close()
-    except psycopg.OperationalError as err:
-        if "password authentication failed" in str(err):
-            raise ServiceError(f"PostgreSQL refuses the password in the passfile: {str(err).strip()}") from None
-        return False
-    return True
-
-
-def _http_ok(url: str) -> bool:
-    import requests
-
-    try:
-        return requests.get(url, timeout=2).ok
-    except requests.RequestException:
-        return False
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m olb.grid.serve", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m olb.ops.serve", description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=["start", "stop"])
     parser.add_argument("folder", help="the server's private folder (data, credentials, logs)")
     parser.add_argument("--port", type=int, help="the MLflow server's port (default: a free one)")
@@ -409,9 +333,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         state = service.start(args.port, args.pg_port, args.workers)
     except (ServiceError, PermissionError) as err:
-        print(f"olb.grid.serve: error: {err}", file=sys.stderr)
+        print(f"olb.ops.serve: error: {err}", file=sys.stderr)
         return 2
-    # shell assignments: eval "$(python -m olb.grid.serve start FOLDER)"
+    # shell assignments: eval "$(python -m olb.ops.serve start FOLDER)"
     shown = {"uri": state.uri, "credentials": service.credentials, "pgpass": service.pgpass}
     shown["postgres"] = f"127.0.0.1:{state.pg_port}"
     shown["database"] = service.database_uri(state.pg_port)

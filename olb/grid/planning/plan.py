@@ -14,8 +14,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
-
 from olb.data import DataDirs
 from olb.registry import get_algorithm
 from olb.run import CellSpec
@@ -128,13 +126,6 @@ class Plan:
 
 def _fmt(v: Any) -> str:
     return repr(v) if isinstance(v, str) else str(v)
-
-
-def plain(value: Any) -> Any:
-    """``value`` as plain Python (OmegaConf containers resolved)."""
-    if isinstance(value, (DictConfig, ListConfig)):
-        return OmegaConf.to_container(value, resolve=True)
-    return value
 
 
 @dataclass(frozen=True)

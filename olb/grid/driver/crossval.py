@@ -28,12 +28,12 @@ import numpy as np
 import pandas as pd
 
 from olb.grid.running.backend import Backend
-from olb.grid.cost import planned_memory_mb
+from olb.grid.planning.cost import planned_memory_mb
 from olb.grid.recording.cvstore import finished_tasks, migrate, record_choice, record_task
 from olb.grid.datacheck import DataCheck
 from olb.grid.running.fanout import FanoutStats
 from olb.grid.messages import Choice, CVFailure, CVResult, CVTask, SelectionStats
-from olb.grid.plan import Cell, Plan
+from olb.grid.planning.plan import Cell, Plan
 from olb.grid.selection import SelectionSettings
 from olb.grid.recording.tracker import Tracker
 

@@ -14,8 +14,8 @@ import pandas as pd
 
 from olb.grid.reporting.comparable import differences
 from olb.data.files import data_dirs
-from olb.grid.context import GridRun, Stages
-from olb.grid.cost import planned_cell_s
+from olb.grid.driver.context import GridRun, Stages
+from olb.grid.planning.cost import planned_cell_s
 from olb.grid.reporting.coverage import cover, with_summary
 from olb.grid.running.fanout import FanoutStats
 from olb.grid.messages import (
@@ -36,7 +36,7 @@ from olb.grid.reporting.report import print_report, write_leaderboard, write_plo
 from olb.grid.recording.results import cells_frame
 from olb.grid.recording.tracking_cells import MAX_TAG
 from olb.grid.reporting.table import build_table
-from olb.grid.stages import grid_data_dir
+from olb.grid.driver.stages import grid_data_dir
 from olb.grid.writing import DiskFull, disk_full, write_csv, write_text
 
 log = logging.getLogger("olb.grid")
@@ -166,9 +166,9 @@ def _end_on_full_disk(run: GridRun, st: Stages, full: DiskFull) -> None:
         mlflow_log.setLevel(level)
 
 
-def finish(run: GridRun, st: Stages) -> GridOutcome:
-    """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report; DiskFull
-    (said in one line, the parent run closed) when the disk cannot take them."""
+def _write_files(run: GridRun, st: Stages) -> tuple[pd.DataFrame, pd.DataFrame, str, dict[str, Path]]:
+    """cells.csv, table.csv, table.md, the plots and the export written: the cells, the table, table.md's text
+    and the files by name; DiskFull (the parent run closed) when the disk cannot take them."""
     plots = ", the leaderboard" * bool(run.cfg.leaderboard) + " and the plots" * bool(run.cfg.plots)
     log.info("olb.grid: writing cells.csv, the table%s to %s...", plots, run.out)
     try:
@@ -190,6 +190,13 @@ def finish(run: GridRun, st: Stages) -> GridOutcome:
             raise
         _end_on_full_disk(run, st, full)
         raise full from None
+    return cells, table, markdown, files
+
+
+def finish(run: GridRun, st: Stages) -> GridOutcome:
+    """Write cells.csv, table.csv, table.md and the plots, close the parent run, print the report; DiskFull
+    (said in one line, the parent run closed) when the disk cannot take them."""
+    cells, table, markdown, files = _write_files(run, st)
     fan = st.fan
     unique_cells = cells.drop_duplicates("cell_id")
     n_failed = int((unique_cells["status"] == Status.FAILED).sum())

@@ -11,19 +11,19 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TypeVar, cast
 
-from omegaconf import DictConfig, OmegaConf
 
-from olb.cache import check_cache_folders
+from olb.grid.planning.config import GridBase
+from olb.kernels import check_folders
 from olb.data import DataDirs, dataset_names
 from olb.data.files import data_dir_problems
 from olb.grid.running.backend import Backend
 from olb.grid.running.backends import choose_backend, make_backend
-from olb.grid.cost import check_machine_memory, planned_work
-from olb.grid.crossval import SelectionContext, SelectionOutcome, run_selection, selected_entries
+from olb.grid.planning.cost import check_machine_memory, planned_work
+from olb.grid.driver.crossval import SelectionContext, SelectionOutcome, run_selection, selected_entries
 from olb.grid.datacheck import DataCheck, check_data
 from olb.grid.planning.expand import collect_plan
 from olb.grid.running.fanout import fan_out
-from olb.grid.plan import GridConfigError, Plan, Problems
+from olb.grid.planning.plan import GridConfigError, Plan, Problems
 from olb.grid.recording.recorder import code_version, open_tracker
 from olb.grid.recording.tracker import Tracker
 from olb.run import missing_data_dirs
@@ -32,33 +32,25 @@ log = logging.getLogger("olb.grid")
 T = TypeVar("T")
 
 
-def grid_data_dir(cfg: DictConfig) -> str | list[str] | None:
+def grid_data_dir(cfg: GridBase) -> str | list[str] | None:
     """``data_dir`` of the grid (a string, several joined by os.pathsep, or a list), else ``$OLB_DATA_DIR``."""
-    given = cast(str | list[str] | None, plain_value(cfg.data_dir))  # the schema: a string or a list
+    given = cast(str | list[str] | None, cfg.data_dir)  # the schema: a string or a list
     return given or os.environ.get("OLB_DATA_DIR") or None
 
 
-def plain_value(value: object) -> object:
-    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
-
-
-def prepare(cfg: DictConfig, download: bool = True) -> tuple[Plan, DataCheck]:
+def prepare(cfg: GridBase, download: bool = True) -> tuple[Plan, DataCheck]:
     """Plan the grid and check its data; every problem of both, or GridConfigError (nothing started yet).
     Without ``download`` (the dry run) a data set that would be downloaded is listed in ``to_download``, unread."""
-    check_cache_folders(GridConfigError)  # nothing is read from a refused cache, not even to check the data
+    check_folders(GridConfigError)  # nothing is read from a refused cache, not even to check the data
     problems = Problems()
     plan = collect_plan(cfg, problems)
-    missing = missing_data_dirs(plain_value(cfg.data_dir))
-    refused = data_dir_problems(cast(DataDirs, plain_value(cfg.data_dir)))
+    missing = missing_data_dirs(cfg.data_dir)
+    refused = data_dir_problems(cast(DataDirs, cfg.data_dir))
     if missing or refused:  # before the data check, whose every load would warn about (or refuse) the folder
         for problem in filter(None, [missing, *refused]):
             problems.add(problem)
         problems.raise_if_any()
-    datasets = (
-        plan.datasets
-        if plan is not None
-        else [d for d in (cast(list[str], plain_value(cfg.datasets) or [])) if d in dataset_names()]
-    )
+    datasets = plan.datasets if plan is not None else [d for d in cfg.datasets if d in dataset_names()]
     data = check_data(list(dict.fromkeys(datasets)), grid_data_dir(cfg), cfg.verify_checksums, problems, download)
     if data.unavailable and not cfg.allow_unavailable:
         lines = "; ".join(f"{name}: {msg}" for name, msg in data.unavailable.items())
@@ -73,7 +65,7 @@ def prepare(cfg: DictConfig, download: bool = True) -> tuple[Plan, DataCheck]:
     return plan, data
 
 
-def start_tracker_and_backend(cfg: DictConfig, backend: Backend) -> Tracker:
+def start_tracker_and_backend(cfg: GridBase, backend: Backend) -> Tracker:
     """Open the MLflow store (in a thread) while a local Ray starts (in this, the main thread: the processes Ray
     starts die with the thread that started them); the tracker, or GridConfigError with nothing left running."""
     started = time.perf_counter()
@@ -106,10 +98,8 @@ def _waited(future: Future[T], doing: str, started: float, every_s: float = 5.0)
             log.info("olb.grid: still %s: %.0f s", doing, time.perf_counter() - started)
 
 
-def cross_validate(
-    cfg: DictConfig, plan: Plan, data: DataCheck, tracker: Tracker, backend: Backend
-) -> SelectionOutcome:
-    """The selection stage (olb/grid/crossval.py) for the entries with ``select``: the plan restricted to the
+def cross_validate(cfg: GridBase, plan: Plan, data: DataCheck, tracker: Tracker, backend: Backend) -> SelectionOutcome:
+    """The selection stage (olb/grid/driver/crossval.py) for the entries with ``select``: the plan restricted to the
     chosen settings, the choices, the stage's statistics and the rows it could not choose for (nothing to do:
     the plan unchanged)."""
     selected = selected_entries(plan)
@@ -141,8 +131,8 @@ def cross_validate(
     return selection
 
 
-def choose(cfg: DictConfig, plan: Plan, unavailable: Collection[str] = ()) -> tuple[Backend, str]:
-    """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.running.backends.choose_backend; the work is the cost model's, olb/grid/cost.py) and why; the
+def choose(cfg: GridBase, plan: Plan, unavailable: Collection[str] = ()) -> tuple[Backend, str]:
+    """The backend for ``plan`` (``backend=auto`` chooses, see olb.grid.running.backends.choose_backend; the work is the cost model's, olb/grid/planning/cost.py) and why; the
     cells of ``unavailable`` data sets are no work."""
     work_s, n_tasks = planned_work(plan, unavailable)
     name, reason = choose_backend(cfg.backend, work_s, n_tasks)
