@@ -16,7 +16,7 @@ import textwrap
 
 import olb
 
-from olb.learners import elm_costs, river_costs, threshold_costs
+from olb.learners import elm_costs, moa_costs, river_costs, threshold_costs
 from olb.learners.base import OnlineLearner
 from olb.learners.boosting import costs as boosting_costs
 from olb.learners.costs import DEFAULT_COST_MODEL, CostModel
@@ -34,6 +34,7 @@ FAMILIES = (
     "olb.learners.river_family",
     "olb.learners.river_mlhat",
     "olb.learners.stream_br",
+    "olb.learners.moa",
 )
 
 ALGORITHMS: dict[str, type[OnlineLearner]] = {
@@ -48,6 +49,7 @@ COST_FAMILIES = (
     neighbor_costs,
     river_costs,
     stream_br_costs,
+    moa_costs,
 )
 
 COST_MODELS: dict[str, CostModel] = {

@@ -22,6 +22,7 @@ _MODULES = {
     "olb.learners.linear.alt_kernel": ("FALTKernel",),
     "olb.learners.linear.olansgd": ("OLANSGDStar",),
     "olb.learners.linear.pa": ("PA1BR", "PA1BRKernel", "PA2BR", "PA2BRKernel"),
+    "olb.learners.moa": ("MOAAMR", "MOABRHT", "MOAHT", "MOAISOUPT", "MOAOzaBag", "MOAOzaBoost"),
     "olb.learners.neighbors.knn": ("KNN",),
     "olb.learners.neighbors.oml": ("OML",),
     "olb.learners.river_family": (

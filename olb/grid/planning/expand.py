@@ -21,6 +21,7 @@ from olb.grid.cost import machine_memory_mb
 from olb.grid.planning.configcheck import (
     as_list,
     check_keys,
+    check_requirements,
     check_settings,
     collect,
     datasets_checked,
@@ -126,6 +127,7 @@ def collect_plan(cfg: DictConfig, problems: Problems) -> Plan | None:
     entries: dict[str, dict] = {}
     for key in selected:
         cells += _expand_entry(ctx, key, entries_cfg.get(key), entries)
+    check_requirements({key: info["algorithm"] for key, info in entries.items()}, problems)
     warnings = [
         f"{hp}={shorthand[hp]!r} applies to none of the selected algorithms ({', '.join(selected)})"
         for hp in sorted(set(shorthand) - ctx.used_shorthand)

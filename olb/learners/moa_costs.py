@@ -1,0 +1,76 @@
+"""The cost models of MOA's learners (:mod:`olb.learners.moa`), measured on the synthetic streams of
+:mod:`olb.checks.costs` and on emotions, balance and cars (2026-12-02, the 2-core machine shared with other jobs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from olb.learners.base import OnlineLearner, StreamShape
+from olb.learners.costs import ROUND_OVERHEAD_S, CostModel, Params
+from olb.learners.moa import JVM_HEAP_MB, LEARNERS
+
+JVM_FOOTPRINT_MB = 200.0
+"""Resident MB a process gains from its JVM, apart from MOA's models: 50 MB when it starts with MOA's jar, 100-150 MB
+more once MOA's classes are loaded and compiled by the JIT and the young generation is touched (measured over a
+serial run of the six learners: 220 MB more than the process before its JVM)."""
+
+CROSSING_S = 5e-5
+"""CPU seconds of one round's crossings into Java and back (the instance built, a prediction, an update)."""
+
+UNIT_COST_S = {
+    "moa_br_ht": 3e-6,
+    "moa_isoupt": 3e-6,
+    "moa_amr": 5e-6,
+    "moa_ht": 4e-6,
+    "moa_ozaboost": 4e-6,
+    "moa_ozabag": 4e-6,
+}
+"""CPU seconds of one round per feature and label (multi-label) or per feature and tree (multiclass): MOA's binary
+relevance copies each row once per label, the iSOUP tree and AMRules update one statistic per feature and label.
+On emotions (72 features, 6 labels) BR+HT took 0.8-1.4 ms a row, the iSOUP tree 0.9 ms, AMRules 2.2-2.6 ms; on the
+synthetic stream of the same shape 2.6-3.2 ms; a single tree on balance and cars 30-50 us."""
+
+UNIT_BYTES = {
+    "moa_br_ht": 18_000,
+    "moa_isoupt": 14_000,
+    "moa_amr": 17_000,
+    "moa_ht": 30_000,
+    "moa_ozaboost": 30_000,
+    "moa_ozabag": 30_000,
+}
+"""Resident bytes the JVM gains per unit (feature and label, or feature and tree) of a model, the young generation
+apart (:data:`olb.learners.moa.JVM_YOUNG_MB`, in the JVM's footprint): measured on the synthetic stream (72
+features and 6 labels: 3.5-12.4 MB, varying with when the collector runs; 4 features and 3 classes: 0.3 MB a tree, 1.4-1.9 MB for 3)."""
+
+TREE_BYTES = 100_000
+"""Resident bytes of a multiclass tree apart from its features' statistics (its nodes, its ensemble's records)."""
+
+MULTI_LABEL = {cls.name for cls in LEARNERS if cls.task == "multilabel"}
+
+
+@dataclass(frozen=True)
+class MOACost(CostModel):
+    """A MOA learner: a round's crossings into Java, and its work per feature and label (or tree)."""
+
+    name: str
+
+    def _units(self, params: Params, shape: StreamShape) -> int:
+        """Features times labels (multi-label) or times trees (multiclass)."""
+        per_feature = shape.n_labels if self.name in MULTI_LABEL else params.get("ensemble_size", 1)
+        return per_feature * shape.n_features
+
+    def cost_per_example_s(self, params: Params, shape: StreamShape) -> float:
+        return ROUND_OVERHEAD_S + CROSSING_S + UNIT_COST_S[self.name] * self._units(params, shape)
+
+    def model_memory_mb(self, params: Params, shape: StreamShape) -> float:
+        """``UNIT_BYTES`` per unit, and ``TREE_BYTES`` per multiclass tree, at most the JVM's heap."""
+        trees = 0 if self.name in MULTI_LABEL else params.get("ensemble_size", 1)
+        bytes_ = UNIT_BYTES[self.name] * self._units(params, shape) + TREE_BYTES * trees
+        return min(JVM_HEAP_MB, bytes_ / 2**20)
+
+    def process_memory_mb(self) -> float:
+        """The JVM's footprint, once per process (``JVM_FOOTPRINT_MB``)."""
+        return JVM_FOOTPRINT_MB
+
+
+COST_MODELS: dict[type[OnlineLearner], CostModel] = {cls: MOACost(cls.name) for cls in LEARNERS}
