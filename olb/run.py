@@ -165,6 +165,9 @@ def run_cell(spec: CellSpec) -> CellRun:
     from olb.registry import get_algorithm
 
     cls = get_algorithm(spec.algorithm)
+    missing = cls.missing_requirements()  # before any data is read: what to install
+    if missing:
+        raise ValueError(f"algorithm {spec.algorithm!r}: {'; '.join(missing)}")
     valid = spec.validated()
     dataset, source = load_with_provenance(spec.dataset, spec.data_dir, spec.verify_checksums)
     if dataset.task != cls.task:

@@ -114,3 +114,26 @@ def test_without_a_jvm_the_grid_refuses_before_any_work_naming_the_package(tmp_p
     assert done.stderr.count("\n") == 1 and "default-jre-headless" in done.stderr, done.stderr
     assert "algorithms 'moa_br_ht', 'moa_amr'" in done.stderr and str(empty) in done.stderr
     assert not (tmp_path / "run").exists() or not any((tmp_path / "run").glob("cells.csv"))
+
+
+def _olb_run(java_home, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "olb.run", *args],
+        env={**os.environ, "JAVA_HOME": str(java_home)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.e2e
+def test_olb_run_refuses_without_a_jvm_and_a_jvm_others_may_change(tmp_path):
+    done = _olb_run(tmp_path, "algorithm=moa_ht", "dataset=balance")
+    assert done.returncode == 2 and done.stderr.count("\n") <= 1, done.stderr
+    assert "default-jre-headless" in done.stderr and "'moa_ht'" in done.stderr
+    library = tmp_path / "lib" / "server" / "libjvm.so"
+    library.parent.mkdir(parents=True)
+    library.write_bytes(b"")
+    library.chmod(0o666)  # anyone may replace the code the JVM would run
+    done = _olb_run(tmp_path, "algorithm=moa_ht", "dataset=balance")
+    assert done.returncode == 2 and f"{library} is writable by other users" in done.stderr, done.stderr

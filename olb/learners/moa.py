@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -89,12 +90,29 @@ def jvm_library() -> str | None:
 
 def missing_requirements() -> list[str]:
     """What this machine lacks to run MOA's learners, as one sentence naming what to install; empty when nothing."""
+    jpype = sys.modules.get("jpype")
+    if jpype is not None and jpype.isJVMStarted():  # asked again by every cell of a process: once is enough
+        return []
     if importlib.util.find_spec("jpype") is None or moa_jar() is None:
         return [f"MOA's learners need jpype1 and capymoa (MOA's jar), not installed: {INSTALL_MOA}"]
-    if jvm_library() is None:
+    library = jvm_library()
+    if library is None:
         where = f" under JAVA_HOME={os.environ['JAVA_HOME']}" if os.environ.get("JAVA_HOME") else ""
         return [f"MOA's learners need a Java runtime: {INSTALL_JAVA}; no JVM found{where}"]
-    return []
+    return [f"MOA's code {path} {problem}" for path, problem in _code_problems([Path(library), moa_jar()])]
+
+
+def _code_problems(files) -> list[tuple[Path, str]]:
+    """The files of code the JVM loads (its library, MOA's jar), where they lead, that another user than you or
+    root owns or may write to: whoever can change them can change what runs (olb's rule for what it reads)."""
+    from olb.cache import owner_problem
+
+    problems = []
+    for path in {Path(os.path.realpath(file)) for file in files if file is not None}:
+        problem = owner_problem(path, path.stat(), root_ok=True)
+        if problem:
+            problems.append((path, problem))
+    return sorted(problems)
 
 
 @functools.cache
@@ -330,14 +348,11 @@ class MOAMultiLabel(MOALearner):
         self._model.trainOnInstance(instance)
 
 
-class MOABRHT(MOAMultiLabel):
-    """MOA's binary relevance over its Hoeffding tree (``multitarget.BasicMultiLabelClassifier``)."""
+class TreeSettings:
+    """The settings of MOA's Hoeffding tree, for the learners that are one or are built over one."""
 
-    name = "moa_br_ht"
-    moa_class = "multitarget.BasicMultiLabelClassifier"
-    over_tree = True
-    params = dict(TREE_PARAMS)
-    test_params = {"grace_period": 20}
+    params: ClassVar[dict[str, Param]] = dict(TREE_PARAMS)
+    test_params: ClassVar[dict] = {"grace_period": 20}
     # hyperparameters (declared in ``params``)
     grace_period: int
     split_confidence: float
@@ -345,12 +360,18 @@ class MOABRHT(MOAMultiLabel):
     leaf_prediction: str
 
 
-class MOAISOUPT(MOAMultiLabel):
-    """MOA's iSOUP tree (``multilabel.trees.ISOUPTree``): one multi-target tree over the 0/1 label vector."""
+class MOABRHT(TreeSettings, MOAMultiLabel):
+    """MOA's binary relevance over its Hoeffding tree (``multitarget.BasicMultiLabelClassifier``)."""
 
-    name = "moa_isoupt"
-    moa_class = "multilabel.trees.ISOUPTree"
-    regressed = True
+    name = "moa_br_ht"
+    moa_class = "multitarget.BasicMultiLabelClassifier"
+    over_tree = True
+
+
+class MOASplitting(MOAMultiLabel):
+    """A MOA multi-label learner of its own (no base tree) that grows by a Hoeffding test: grace period, split
+    confidence, tie threshold."""
+
     params = {key: TREE_PARAMS[key] for key in ("grace_period", "split_confidence", "tie_threshold")}
     test_params = {"grace_period": 20}
     # hyperparameters (declared in ``params``)
@@ -359,49 +380,39 @@ class MOAISOUPT(MOAMultiLabel):
     tie_threshold: float
 
 
-class MOAAMR(MOAMultiLabel):
+class MOAISOUPT(MOASplitting):
+    """MOA's iSOUP tree (``multilabel.trees.ISOUPTree``): one multi-target tree over the 0/1 label vector."""
+
+    name = "moa_isoupt"
+    moa_class = "multilabel.trees.ISOUPTree"
+    regressed = True
+
+
+class MOAAMR(MOASplitting):
     """MOA's AMRules for multi-label streams (``rules.multilabel.AMRulesMultiLabelClassifier``)."""
 
     name = "moa_amr"
     moa_class = "rules.multilabel.AMRulesMultiLabelClassifier"
     params = {
+        **MOASplitting.params,
         "grace_period": Param(int, 200, low=1, doc="examples a rule sees between expansion attempts (MOA's -g)"),
-        "split_confidence": SPLIT_CONFIDENCE,
-        "tie_threshold": TIE_THRESHOLD,
     }
-    test_params = {"grace_period": 20}
-    # hyperparameters (declared in ``params``)
-    grace_period: int
-    split_confidence: float
-    tie_threshold: float
 
 
-class MOAHT(MOAMultiClass):
+class MOAHT(TreeSettings, MOAMultiClass):
     """MOA's Hoeffding tree (``trees.HoeffdingTree``)."""
 
     name = "moa_ht"
     moa_class = "trees.HoeffdingTree"
-    params = dict(TREE_PARAMS)
-    test_params = {"grace_period": 20}
-    # hyperparameters (declared in ``params``)
-    grace_period: int
-    split_confidence: float
-    tie_threshold: float
-    leaf_prediction: str
 
 
-class MOAEnsemble(MOAMultiClass):
+class MOAEnsemble(TreeSettings, MOAMultiClass):
     """A MOA ensemble of ``ensemble_size`` Hoeffding trees."""
 
     over_tree = True
     params = {**TREE_PARAMS, "ensemble_size": ENSEMBLE_SIZE}
     test_params = {"grace_period": 20, "ensemble_size": 3}
-    # hyperparameters (declared in ``params``)
-    grace_period: int
-    split_confidence: float
-    tie_threshold: float
-    leaf_prediction: str
-    ensemble_size: int
+    ensemble_size: int  # a hyperparameter (declared in ``params``)
 
 
 class MOAOzaBoost(MOAEnsemble):

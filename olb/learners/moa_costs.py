@@ -1,5 +1,6 @@
 """The cost models of MOA's learners (:mod:`olb.learners.moa`), measured on the synthetic streams of
-:mod:`olb.checks.costs` and on emotions, balance and cars (2026-12-02, the 2-core machine shared with other jobs)."""
+:mod:`olb.checks.costs` and on the benchmarks' data sets (2026-12-02, the 2-core machine shared with other jobs, at
+load 17-20)."""
 
 from __future__ import annotations
 
@@ -18,17 +19,22 @@ CROSSING_S = 5e-5
 """CPU seconds of one round's crossings into Java and back (the instance built, a prediction, an update)."""
 
 UNIT_COST_S = {
-    "moa_br_ht": 3e-6,
-    "moa_isoupt": 3e-6,
-    "moa_amr": 5e-6,
-    "moa_ht": 4e-6,
-    "moa_ozaboost": 4e-6,
-    "moa_ozabag": 4e-6,
+    "moa_br_ht": 1e-6,
+    "moa_isoupt": 1e-6,
+    "moa_amr": 1.5e-6,
+    "moa_ht": 3e-7,
+    "moa_ozaboost": 3e-7,
+    "moa_ozabag": 3e-7,
 }
 """CPU seconds of one round per feature and label (multi-label) or per feature and tree (multiclass): MOA's binary
 relevance copies each row once per label, the iSOUP tree and AMRules update one statistic per feature and label.
-On emotions (72 features, 6 labels) BR+HT took 0.8-1.4 ms a row, the iSOUP tree 0.9 ms, AMRules 2.2-2.6 ms; on the
-synthetic stream of the same shape 2.6-3.2 ms; a single tree on balance and cars 30-50 us."""
+On the leaderboard's data (emotions, scene, yeast, birds: 432-4,940 features x labels; results/moa_leaderboard) a
+training row took 0.3-2.1 ms, 0.2-1.2 us per feature and label; on the synthetic stream of emotions' shape 1.3-4.9
+ms (a short stream: the JIT still compiling). OzaBoost and OzaBag of 100 trees: 230-750 us a row on balance, cars,
+mushroom and nursery (4-22 features; results/moa_multiclass_table1), a single tree 25-60 us."""
+
+TREE_COST_S = 1e-6
+"""CPU seconds of one round per multiclass tree apart from its features (its weight drawn, its vote added)."""
 
 UNIT_BYTES = {
     "moa_br_ht": 18_000,
@@ -59,13 +65,17 @@ class MOACost(CostModel):
         per_feature = shape.n_labels if self.name in MULTI_LABEL else params.get("ensemble_size", 1)
         return per_feature * shape.n_features
 
+    def _trees(self, params: Params) -> int:
+        """The multiclass learner's trees (none counted apart for a multi-label one)."""
+        return 0 if self.name in MULTI_LABEL else params.get("ensemble_size", 1)
+
     def cost_per_example_s(self, params: Params, shape: StreamShape) -> float:
-        return ROUND_OVERHEAD_S + CROSSING_S + UNIT_COST_S[self.name] * self._units(params, shape)
+        units = UNIT_COST_S[self.name] * self._units(params, shape)
+        return ROUND_OVERHEAD_S + CROSSING_S + TREE_COST_S * self._trees(params) + units
 
     def model_memory_mb(self, params: Params, shape: StreamShape) -> float:
         """``UNIT_BYTES`` per unit, and ``TREE_BYTES`` per multiclass tree, at most the JVM's heap."""
-        trees = 0 if self.name in MULTI_LABEL else params.get("ensemble_size", 1)
-        bytes_ = UNIT_BYTES[self.name] * self._units(params, shape) + TREE_BYTES * trees
+        bytes_ = UNIT_BYTES[self.name] * self._units(params, shape) + TREE_BYTES * self._trees(params)
         return min(JVM_HEAP_MB, bytes_ / 2**20)
 
     def process_memory_mb(self) -> float:
