@@ -25,7 +25,7 @@ medians over rounds, the ratio olb / MOA is the median of the rounds' ratios (be
 
 ``--out FILE.csv`` writes one line per (data set, row, figure) in the layout of olb's result tables (``dataset,
 algorithm, metric, mean``, ...: each figure one value, a median over rounds) and a ``.json`` beside it with the machine, the load
-and the JVM figures; docs/speed.md's tables are generated from it (``olb.grid.reporting.doc_tables``).
+and the JVM figures; docs/speed.md's tables are generated from it (``olb.ops.doc_tables``).
 ``--table-from FILE.json`` writes the ``.csv`` again from such a record.
 """
 

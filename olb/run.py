@@ -165,6 +165,9 @@ def run_cell(spec: CellSpec) -> CellRun:
     from olb.registry import get_algorithm
 
     cls = get_algorithm(spec.algorithm)
+    missing = cls.missing_requirements()  # before any data is read: what to install
+    if missing:
+        raise ValueError(f"algorithm {spec.algorithm!r}: {'; '.join(missing)}")
     valid = spec.validated()
     dataset, source = load_with_provenance(spec.dataset, spec.data_dir, spec.verify_checksums)
     if dataset.task != cls.task:
@@ -210,20 +213,19 @@ def seeded_stream(
 
 def warm_up(cls, params: dict) -> float:
     """Import the optional libraries the learner ``cls`` with ``params`` uses (its ``optional_imports``, its weak
-    learners'), before the cell's clock starts: like compiling, a process's first import (river: 0.5-2 s) is
-    not the learner's runtime. Returns the seconds it took."""
+    learners') and make the process ready for it (``prepare_process``: MOA's JVM), before the cell's clock starts:
+    like compiling, a process's first import (river: 0.5-2 s) or JVM start is not the learner's runtime. Returns
+    the seconds it took."""
     import importlib
     import time
 
     from olb.weak.river_adapter import WEAK_LEARNER_IMPORTS
 
     wanted = (*cls.optional_imports, *WEAK_LEARNER_IMPORTS.get(str(params.get("weak_learner")), ()))
-    modules = [module for module in wanted if module not in sys.modules]
-    if not modules:
-        return 0.0
     started = time.perf_counter()
-    for module in modules:
+    for module in [module for module in wanted if module not in sys.modules]:
         importlib.import_module(module)
+    cls.prepare_process()
     return time.perf_counter() - started
 
 

@@ -1,4 +1,4 @@
-"""A paper's coverage as tables in the docs (olb/grid/reporting/doc_tables.py ``summary=counts``, ``misses``,
+"""A paper's coverage as tables in the docs (olb/ops/doc_tables.py ``summary=counts``, ``misses``,
 ``not-run``), from the ALT paper's exported run (results/alt_table2), and the cells a grid leaves to another run
 listed as not run with their planned CPU (olb/grid/reporting/coverage.py)."""
 
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from olb.grid.reporting.coverage import cover, planned_cpu_s, summary_line
-from olb.grid.reporting.doc_tables import main
+from olb.ops.doc_tables import main
 from olb.grid.reporting.table import TABLE_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,11 +12,11 @@ from pathlib import Path
 import sqlalchemy
 
 import olb
-import olb.grid.testing  # noqa: F401 - registers _grid_stub in this process
+import olb.ops.testing  # noqa: F401 - registers _grid_stub in this process
 from olb.grid import compose, run_grid
 from olb.grid.recording import tracking, tracking_sql
 
-GRID = ["imports=[olb.grid.testing]", "algorithms=[_grid_stub]", "datasets=[emotions]", "seeds=3", "plots=false"]
+GRID = ["imports=[olb.ops.testing]", "algorithms=[_grid_stub]", "datasets=[emotions]", "seeds=3", "plots=false"]
 GRID += ["backend=serial"]
 UNTESTED = "0123456789ab"  # a revision no MLflow has
 FALLBACK = "is not one olb's bulk writer was tested with"

@@ -152,7 +152,10 @@ class OnlineLearner:
       (:mod:`olb.learners.costs`), given when it registers (``@register(cost=...)``, :mod:`olb.registry`), never
       on the class; :mod:`olb.checks.costs` checks it.
     - **Warm-up.** ``optional_imports`` names the modules of optional libraries (river's) the learner imports;
-      a cell imports them before its clock starts and counts the time in ``compile_s``, not ``runtime_s``.
+      a cell imports them before its clock starts and counts the time in ``compile_s``, not ``runtime_s``, and
+      then calls ``prepare_process()`` (e.g. MOA's learners start the process's JVM there).
+    - **Requirements.** ``missing_requirements()`` names what the machine lacks to run the learner (a library, a
+      runtime), one sentence each saying what to install; the grid refuses such a learner before any work.
 
     A learner with figures that only exist at the end of the stream (e.g. the best tree in hindsight)
     implements ``stream_report(n_scored) -> dict`` and names them in ``report_metrics`` (name -> lower is
@@ -237,6 +240,16 @@ class OnlineLearner:
         """Problems of the (validated) ``params`` across parameters and against ``shape``, one sentence each
         naming the parameters and what is allowed; empty when there is none. Subclasses extend it."""
         return []
+
+    @classmethod
+    def missing_requirements(cls) -> list[str]:
+        """What this machine lacks to run the learner, one sentence each naming what to install; empty when
+        nothing (the default: olb's own learners need nothing beyond olb)."""
+        return []
+
+    @classmethod
+    def prepare_process(cls) -> None:
+        """Make this process ready to run the learner, once, before a cell's clock starts (the default: nothing)."""
 
     def predict_one(self, x: np.ndarray):
         raise NotImplementedError

@@ -54,6 +54,11 @@ class CostModel:
         with the copies it makes while growing); the grid adds the process floor and the data."""
         return 4 * MB_PER_FLOAT * (shape.n_features + 1) * shape.n_labels
 
+    def process_memory_mb(self) -> float:
+        """Resident MB a process gains once, the first time it runs the learner, beyond the grid's process floor (a
+        runtime the learner starts: MOA's JVM); 0 by default."""
+        return 0.0
+
     def stream_cost_s(
         self, params: Params, shape: StreamShape, n_test: int, loops: int = 1, frozen: bool = False
     ) -> float:

@@ -147,6 +147,17 @@ def confined_name(name: str) -> str:
     return name
 
 
+def check_requirements(algorithms: dict[str, str], problems: Problems) -> None:
+    """What this machine lacks to run the entries' algorithms (entry key -> algorithm name): one line per missing
+    thing, naming the entries that need it and what to install."""
+    needed: dict[str, list[str]] = {}
+    for key, name in algorithms.items():
+        for problem in get_algorithm(name).missing_requirements():
+            needed.setdefault(problem, []).append(key)
+    for problem, keys in needed.items():
+        problems.add(f"algorithm{'s' if len(keys) > 1 else ''} {', '.join(map(repr, keys))}: {problem}")
+
+
 def check_paths(cfg: GridBase, problems: Problems) -> None:
     """The grid's ``name`` stays inside ``outputs/``, and ``export`` inside the folder it names (no ``..``)."""
     from olb.data.registry import path_problem

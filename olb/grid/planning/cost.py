@@ -97,16 +97,17 @@ dense one (isolet: 617 features) is under-counted by ~20 MB a copy."""
 
 def planned_memory_mb(algorithm: str, params: dict, dataset: str) -> float:
     """Predicted peak resident memory (MB) of one cell's whole process, as ``olb.run`` reports it: the process
-    floor, the data set's rows and the learner's model (its cost model's ``model_memory_mb`` on the data set's
-    registered shape)."""
+    floor (and the runtime the learner starts in it, ``process_memory_mb``: MOA's JVM), the data set's rows and
+    the learner's model (its cost model's ``model_memory_mb`` on the data set's registered shape)."""
     from olb.learners.costs import MB_PER_FLOAT
 
     spec = registry_entry(dataset)
     shape = spec.shape
     row = min(shape.n_features, ROW_FEATURES_CAP) + shape.n_labels  # the labels are held dense
     data = DATA_COPIES * MB_PER_FLOAT * shape.n_examples * row
-    model = get_cost_model(algorithm).model_memory_mb(params, _stream_shape(spec))
-    return PROCESS_FLOOR_MB + data + model
+    cost_model = get_cost_model(algorithm)
+    model = cost_model.model_memory_mb(params, _stream_shape(spec))
+    return PROCESS_FLOOR_MB + cost_model.process_memory_mb() + data + model
 
 
 def planned_work(plan: Plan, unavailable: Collection[str] = ()) -> tuple[float, int]:

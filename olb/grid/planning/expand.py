@@ -18,6 +18,7 @@ from olb.grid.planning.config import SPEC_AXES, AlgorithmEntry, GridBase, hyperp
 from olb.grid.planning.cost import machine_memory_mb
 from olb.grid.planning.configcheck import (
     as_list,
+    check_requirements,
     check_settings,
     collect,
     datasets_checked,
@@ -123,6 +124,7 @@ def collect_plan(cfg: GridBase, problems: Problems) -> Plan | None:
     entries: dict[str, dict] = {}
     for key in selected:
         cells += _expand_entry(ctx, key, entries_cfg.get(key), entries)
+    check_requirements({key: info["algorithm"] for key, info in entries.items()}, problems)
     warnings = [
         f"{hp}={shorthand[hp]!r} applies to none of the selected algorithms ({', '.join(selected)})"
         for hp in sorted(set(shorthand) - ctx.used_shorthand)

@@ -12,7 +12,7 @@ produce, one per metric with the reason, and gives every cell that has a paper v
 - ``stand-in``: produced by a labelled stand-in (a label ending in ``*``, e.g. ELM-OMLL*), not the paper's method;
 - ``not run``: the grid has not computed it yet (an interrupted run; rerunning the command resumes), or its learner
   and data set are in the grid but not that pair (an experiment's part left to another run: the note gives the
-  CPU the cell is planned at, :func:`olb.grid.cost.planned_stream` at the learner's defaults);
+  CPU the cell is planned at, :func:`olb.grid.planning.cost.planned_stream` at the learner's defaults);
 - ``published``: a method the reference file marks as published only (its ``note`` starts with
   ``published only``: no olb run can rebuild it), listed with its figure as "METHOD (published)", never as a run.
 
@@ -62,7 +62,7 @@ def absent_reason(dataset: str, in_grid: bool, unavailable: dict[str, str], has_
 def planned_cpu_s(algorithm: str, dataset: str) -> float:
     """The CPU seconds a grid plans for ``algorithm`` at its registered defaults on ``dataset`` (one pass over
     its rows, as a whole-stream protocol makes)."""
-    from olb.grid.cost import planned_stream
+    from olb.grid.planning.cost import planned_stream
     from olb.registry import get_algorithm
 
     defaults = {name: param.default for name, param in get_algorithm(algorithm).params.items()}
