@@ -94,5 +94,5 @@ def test_only_the_adapter_knows_mlflows_tables_and_the_interface_names_nothing_o
         if re.search(r"mlflow\.store|SqlRun|SqlLatestMetric", path.read_text())
     }
     assert knowing == {"grid/recording/tracking_sql.py"}
-    for interface in ("grid/recording/tracker.py", "grid/dryrun.py"):
+    for interface in ("grid/recording/tracker.py", "grid/driver/dryrun.py"):
         assert "mlflow" not in (package / interface).read_text().lower(), interface
