@@ -263,7 +263,12 @@ def _bounds_venv(bound: str) -> Path:
 
 def _installed(python: Path) -> dict[str, str]:
     listed = subprocess.run(
-        [str(python), "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True, timeout=120
+        [str(python), "-m", "pip", "list", "--format=json"],
+        env=_clean_env(),  # without PYTHONPATH: a checkout on it would list as an installed olb
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
     ).stdout
     return {normal_name(p["name"]): p["version"] for p in json.loads(listed)}
 
@@ -278,13 +283,22 @@ def test_pip_install_olb_and_olb_grid_into_an_environment_at_the_bounds_changes_
     try:
         for target in (str(wheel), f"{wheel}[grid]"):
             run = subprocess.run(
-                [str(python), "-m", "pip", "install", target], capture_output=True, text=True, timeout=900
+                [str(python), "-m", "pip", "install", target],
+                env=_clean_env(),
+                capture_output=True,
+                text=True,
+                timeout=900,
             )
             assert run.returncode == 0, f"pip install {Path(target).name} failed: {run.stderr[-2000:]}"
             after = _installed(python)
             changed = {n: (before.get(n), v) for n, v in after.items() if before.get(n) != v and n != "olb"}
             assert set(after) >= set(before) and not changed, f"pip install {Path(target).name} changed {changed}"
     finally:
-        subprocess.run([str(python), "-m", "pip", "uninstall", "-y", "-q", "olb"], capture_output=True, timeout=120)
+        subprocess.run(
+            [str(python), "-m", "pip", "uninstall", "-y", "-q", "olb"],
+            env=_clean_env(),
+            capture_output=True,
+            timeout=120,
+        )
         if _installed(python) != before:  # a failed check left it changed: built afresh next time
             shutil.rmtree(python.parents[1])
