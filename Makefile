@@ -4,23 +4,56 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo grid ui test test-fast test-any-cpu test-jit lint bench clean docs docs-check
+.PHONY: setup lock demo grid ui test test-fast test-lowest test-any-cpu test-jit lint bench clean docs docs-check
 
 setup: $(STAMP)
 
-# each stage says what it does; pip lists every package it collects and downloads, and while it works (its last
-# step, installing them all, says nothing for a minute or more) a line every 10 s says it still does
-$(STAMP): pyproject.toml
+# pip's install with a line every 10 s while it works (its last step, installing them all, says nothing for a minute
+# or more): $(call pip_install,PYTHON,STAGE,ARGUMENTS)
+pip_install = @$(1) -m pip install --progress-bar on $(3) & pip=$$!; trap "kill $$pip" INT TERM; waited=0; \
+	while kill -0 $$pip 2>/dev/null; do sleep 1; waited=$$((waited + 1)); \
+	if [ $$((waited % 10)) = 0 ]; then echo "olb: $(2): pip still working, $$waited s"; fi; done; \
+	wait $$pip
+
+# The locked set: requirements.lock pins every package `make setup` and CI install (pyproject.toml declares the
+# ranges olb supports; `make lock` compiles the lock from them). Each stage says what it does; pip lists every
+# package it collects and downloads.
+EXTRAS := grid,cluster,test,moa
+LOCK := requirements.lock
+
+$(STAMP): pyproject.toml $(LOCK)
 	@echo "olb: setup 1/3: the virtual environment $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 	@echo "olb: setup 2/3: pip itself, upgraded"
 	$(PY) -m pip install --quiet --upgrade pip
-	@echo "olb: setup 3/3: olb and its dependencies (.[grid,cluster,test]; pip lists each package it collects)"
-	@$(PY) -m pip install --progress-bar on -e ".[grid,cluster,test]" & pip=$$!; trap "kill $$pip" INT TERM; waited=0; \
-	while kill -0 $$pip 2>/dev/null; do sleep 1; waited=$$((waited + 1)); \
-	if [ $$((waited % 10)) = 0 ]; then echo "olb: setup 3/3: pip still working, $$waited s"; fi; done; \
-	wait $$pip
+	@echo "olb: setup 3/3: olb and its dependencies (.[$(EXTRAS)] at the versions of $(LOCK); pip lists each package it collects)"
+	$(call pip_install,$(PY),setup 3/3,-c $(LOCK) -e ".[$(EXTRAS)]")
 	touch $(STAMP)
+
+# The lowest versions of the ranges (uv's lowest-direct resolution: each declared dependency at its lower bound),
+# without the moa extra: capymoa requires numpy, pandas, scipy, matplotlib and scikit-learn far above olb's own
+# lower bounds. `make test-lowest` runs the fast suite on them in a second environment, $(LOWEST_VENV).
+LOWEST_EXTRAS := grid,cluster,test
+LOWEST_LOCK := requirements-lowest.lock
+LOWEST_VENV ?= .venv-lowest
+LOWEST_STAMP := $(LOWEST_VENV)/.installed
+
+# `make lock` regenerates both lock files from pyproject.toml's ranges with uv (in a small environment of its own,
+# $(UV_VENV), so that it runs whatever $(VENV) holds), for CI's platform, Linux on x86-64 with Python 3.11 (elsewhere `pip install -c` still pins the
+# packages it names); `make setup` then installs the new lock
+UV_VENV := .venv-uv
+comma := ,
+# $(call compile_lock,EXTRAS,OUTPUT[,UV OPTIONS])
+compile_lock = $(UV_VENV)/bin/uv pip compile pyproject.toml --python-platform x86_64-unknown-linux-gnu --python-version 3.11 --quiet \
+	$(foreach e,$(subst $(comma), ,$(1)),--extra $(e)) $(3) -o $(2)
+
+$(UV_VENV)/bin/uv:
+	$(PYTHON) -m venv $(UV_VENV)
+	$(UV_VENV)/bin/python -m pip install --quiet "uv>=0.9,<1"
+
+lock: $(UV_VENV)/bin/uv
+	$(call compile_lock,$(EXTRAS),$(LOCK))
+	$(call compile_lock,$(LOWEST_EXTRAS),$(LOWEST_LOCK),--resolution lowest-direct)
 
 # The main job: a small grid on the embedded emotions data set, tracked in ./mlflow.db
 demo: setup
@@ -58,6 +91,18 @@ JIT_TESTS := $(BIT_EXACT_TESTS) tests/test_mlr_boosting.py tests/test_multiclass
 test-jit: setup
 	OLB_KERNELS=jit $(PY) -m pytest -m "not e2e" $(JIT_TESTS)
 
+# the fast suite at the lowest versions of the ranges, in $(LOWEST_VENV) (built from $(LOWEST_LOCK)); CI runs it
+$(LOWEST_STAMP): pyproject.toml $(LOWEST_LOCK)
+	@echo "olb: test-lowest 1/2: the virtual environment $(LOWEST_VENV)"
+	$(PYTHON) -m venv $(LOWEST_VENV)
+	$(LOWEST_VENV)/bin/python -m pip install --quiet --upgrade pip
+	@echo "olb: test-lowest 2/2: olb and .[$(LOWEST_EXTRAS)] at the versions of $(LOWEST_LOCK)"
+	$(call pip_install,$(LOWEST_VENV)/bin/python,test-lowest 2/2,-c $(LOWEST_LOCK) -e ".[$(LOWEST_EXTRAS)]")
+	touch $(LOWEST_STAMP)
+
+test-lowest: $(LOWEST_STAMP)
+	$(LOWEST_VENV)/bin/python -m pytest -m "not e2e"
+
 # ruff's lint and format checks and mypy's type check (configured in pyproject.toml); CI runs them before the tests
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -78,4 +123,4 @@ bench: setup
 	$(PY) benchmarks/bench_boosters.py
 
 clean:
-	rm -rf $(VENV) outputs mlruns mlflow.db
+	rm -rf $(VENV) $(LOWEST_VENV) $(UV_VENV) outputs mlruns mlflow.db

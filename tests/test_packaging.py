@@ -5,6 +5,7 @@ wheel alone (``pip install olb``: no Ray, MLflow, Hydra, pandas or matplotlib) r
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import site
@@ -15,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from ranges import LOWEST_LOCK, declared, normal_name
 
 pytestmark = pytest.mark.e2e
 
@@ -33,7 +35,7 @@ def wheel(tmp_path_factory) -> Path:
         source,
         symlinks=True,
         ignore=shutil.ignore_patterns(
-            ".git", ".venv", "build", "outputs", "*.egg-info", "__pycache__", "mlflow.db", "mlruns"
+            ".git", ".venv*", "build", "outputs", "*.egg-info", "__pycache__", "mlflow.db", "mlruns"
         ),
     )
     subprocess.run(
@@ -166,32 +168,39 @@ def _pypi_reachable() -> bool:
         return False
 
 
-def _core_venv(wheel: Path) -> Path:
-    """A virtual environment with the core wheel and only the dependencies it declares, installed by pip.
+def _cached_venv(name: str, key_source: bytes, install: list[str]) -> Path:
+    """A virtual environment that ``pip install *install`` builds, kept and reused while it verifies.
 
-    Installing numpy, scipy and numba takes a minute, so the environment is kept in a per-user temporary
-    directory keyed by the hash of pyproject.toml (the declared dependencies) and reused while it verifies;
-    the olb wheel itself is reinstalled every time. The test skips when PyPI cannot be reached.
+    Installing numpy, scipy and numba (let alone the grid's stack) takes minutes, so the environment is kept in a
+    per-user temporary directory keyed by the hash of ``key_source`` (what decides its contents). The test skips
+    when the install fails because PyPI cannot be reached.
     """
-    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    key = hashlib.sha256(key_source).hexdigest()[:16]
     home = Path(tempfile.gettempdir()) / f"olb-test-{os.getuid()}"
     home.mkdir(mode=0o700, exist_ok=True)
     if home.stat().st_uid != os.getuid() or home.stat().st_mode & 0o077:
         pytest.skip(f"{home} is not private to this user; not reusing it")
-    venv, ready = home / f"core-venv-{key}", home / f"core-venv-{key}.ready"
+    venv, ready = home / f"{name}-venv-{key}", home / f"{name}-venv-{key}.ready"
     python = venv / "bin" / "python"
     if not (ready.is_file() and ready.read_text() == key and python.is_file()):
         shutil.rmtree(venv, ignore_errors=True)
         ready.unlink(missing_ok=True)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-        install = subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True, timeout=900
+        install_run = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", *install], capture_output=True, text=True, timeout=1800
         )
-        if install.returncode != 0:
+        if install_run.returncode != 0:
             if not _pypi_reachable():
-                pytest.skip("offline: pip cannot reach PyPI to install the core dependencies")
-            pytest.fail(f"pip install of the core wheel failed: {install.stderr[-2000:]}")
+                pytest.skip(f"offline: pip cannot reach PyPI to build the {name} environment")
+            pytest.fail(f"pip install of the {name} environment failed: {install_run.stderr[-2000:]}")
         ready.write_text(key)
+    return python
+
+
+def _core_venv(wheel: Path) -> Path:
+    """An environment with the core wheel and only the dependencies it declares, installed by pip; the olb wheel
+    itself is reinstalled every time."""
+    python = _cached_venv("core", (ROOT / "pyproject.toml").read_bytes(), [str(wheel)])
     reinstall = subprocess.run(
         [str(python), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(wheel)],
         capture_output=True,
@@ -241,3 +250,55 @@ print(olb.__version__, result.metrics)
         text=True,
     ).stdout.strip()
     assert run.stdout.startswith(version + " "), run.stdout
+
+
+def _bounds_venv(bound: str) -> Path:
+    """An environment holding the lowest versions of the ranges (requirements-lowest.lock) or the highest ones
+    (the grid's and the cluster's declared requirements, as pip resolves them today), without olb."""
+    if bound == "lowest":
+        return _cached_venv("lowest", LOWEST_LOCK.read_bytes(), ["-r", str(LOWEST_LOCK)])
+    requirements = [str(r) for r in declared(("grid", "cluster"))]
+    return _cached_venv("highest", (ROOT / "pyproject.toml").read_bytes(), requirements)
+
+
+def _installed(python: Path) -> dict[str, str]:
+    listed = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format=json"],
+        env=_clean_env(),  # without PYTHONPATH: a checkout on it would list as an installed olb
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    return {normal_name(p["name"]): p["version"] for p in json.loads(listed)}
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("bound", ["lowest", "highest"])
+def test_pip_install_olb_and_olb_grid_into_an_environment_at_the_bounds_changes_nothing_there(wheel, bound):
+    """The resolver accepts the versions there: installing olb, then olb[grid], adds olb and nothing else."""
+    python = _bounds_venv(bound)
+    before = _installed(python)
+    assert "olb" not in before
+    try:
+        for target in (str(wheel), f"{wheel}[grid]"):
+            run = subprocess.run(
+                [str(python), "-m", "pip", "install", target],
+                env=_clean_env(),
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
+            assert run.returncode == 0, f"pip install {Path(target).name} failed: {run.stderr[-2000:]}"
+            after = _installed(python)
+            changed = {n: (before.get(n), v) for n, v in after.items() if before.get(n) != v and n != "olb"}
+            assert set(after) >= set(before) and not changed, f"pip install {Path(target).name} changed {changed}"
+    finally:
+        subprocess.run(
+            [str(python), "-m", "pip", "uninstall", "-y", "-q", "olb"],
+            env=_clean_env(),
+            capture_output=True,
+            timeout=120,
+        )
+        if _installed(python) != before:  # a failed check left it changed: built afresh next time
+            shutil.rmtree(python.parents[1])

