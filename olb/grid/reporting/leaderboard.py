@@ -5,8 +5,8 @@ The report is also written as data (:data:`RANKS_CSV`, :data:`RUNTIME_CSV`) for 
 
 The board of one metric is a table with one row per data set and one column per learner (the mean over the
 training permutations). Ranks are taken per data set (1 = best, ties share their mean rank) over the data sets
-on which every ranked learner has a figure (the Friedman test needs complete blocks: a learner missing on half of
-the data sets or more is listed, not ranked; then data sets missing a ranked learner go); the mean-rank table and
+on which every ranked learner has a figure (the Friedman test needs complete blocks: :func:`complete` keeps the
+data sets and learners that give the most figures; a learner left out is listed, not ranked); the mean-rank table and
 the diagram are drawn from the same ranks. Statistics come from scipy (Friedman) and scikit-posthocs
 (Nemenyi's all-pairs test after Friedman, and the diagram).
 
@@ -22,6 +22,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from olb.grid.messages import Status
@@ -31,11 +32,26 @@ RUNTIME_CSV = "train_us.csv"  # per data set and learner: training CPU µs per t
 
 
 def complete(board: pd.DataFrame) -> pd.DataFrame:
-    """The complete block the rank tests need: data sets without any figure go, then learners missing on half
-    of the rest or more (e.g. a learner that only runs on text data), then data sets still incomplete."""
+    """The complete block the rank tests need: the data sets and the learners with a figure on each of them that
+    give the most figures (ties: more data sets), e.g. every learner on the streams they all ran on rather than the
+    few learners that ran on every stream. Up to ``EXHAUSTIVE_DATASETS`` data sets every subset is tried; beyond,
+    learners missing on half of the data sets or more go, then data sets still incomplete."""
     board = board.dropna(axis=0, how="all")
-    board = board.loc[:, board.notna().sum() > len(board) / 2]
-    return board.dropna(axis=0, how="any")
+    if len(board) > EXHAUSTIVE_DATASETS:
+        board = board.loc[:, board.notna().sum() > len(board) / 2]
+        return board.dropna(axis=0, how="any")
+    has = board.notna().to_numpy()
+    best, best_size = np.zeros(len(board), dtype=bool), (0, 0)
+    for subset in range(1, 2 ** len(board)):
+        rows = np.array([(subset >> i) & 1 for i in range(len(board))], dtype=bool)
+        size = (int(rows.sum()) * int(has[rows].all(axis=0).sum()), int(rows.sum()))
+        if size > best_size:
+            best, best_size = rows, size
+    return board.loc[best, has[best].all(axis=0)]
+
+
+EXHAUSTIVE_DATASETS = 14
+"""Data sets up to which :func:`complete` tries every subset (2**14 boards of booleans: well under a second)."""
 
 
 def ranks(board: pd.DataFrame, lower_is_better: bool) -> pd.DataFrame:
