@@ -223,10 +223,11 @@ def warm_up(cls, params: dict) -> float:
 
     wanted = (*cls.optional_imports, *WEAK_LEARNER_IMPORTS.get(str(params.get("weak_learner")), ()))
     started = time.perf_counter()
-    for module in [module for module in wanted if module not in sys.modules]:
+    modules = [module for module in wanted if module not in sys.modules]
+    for module in modules:
         importlib.import_module(module)
-    cls.prepare_process()
-    return time.perf_counter() - started
+    prepared = cls.prepare_process()
+    return time.perf_counter() - started if modules or prepared else 0.0  # nothing to do: no time to count
 
 
 def check_before_loading(spec: CellSpec, cls, protocol: str) -> None:

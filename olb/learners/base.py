@@ -248,8 +248,10 @@ class OnlineLearner:
         return []
 
     @classmethod
-    def prepare_process(cls) -> None:
-        """Make this process ready to run the learner, once, before a cell's clock starts (the default: nothing)."""
+    def prepare_process(cls) -> bool:
+        """Make this process ready to run the learner, once, before a cell's clock starts; whether there was anything
+        to do (the default: nothing)."""
+        return False
 
     def predict_one(self, x: np.ndarray):
         raise NotImplementedError

@@ -118,24 +118,20 @@ def _code_problems(files) -> list[tuple[Path, str]]:
 
 
 @functools.cache
-def start_jvm() -> None:
-    """Start this process's JVM with MOA's jar, once (a JVM cannot restart in a process); refuses, naming what to
-    install, when the machine lacks it."""
+def start_jvm() -> bool:
+    """Start this process's JVM with MOA's jar, once (a JVM cannot restart in a process); whether it started now.
+    Refuses, naming what to install, when the machine lacks it."""
     problems = missing_requirements()
     if problems:
         raise RuntimeError(problems[0])
     import jpype
     import jpype.imports  # noqa: F401 - Java packages as Python modules
 
-    if not jpype.isJVMStarted():
-        # interrupt=False: Ctrl-C stays Python's (the JVM would otherwise take SIGINT over)
-        jpype.startJVM(
-            jvm_library(),
-            *JVM_OPTIONS,
-            classpath=[str(moa_jar())],
-            convertStrings=False,
-            interrupt=False,
-        )
+    if jpype.isJVMStarted():
+        return False
+    # interrupt=False: Ctrl-C stays Python's (the JVM would otherwise take SIGINT over)
+    jpype.startJVM(jvm_library(), *JVM_OPTIONS, classpath=[str(moa_jar())], convertStrings=False, interrupt=False)
+    return True
 
 
 LEAF_PREDICTIONS = ("MC", "NB", "NBAdaptive")
@@ -211,8 +207,8 @@ class MOALearner(OnlineLearner):
         return missing_requirements()
 
     @classmethod
-    def prepare_process(cls) -> None:
-        start_jvm()
+    def prepare_process(cls) -> bool:
+        return start_jvm()
 
     def _build(self):
         from moa.classifiers import Classifier
