@@ -67,6 +67,10 @@ def test_the_factors_are_checked_both_ways():
     assert [p.split(" predicted")[0] for p in slow.problems() + big.problems()] == ["CPU per example", "memory"]
     tiny = CostMeasurement("x", 400, 100.0, 100.0, 0.001, 0.04)  # both under the resolution
     assert tiny.problems() == []
+    # a model in a collected heap (MOA's JVM): the prediction bounds its live objects, however far above
+    assert CostMeasurement("x", 400, 100.0, 100.0, 50.0, 0.0, collected=True).problems() == []
+    under = CostMeasurement("x", 400, 100.0, 100.0, 1.0, 1.0 * MEMORY_FACTOR * 1.1, collected=True)
+    assert [p.split(" predicted")[0] for p in under.problems()] == ["memory"]
 
 
 USER_MODULE = """

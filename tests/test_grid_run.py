@@ -247,7 +247,9 @@ def test_progress_says_a_lost_node_at_once_and_counts_it():
     progress = Progress(4, stream=out)
     progress.node_lost("10.200.0.2", 2, running=1)
     assert out.getvalue().splitlines()[-1] == "[olb.grid] node 10.200.0.2 lost: 2 cells resubmitted"
-    assert progress.line().endswith(" nodes_lost=1") and "running=1" in progress.line()
+    progress.node_lost("10.200.0.3", 1, running=1, waiting=3)
+    assert out.getvalue().splitlines()[-1] == "[olb.grid] node 10.200.0.3 lost: 1 cell resubmitted with 3 waiting cells"
+    assert progress.line().endswith(" nodes_lost=2") and "running=1" in progress.line()
     progress.close()
 
 

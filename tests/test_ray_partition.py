@@ -9,6 +9,7 @@ PID), stops what it started by PID and removes the namespace by name."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -125,7 +126,8 @@ def test_a_partitioned_worker_costs_seconds_and_every_cell_is_recorded_once(part
     assert seconds < 120, (seconds, out[-3000:])
     lost = [line for line in out.splitlines() if f"node {WORKER_IP} lost:" in line]
     assert len(lost) == 1, out[-3000:]
-    assert lost[0].endswith("lost: 2 cells resubmitted"), lost  # the two running there, run again on the head
+    # the two running there, run again on the head, and the cells that had not started (Ray may queue them there)
+    assert re.search(r"lost: 2 cells resubmitted( with \d waiting cells?)?$", lost[0]), lost
     assert f"{CELLS} cells: {CELLS} run, 0 resumed, 0 failed" in out, out[-3000:]
     cells = pd.read_csv(tmp_path / "out" / "cells.csv")
     assert len(cells) == CELLS and cells["cell_id"].is_unique and (cells["status"] == "FINISHED").all()

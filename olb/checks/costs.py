@@ -8,12 +8,21 @@ sets what it measures beside what its cost model predicts for that stream's shap
   (:func:`olb.protocol.run_stream`, after a warm-up run that loads its kernels; the time spent loading or compiling
   kernels is not counted), against the model's mean over the same stream
   (:meth:`~olb.learners.costs.CostModel.stream_cost_s`, as the grid plans a cell);
-- **memory**: the peak resident memory the process gains while the learner is built and streams the rows (the
-  data and its scaled copy are made before, as the grid counts them apart), against the model's
-  ``model_memory_mb``, which predicts resident memory (what the grid asks Ray for). Measured in the process
-  (Linux, glibc): the freed heap given back first, large arrays mapped apart, so that the gain is the pages the
-  learner touches; ``tracemalloc`` would count an array reserved whole but touched in part (the VFDT forest's pool
-  of statistics) as whole. Each learner is measured in a fresh process of its own (:func:`measure_costs`).
+- **memory**: what the model holds once the learner is built and has streamed the rows (the data and its scaled
+  copy are made before, as the grid counts them apart), against the model's ``model_memory_mb``, which predicts
+  resident memory (what the grid asks Ray for). Measured after the CPU, in a fresh process of its own
+  (:func:`measure_costs`), as the larger of two figures: the peak resident memory the process gains (Linux,
+  glibc: the freed heap given back first, large arrays mapped apart, so that the gain is the pages the learner
+  touches; ``tracemalloc`` would count an array reserved whole but touched in part, the VFDT forest's pool of
+  statistics, as whole), and the Python objects alive at the end (``tracemalloc``'s count of Python's own
+  allocator: where the CPU's run left Python's memory arenas in part free, a model of small objects, river's
+  trees, fills them without the process gaining a page; measured 0.13 to 1.35 MB of resident memory for an
+  iSOUP tree of 5.97 MB of objects). A model in a garbage-collected heap of its own
+  (:meth:`~olb.learners.base.OnlineLearner.collected_heap_mb`: MOA's JVM) is measured there instead, as the live
+  objects it gains, and the prediction is checked not to fall below it by more than ``MEMORY_FACTOR``, with no
+  bound above: the JVM's
+  resident memory follows its collector (from -0.25 to 11 MB for the same learner on this stream), and what it
+  keeps resident beyond the live objects is in its footprint (``process_memory_mb``) or the model's margin.
 
 ``check_cost_model(cls)`` raises an ``AssertionError`` naming the learner when a prediction is off by more than
 ``CPU_FACTOR`` or ``MEMORY_FACTOR`` either way (a memory below ``MEMORY_RESOLUTION_MB`` counts as that much: the
@@ -29,6 +38,7 @@ import gc
 import multiprocessing
 import os
 import traceback
+import tracemalloc
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -78,6 +88,7 @@ class CostMeasurement:
     measured_us: float
     predicted_mb: float
     measured_mb: float
+    collected: bool = False  # measured as the live objects of a collected heap: the prediction only bounds it
 
     @property
     def cpu_ratio(self) -> float:
@@ -97,10 +108,11 @@ class CostMeasurement:
                 f"CPU per example predicted {self.predicted_us:.1f} us, measured {self.measured_us:.1f} us "
                 f"(x{self.cpu_ratio:.2f}, allowed x{1 / CPU_FACTOR:.2f} to x{CPU_FACTOR:g})"
             )
-        if not 1 / MEMORY_FACTOR <= self.memory_ratio <= MEMORY_FACTOR:
+        high = float("inf") if self.collected else MEMORY_FACTOR
+        if not 1 / MEMORY_FACTOR <= self.memory_ratio <= high:
             out.append(
                 f"memory predicted {self.predicted_mb:.3f} MB, measured {self.measured_mb:.3f} MB "
-                f"(x{self.memory_ratio:.2f}, allowed x{1 / MEMORY_FACTOR:.2f} to x{MEMORY_FACTOR:g})"
+                f"(x{self.memory_ratio:.2f}, allowed x{1 / MEMORY_FACTOR:.2f} to x{high:g})"
             )
         return out
 
@@ -191,24 +203,51 @@ def _measure(cls: type[OnlineLearner], cost_model: CostModel) -> CostMeasurement
         predicted_us=1e6 * predicted_s,
         measured_us=1e6 * cpu_s / data.n_examples,
         predicted_mb=cost_model.model_memory_mb(params, shape),
-        measured_mb=_peak_resident_mb(cls, data, phases, trim),
+        measured_mb=_model_mb(cls, data, phases, trim),
+        collected=cls.collected_heap_mb() is not None,
     )
 
 
-def _peak_resident_mb(
-    cls: type[OnlineLearner], data: Dataset, phases: list[Phase], trim: Callable[[int], int]
-) -> float:
-    """Peak resident MB the process gains from the learner's construction to the end of ``phases``, the rows read
-    (and scaled as the learner asks) before. The freed heap is given back first (glibc's ``malloc_trim``) and large
-    arrays are always mapped apart (:func:`_allocator`), so that what the learner touches is what the process
-    gains, at a page's resolution."""
+def _model_mb(cls: type[OnlineLearner], data: Dataset, phases: list[Phase], trim: Callable[[int], int]) -> float:
+    """MB the model holds from the learner's construction to the end of ``phases``, the rows read (and scaled as
+    the learner asks) before: in a collected heap of its own, the live objects it gains there; else the larger
+    of the peak resident MB the process gains and, in a second run under ``tracemalloc`` (whose own tables would
+    blur the first), the MB of Python objects alive at the end (module docstring). The freed heap is given back
+    first (glibc's ``malloc_trim``) and large arrays are always mapped apart (:func:`_allocator`), so that what
+    the learner touches is what the process gains, at a page's resolution."""
     unscored = [p.rows for p in phases if not p.scored]  # none in a prequential stream
     reader = RowReader(data, _make(cls, data), np.concatenate(unscored) if unscored else np.array([], dtype=np.int64))
     gc.collect()
     trim(0)
+    heap_start = cls.collected_heap_mb()
+    if heap_start is not None:
+        learner = _stream(cls, data, phases, reader)
+        heap_end = cls.collected_heap_mb() or 0.0  # the learner alive: its model counted
+        del learner
+        return max(0.0, heap_end - heap_start)
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # the peak (VmHWM) starts again at the resident memory now
     start = _status_mb("VmRSS")
+    learner = _stream(cls, data, phases, reader)
+    resident_mb = _status_mb("VmHWM") - start
+    del learner
+    gc.collect()
+    tracemalloc.start()
+    try:
+        return max(resident_mb, _python_objects_mb(_stream(cls, data, phases, reader)))
+    finally:
+        tracemalloc.stop()
+
+
+def _python_objects_mb(learner: OnlineLearner) -> float:
+    """MB that Python's own allocator holds for the objects alive now, ``learner`` among them (``tracemalloc``'s
+    domain 0: numpy's arrays, traced in a domain of their own, left out)."""
+    snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.DomainFilter(True, 0)])
+    return sum(stat.size for stat in snapshot.statistics("filename")) / 2**20
+
+
+def _stream(cls: type[OnlineLearner], data: Dataset, phases: list[Phase], reader: RowReader) -> OnlineLearner:
+    """A learner built and streamed through ``phases`` as the protocol runs it; the learner."""
     learner = _make(cls, data)
     for phase in learner_phases(learner, phases):
         if phase.block:
@@ -219,7 +258,7 @@ def _peak_resident_mb(
             prediction = learner.predict_one(x) if phase.scored or learner.predict_before_learn else None
             if phase.update:
                 learner.learn_one(x, _feedback(learner, prediction, data.Y[i]))
-    return _status_mb("VmHWM") - start
+    return learner
 
 
 @functools.cache

@@ -248,6 +248,14 @@ class OnlineLearner:
         return []
 
     @classmethod
+    def collected_heap_mb(cls) -> float | None:
+        """MB of live objects, after a full collection, in a garbage-collected heap of the learner's own runtime
+        outside Python's (MOA's JVM), where its model lives; None (the default) where the model lives in Python's
+        memory. The cost check (:mod:`olb.checks.costs`) measures such a model there: the process's resident memory
+        moves with the collector, not with the model."""
+        return None
+
+    @classmethod
     def prepare_process(cls) -> bool:
         """Make this process ready to run the learner, once, before a cell's clock starts; whether there was anything
         to do (the default: nothing)."""

@@ -23,6 +23,19 @@ ROUND_OVERHEAD_S = 8e-5
 """CPU seconds of one example of the stream spent outside the learner (copying and scaling the row, the metric
 updates of scored rows): the intercept of every family's fit on a finished multi-label grid (docs/grid.md)."""
 
+MULTICLASS_ROUND_OVERHEAD_S = 2.5e-5
+"""The same for one example of a multiclass stream: the row copied and its class scored, no label-set metric.
+best_vfdt's whole round, its tree included, measured 6.2-6.4 us on the synthetic stream of balance's shape of
+:mod:`olb.checks.costs`, and the same machine, busy, measured up to 5x more for a learner (Oza: 32 and 172 us);
+the figure is set between (2026-12-02, the 2-core AMD EPYC machine)."""
+
+
+def round_overhead_s(multiclass: bool) -> float:
+    """The protocol's CPU seconds per example outside the learner: ``MULTICLASS_ROUND_OVERHEAD_S`` on a multiclass
+    stream, ``ROUND_OVERHEAD_S`` on a multi-label one."""
+    return MULTICLASS_ROUND_OVERHEAD_S if multiclass else ROUND_OVERHEAD_S
+
+
 MB_PER_FLOAT = 8 / 2**20
 """Megabytes of one float64 (the memory formulas count floats)."""
 

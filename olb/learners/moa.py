@@ -36,6 +36,7 @@ jpype is imported when a learner is built or checked, never when the registry is
 from __future__ import annotations
 
 import functools
+import gc
 import importlib.util
 import os
 import sys
@@ -209,6 +210,19 @@ class MOALearner(OnlineLearner):
     @classmethod
     def prepare_process(cls) -> bool:
         return start_jvm()
+
+    @classmethod
+    def collected_heap_mb(cls) -> float:
+        """The JVM's heap in use after two full collections (the first may leave what the second takes: objects
+        that Python's proxies released only now), in MB; Python's collector run first, so that no proxy of a
+        dropped model holds it."""
+        from java.lang import Runtime, System
+
+        gc.collect()
+        System.gc()
+        System.gc()
+        runtime = Runtime.getRuntime()
+        return (runtime.totalMemory() - runtime.freeMemory()) / 2**20
 
     def _build(self):
         from moa.classifiers import Classifier

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from olb.learners.base import StreamShape
-from olb.learners.costs import ROUND_OVERHEAD_S, CostModel, Params
+from olb.learners.costs import CostModel, Params, round_overhead_s
 
 JVM_FOOTPRINT_MB = 200.0
 """Resident MB a process gains from its JVM, apart from MOA's models: 50 MB when it starts with MOA's jar, 100-150 MB
@@ -70,7 +70,7 @@ class MOACost(CostModel):
 
     def cost_per_example_s(self, params: Params, shape: StreamShape) -> float:
         units = UNIT_COST_S[self.name] * self._units(params, shape)
-        return ROUND_OVERHEAD_S + CROSSING_S + TREE_COST_S * self._trees(params) + units
+        return round_overhead_s(not self.multi_label) + CROSSING_S + TREE_COST_S * self._trees(params) + units
 
     def model_memory_mb(self, params: Params, shape: StreamShape) -> float:
         """``UNIT_BYTES`` per unit, and ``TREE_BYTES`` per multiclass tree, at most the JVM's heap (``heap_mb``)."""

@@ -19,10 +19,12 @@ HEARTBEAT = None  # yielded when nothing finished within a second, so that the p
 
 @dataclass(frozen=True)
 class NodeLost:
-    """Yielded when a node was declared dead: its IP and how many of its running tasks were submitted again."""
+    """Yielded when a node was declared dead: its IP, how many of its running tasks were submitted again, and how
+    many tasks that had not started anywhere were submitted again with them (Ray may have queued them there)."""
 
     ip: str
     resubmitted: int
+    waiting: int = 0
 
 
 class Backend(ABC):

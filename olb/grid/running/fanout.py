@@ -60,7 +60,7 @@ def fan_out(
                 progress.heartbeat(backend.running)
                 continue
             if isinstance(message, NodeLost):
-                progress.node_lost(message.ip, message.resubmitted, backend.running)
+                progress.node_lost(message.ip, message.resubmitted, backend.running, message.waiting)
                 continue
             on_result(message)
             stats.n_done += 1

@@ -103,12 +103,15 @@ class Progress:
         self.bar.refresh()
         self._maybe_line()
 
-    def node_lost(self, ip: str, resubmitted: int, running: int) -> None:
-        """A node was declared dead; ``resubmitted`` of its cells run again elsewhere."""
+    def node_lost(self, ip: str, resubmitted: int, running: int, waiting: int = 0) -> None:
+        """A node was declared dead; ``resubmitted`` of its cells run again elsewhere, and ``waiting`` cells that
+        had not started were submitted again with them."""
         self.nodes_lost += 1
         self.running = running
         self._postfix()
         said = f"[olb.grid] node {ip} lost: {resubmitted} {self.unit}{'' if resubmitted == 1 else 's'} resubmitted"
+        if waiting:
+            said += f" with {waiting} waiting {self.unit}{'' if waiting == 1 else 's'}"
         if self.tty:
             self.bar.write(said, file=self.stream)
         else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from olb.learners.base import StreamShape
-from olb.learners.costs import ROUND_OVERHEAD_S, CostModel, Params
+from olb.learners.costs import CostModel, Params, round_overhead_s
 from olb.weak import VFDTForest
 
 FOREST_COST = {
@@ -33,7 +33,7 @@ UNKNOWN_CARDINALITY = 4.0
 
 @dataclass(frozen=True)
 class ForestCost(CostModel):
-    """A booster's planned CPU per row: the protocol's ``ROUND_OVERHEAD_S`` plus its N trees' (and its own
+    """A booster's planned CPU per row: the protocol's share (:func:`~olb.learners.costs.round_overhead_s`) plus its N trees' (and its own
     per-label arithmetic's) work, one formula for every booster over the compiled VFDT forest:
 
         margin x N x [predict_s x k + learning x learn_s x c x fed^fed_exponent x k^label_exponent
@@ -56,10 +56,10 @@ class ForestCost(CostModel):
 
     def cost_per_example_s(self, params: Params, shape: StreamShape) -> float:
         fed, learning = self._fed_labels(params, shape), self._learning(params)
-        return ROUND_OVERHEAD_S + forest_cost_s(params, shape, fed, learning, self.trees_power)
+        return round_overhead_s(self.multiclass) + forest_cost_s(params, shape, fed, learning, self.trees_power)
 
     def predict_cost_s(self, params: Params, shape: StreamShape) -> float:
-        return ROUND_OVERHEAD_S + forest_cost_s(params, shape, 0.0, 0.0)
+        return round_overhead_s(self.multiclass) + forest_cost_s(params, shape, 0.0, 0.0)
 
     def model_memory_mb(self, params: Params, shape: StreamShape) -> float:
         covariates = params["num_covariates"] or shape.n_features

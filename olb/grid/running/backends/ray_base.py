@@ -190,21 +190,23 @@ class RayBackend(Backend):
         return (self._remote.options(memory=memory) if memory else self._remote).remote(task, self.worker_memory_mb)
 
     def _resubmit_lost(self, ray: ModuleType) -> list[NodeLost]:
-        """Cancel the cells of each node declared dead since the last call and submit them again; one notice a
-        node."""
+        """Cancel the cells of each node declared dead since the last call and submit them again, and with them
+        the cells not started anywhere yet: Ray may have queued them on that node (granted a worker there before
+        the partition), where they would wait a minute or more for Ray to give up on it. One notice a node."""
         assert self._nodes is not None, "run before start()"
         notices = []
         for node in self._nodes.dead():
             on_node = self._nodes.nodes_of(list(self._in_flight))
             lost = [ref for ref, node_id in on_node.items() if node_id == node.node_id]
-            for ref in lost:
+            waiting = [ref for ref in self._in_flight if ref not in on_node]
+            for ref in lost + waiting:
                 task = self._in_flight.pop(ref)
                 try:
                     ray.cancel(ref, force=True)
                 except Exception:  # noqa: BLE001 - its node is gone: nothing to stop there
                     pass
                 self._in_flight[self._submit(task)] = task
-            notices.append(NodeLost(node.ip, len(lost)))
+            notices.append(NodeLost(node.ip, len(lost), len(waiting)))
         return notices
 
     def run(self, tasks: Sequence[Task]) -> Iterator[Answer | NodeLost | None]:
