@@ -267,6 +267,7 @@ def check_sparse_rows_give_the_dense_results(cls):
     from olb.protocol import make_phases, run_stream
 
     sparse = sparse_multilabel_stream()
+    assert not isinstance(sparse.X, np.ndarray), "the sparse stream is CSR"
     dense = Dataset(sparse.name, sparse.X.toarray(), sparse.Y, sparse.task, sparse.feature_names,
                     sparse.label_names, sparse.n_train)  # fmt: skip
     phases = make_phases(dense, "train_frozen", rng=np.random.default_rng(0))

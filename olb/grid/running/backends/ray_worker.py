@@ -20,6 +20,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable
+from typing import Any, cast
 
 from olb.grid.messages import Answer, Task
 from olb.grid.running.backends.ray_node_loss import announce_node
@@ -78,7 +79,8 @@ def end_after_this_task() -> bool:
 
     try:
         manager = ray._private.worker.global_worker.function_actor_manager
-        counts = manager._num_task_executions
+        # calls per function (Ray's own annotation of the attribute, when its body is checked, says otherwise)
+        counts = cast(dict[Any, int], manager._num_task_executions)
         ours = [d.function_id for d, info in manager.execution_infos.items() if info.max_calls == UNREACHED_CALLS]
         for function_id in ours:
             counts[function_id] = UNREACHED_CALLS - 1
