@@ -14,7 +14,7 @@ Each setting of ``--grid`` makes ``--seeds`` runs of the paper's protocol (seed 
   sets (olb's reading: relevant and irrelevant sides weigh the same) or plain sums (every violated label weighs 1,
   so the many irrelevant labels dominate and push the threshold up).
 
-Printed per setting: mean x100 over the seeds of paper 002's seven metrics (olb/metrics.py's ``_unlabelled1``
+Printed per setting: mean x100 over the seeds of paper 002's seven metrics (olb/metrics/registry.py's ``_unlabelled1``
 conventions), the std of F1 and MicroF1 over the seeds, and under the other conventions: Psn/Rcal/F1 with an
 empty ratio scoring 0 (``precision``, ``recall``, ``f1``), ``macro_f1_absent1`` and the ranking loss without
 the unlabelled rows (``ranking_loss``). These are test figures of given settings: descriptive, never a

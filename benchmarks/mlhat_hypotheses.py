@@ -144,7 +144,7 @@ def _model(code: str, seed: int):
 
 
 def _five(P: np.ndarray, Y: np.ndarray) -> dict[str, float]:
-    """The table's five metrics (olb/metrics.py's mlhat_*: 0/0 = 0) of label sets ``P`` against ``Y``."""
+    """The table's five metrics (olb/metrics/registry.py's mlhat_*: 0/0 = 0) of label sets ``P`` against ``Y``."""
     both = (P & Y).sum(1)
     sizes = P.sum(1) + Y.sum(1)
     tp, fp, fn = (P & Y).sum(0), (P & ~Y).sum(0), (~P & Y).sum(0)

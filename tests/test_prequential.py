@@ -1,6 +1,6 @@
 """The prequential protocols (the whole stream predicted, scored, then learned), the MLHAT table's metrics against
 river's own metric objects, abstaining predictions, running min-max scaling and windowed curves (olb/protocol.py,
-olb/metrics.py)."""
+olb/metrics/)."""
 
 import numpy as np
 import pytest
