@@ -5,7 +5,7 @@ boundary, or outside them (the interpreter, numpy).
         seed=1 num_learners=100 authors_weights=true
     python benchmarks/profile_share.py profile.txt
 
-Only the samples inside the stream (``olb.protocol._run_stream``) count. A sample is in a kernel's body when its
+Only the samples inside the stream (``olb.protocol.stream._run_stream``) count. A sample is in a kernel's body when its
 stack holds a compiled function of olb (a native frame ``olb::...`` of the kernels' extension, with whatever it
 calls: the C library's ``log2``, scipy's normal CDF); at the boundary when the deepest frame of the extension is
 its argument wrapper (``_pycc_method_...``, numba's reference counting) or the argument checks of
@@ -18,7 +18,7 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
-STREAM = "_run_stream (olb/protocol.py"
+STREAM = "_run_stream (olb/protocol/stream.py"
 CHECKS = "(olb/kernels.py:"
 
 
@@ -48,7 +48,7 @@ def main() -> None:
     args = parser.parse_args()
     counts, total = shares(args.profile)
     if not total:
-        raise SystemExit(f"{args.profile}: no sample inside the stream (olb.protocol._run_stream)")
+        raise SystemExit(f"{args.profile}: no sample inside the stream (olb.protocol.stream._run_stream)")
     print(f"{total} samples in the stream: " + ", ".join(f"{k} {100 * counts[k] / total:.1f}%" for k in
           ("body", "boundary", "outside")))  # fmt: skip
 

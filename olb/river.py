@@ -19,7 +19,7 @@ names, unless ``features=`` and ``labels=`` give them up front.
   ``progressive_val_score`` then skips the metric update) unless ``features`` and ``labels`` were given.
 
 **Same results as olb's protocol.** ``learn_one(x, y)`` right after ``predict_one(x)`` (or ``score_one``) on
-an equal x learns from that round's prediction, as olb's protocol does (``olb/protocol.py``: predict, then
+an equal x learns from that round's prediction, as olb's protocol does (``olb/protocol/stream.py``: predict, then
 learn from the feedback built from the prediction), without predicting again; otherwise it predicts first
 where the learner needs its prediction to learn (``predict_before_learn``, top-k feedback), as the protocol's
 training rounds do. So, for the same seed and the same rows in the same order, ``progressive_val_score`` gives
@@ -59,7 +59,7 @@ import numpy as np
 from river import base
 
 from olb.learners.base import OnlineLearner, StreamShape
-from olb.protocol import _feedback_builder
+from olb.protocol.feedback_builders import _feedback_builder
 from olb.registry import ALGORITHMS
 
 PROTOCOL_PARAMS = ("feature_scaling", "init_fraction")  # set by the stream here (module docstring)

@@ -1,5 +1,5 @@
 """The prequential protocols (the whole stream predicted, scored, then learned), the MLHAT table's metrics against
-river's own metric objects, abstaining predictions, running min-max scaling and windowed curves (olb/protocol.py,
+river's own metric objects, abstaining predictions, running min-max scaling and windowed curves (olb/protocol/,
 olb/metrics/)."""
 
 import numpy as np
@@ -15,7 +15,8 @@ from olb.data import load_with_provenance
 from olb.data.dataset import Dataset
 from olb.learners.base import OnlineLearner
 from olb.learners.params import FEATURE_SCALING
-from olb.protocol import _minmax, make_phases, run_stream
+from olb.protocol import make_phases, run_stream
+from olb.protocol.rows import _minmax
 from olb.registry import get_algorithm
 
 

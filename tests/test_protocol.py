@@ -122,10 +122,10 @@ def test_a_cell_runs_from_the_command_line(capsys):
 
 def test_a_training_pass_reaches_learn_pass_in_blocks_in_order(monkeypatch):
     """Dense blocks of PASS_BLOCK_BYTES, in the phase's order, give the model row-by-row learning gives."""
-    import olb.protocol
+    import olb.protocol.stream
 
     data = _dataset(n_train=40)
-    monkeypatch.setattr(olb.protocol, "PASS_BLOCK_BYTES", 16 * 8 * 4 + 7)  # 16 rows of 4 float64 features
+    monkeypatch.setattr(olb.protocol.stream, "PASS_BLOCK_BYTES", 16 * 8 * 4 + 7)  # 16 rows of 4 float64 features
     blocks, results = [], []
     for passes in (True, False):
         learner = Recorder(4, 3)

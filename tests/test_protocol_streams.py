@@ -1,5 +1,5 @@
 """What a learner's declarations do to its stream: training order by seed, initial block, rounds without a
-prediction, feature scaling and sparse rows (olb/protocol.py)."""
+prediction, feature scaling and sparse rows (olb/protocol/)."""
 
 import numpy as np
 import pytest

@@ -193,7 +193,7 @@ def check_invalid_hyperparameters_are_refused(cls):
 
 def check_predicts_before_learning_what_it_declares(cls):
     """Predictions before and while learning are the declared outputs: finite scores, 0/1 label vectors, classes;
-    before its first example a learner may abstain instead (``None``, olb/protocol.py), never after it."""
+    before its first example a learner may abstain instead (``None``, olb/protocol/stream.py), never after it."""
     data = stream_for(cls)
     learner = _make(cls, data)
     before = [*_predictions(learner, data, range(2)), *_train(learner, data, range(1))]

@@ -25,7 +25,7 @@ and logistic regression saturate to exactly 0 or 1 beyond a margin of 30: ties i
 ``predict_one`` (the more probable value of each label; for ``mcc``, the sampled label sets' best). Before its first
 example a learner abstains (``predict_one`` returns ``None``): river's multi-output models learn their labels from
 the examples and predict an empty dict until then, which river's progressive validation, and so the MLHAT table,
-does not score (olb/protocol.py). river is imported when a learner is built, never when the registry is.
+does not score (olb/protocol/stream.py). river is imported when a learner is built, never when the registry is.
 """
 
 from __future__ import annotations

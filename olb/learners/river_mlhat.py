@@ -39,7 +39,7 @@ disappeared: each learner's docstring says which, and how it is rebuilt.
   relevant when it exceeds 0.5 (the table does not say how it turned them into label sets).
 - **First example.** Before it a learner abstains (``predict_one`` returns ``None``): the table's wrapper builds
   its classifiers from the first example and predicts an empty dict until then, which river's progressive
-  validation does not score (olb/protocol.py).
+  validation does not score (olb/protocol/stream.py).
 - **Seeds.** The learners that draw (HAT's bootstrap, ARF, AMF, MT, the ADWIN ensembles) take river's ``seed``
   from the learner's seed, one draw, so a seed fixes the result; every label's copy starts from that seed, as in
   the table's wrapper.

@@ -83,7 +83,7 @@ mean over the labels of the per-label value. Registered names (the formula each 
 Their values equal river's metric objects fed the same predictions to within 1e-12 (river keeps running means
 and sums in another order). The table does not score an example whose prediction is an empty dict (river's
 progressive validation): a learner that returns ``None`` from ``predict_one`` (it has nothing to predict yet)
-is not scored on that example by any metric (``olb/protocol.py``).
+is not scored on that example by any metric (``olb/protocol/stream.py``).
 
 Registry and use from an evaluation loop
 ----------------------------------------
