@@ -324,14 +324,14 @@ def _numpy_mbbm_chain(H, tie, costs, horizons, which):
 def test_mbbm_chain_is_numpys(k):
     """OnlineMBBM's compiled chain over its state memo (C and D, both horizons) against the per-learner numpy loop,
     over many rounds, so that the chain resumes at new states and runs through states met before."""
-    from olb.learners.boosting.multiclass import MBBMCosts, _StateMemo
+    from olb.learners.boosting.multiclass.mbbm_memo import MBBMCosts, StateMemo
 
     rng = np.random.default_rng(k)
     N = 30 if k > 5 else 60
     costs = MBBMCosts(k, 0.1)
     for which, shift in ((2, 1), (0, 0)):
         horizons = [N - i - shift for i in range(N)]
-        memo = _StateMemo(costs, horizons, which, k)
+        memo = StateMemo(costs, horizons, which, k)
         for _ in range(40):
             H = rng.dirichlet(np.ones(k) * rng.uniform(0.05, 2.0), size=N)
             H[:, 0] += rng.uniform(0.0, 1.0)  # a favourite: chains that meet the same states again
