@@ -206,7 +206,7 @@ def test_adaolmr_round_is_numpys():
 
 
 def _numpy_pairwise_cost_vectors(S, relevant, horizons, law, margin):
-    """PairwisePotential.cost_vectors as it was in numpy (law: a ``_DifferenceLaw``)."""
+    """PairwisePotential.cost_vectors as it was in numpy (law: a ``DifferenceLaw``)."""
     rel, irr = np.flatnonzero(relevant), np.flatnonzero(~relevant)
     C = np.zeros(S.shape)
     t = margin + S[:, None, irr] - S[:, rel, None]  # (m, |Y|, |Y^c|)
@@ -251,7 +251,7 @@ def test_pairwise_cost_vectors_and_onlinebmr_round_are_numpys(k):
 
 
 def _numpy_pair_cost_vector(s, a_idx, b_idx, w, n, law, margin):
-    """TopkPairPotential.cost_vector as it was in numpy (law: a ``_DifferenceLaw``)."""
+    """TopkPairPotential.cost_vector as it was in numpy (law: a ``DifferenceLaw``)."""
     k = s.size
     h = law.hinge_and_steps(margin + s[b_idx] - s[a_idx], n) * w[:, None]  # (P, 3)
     c = np.full(k, h[:, 0].sum())

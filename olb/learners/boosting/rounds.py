@@ -446,7 +446,7 @@ def pairwise_cost_vectors(
     row's entry of ``horizons``; ``relevant`` a boolean (k,) mask. Returns (m, k); zeros if |Y| is 0 or k.
 
     ``table``, ``offset``, ``top`` are the tabulated law of D_n of
-    :class:`~olb.learners.boosting.potentials._DifferenceLaw` (its slope/intercept rows over floor(t)). For each pair
+    :class:`~olb.learners.boosting.potentials.draws.DifferenceLaw` (its slope/intercept rows over floor(t)). For each pair
     (l in Y, r notin Y), t = margin + s[r] - s[l] gives h(t), h(t - 1) - h(t) and h(t + 1) - h(t) (one table row,
     each value t * slope + intercept, two roundings); c = (sum of h + the steps of the pairs containing l) / (|Y||Y^c|).
     The sums add in numpy's order on its (m, |Y|, |Y^c|, 3) array of these values: the steps of relevant l and
