@@ -1,6 +1,6 @@
 """The boosters' compiled per-round arithmetic equals the numpy expressions it replaced, bit for bit.
 
-Each reference below is the numpy code the boosters ran before ``olb/learners/boosting/rounds.py``, with the two
+Each reference below is the numpy code the boosters ran before ``olb/learners/boosting/rounds/``, with the two
 operations whose bits depend on the processor replaced by processor-independent ones (``tests/compiled_support.py``):
 ``np.exp`` by the C library's ``exp`` that the kernels call, and BLAS's ``@`` on (2, k) @ (k, k) by its definition
 in the kernel, one fused multiply-add per term in order. The comparisons are exact (``np.array_equal``), on random

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from olb.kernels import KernelModule
 from olb.learners.base import Param
-from olb.learners.boosting.common import hedge_draw, hedge_init, rounds
+from olb.learners.boosting.common import hedge_draw, hedge_init
 from olb.learners.boosting.costs import ForestCost
 from olb.learners.boosting.multiclass.booster import AUTHORS_WEIGHT_FLOOR, MulticlassBooster
 from olb.registry import register
+
+adaolm_rounds = KernelModule("olb.learners.boosting.rounds.adaolm")
 
 AUTHORS_FIRST_WEIGHT = 5.0  # Adaboost.OLM in the authors' code: tree 1 always gets weight 5
 
 
 def logistic_cost_matrix(s: np.ndarray) -> np.ndarray:
     """The (k, k) cost matrix C of eq. (9) at the votes ``s``: row r is the gradient of L^r(s)."""
-    G, rows = rounds.logistic_cost_parts(np.asarray(s, float)[None])
+    G, rows = adaolm_rounds.logistic_cost_parts(np.asarray(s, float)[None])
     C = G[0].copy()
     np.fill_diagonal(C, -rows[0])
     return C
@@ -51,12 +54,13 @@ class AdaBoostOLM(MulticlassBooster):
         self.hedge = hedge_init(self.num_learners)
 
     def _weak_predictions(self, H, tie):
-        """The chain l^i = argmin_l h^i . C(s^{i-1})[:, l], one learner after the other (:func:`adaolm_chain`)."""
-        labels, states = rounds.adaolm_chain(H, tie, self.alpha)
+        """The chain l^i = argmin_l h^i . C(s^{i-1})[:, l], one learner after the other
+        (:func:`~olb.learners.boosting.rounds.adaolm.adaolm_chain`)."""
+        labels, states = adaolm_rounds.adaolm_chain(H, tie, self.alpha)
         return labels, states, self._weights_at(states[:-1])
 
     def _weights_at(self, states):
-        return rounds.logistic_cost_parts(states)[1] / (self.n_labels - 1)
+        return adaolm_rounds.logistic_cost_parts(states)[1] / (self.n_labels - 1)
 
     def _importance_weights(self, paper_weights):
         if not self.authors_weights:
@@ -70,6 +74,6 @@ class AdaBoostOLM(MulticlassBooster):
 
     def _update_booster(self, r, y):
         eta = 2.0 * np.sqrt(2.0) / ((self.n_labels - 1) * np.sqrt(self.t))
-        self.alpha, self.hedge = rounds.adaolm_update(
+        self.alpha, self.hedge = adaolm_rounds.adaolm_update(
             r.states, r.labels, r.experts, self.alpha, self.hedge, y, eta, self.authors_gradient
         )

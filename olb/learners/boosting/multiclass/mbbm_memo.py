@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from olb.learners.boosting.common import rounds
+from olb.kernels import KernelModule
 from olb.learners.boosting.potentials import baseline, mbbm_cost_matrix
+
+mbbm_rounds = KernelModule("olb.learners.boosting.rounds.mbbm")
 
 
 class MBBMCosts:
@@ -110,9 +112,10 @@ class MBBMCosts:
 
 
 class StateMemo:
-    """The vote states one OnlineMBBM learner has met, as arrays for :func:`~olb.learners.boosting.rounds.mbbm_chain`:
-    node v holds a state s (sum(s) votes cast, so learner sum(s) + 1 is next), its weights W and the matrix the
-    learner predicts with (C or D, copies of :meth:`MBBMCosts.get`'s), and its successors s + e_l (-1: not met yet).
+    """The vote states one OnlineMBBM learner has met, as arrays for
+    :func:`~olb.learners.boosting.rounds.mbbm.mbbm_chain`: node v holds a state s (sum(s) votes cast, so learner
+    sum(s) + 1 is next), its weights W and the matrix the learner predicts with (C or D, copies of
+    :meth:`MBBMCosts.get`'s), and its successors s + e_l (-1: not met yet).
     Cleared when it would hold more than ~``MAX_BYTES`` (its arrays plus ~300 bytes of Python objects per node),
     which changes no value: ~100,000 states for k = 5, ~10,000 for k = 26.
     """
@@ -164,7 +167,7 @@ class StateMemo:
         weights = np.empty((N, k))
         i, v = 0, 0
         while True:
-            i, v = rounds.mbbm_chain(H, tie, i, v, self.child, self.matrices, self.weights, labels, weights)
+            i, v = mbbm_rounds.mbbm_chain(H, tie, i, v, self.child, self.matrices, self.weights, labels, weights)
             if i == N:
                 return labels, weights
             s = self.states[v].copy()

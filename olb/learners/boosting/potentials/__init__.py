@@ -8,7 +8,7 @@ estimate it by Monte Carlo with M = 100 samples; here it is computed exactly.
   only sees D_n = X_l - X_r, whose law is a trinomial marginal shared by all pairs. ``DifferenceLaw``
   (:mod:`~olb.learners.boosting.potentials.draws`, with the baselines) tabulates it once per baseline, so a
   pair costs O(1) and a cost vector O(|Y| |Y^c|) work (OnlineBMR's: one compiled call per round,
-  ``olb.learners.boosting.rounds.pairwise_cost_vectors``; TopOpt's ``pair_cost_vectors``).
+  ``olb.learners.boosting.rounds.potentials.pairwise_cost_vectors``; TopOpt's ``pair_cost_vectors``).
 - 0-1 loss (OnlineMBBM; :mod:`~olb.learners.boosting.potentials.zero_one`): ``ZeroOnePotential`` conditions on
   X_r and counts bounded occupancies with truncated exponential generating functions (see its docstring).
 - The losses themselves and the authors' Monte Carlo estimate: :mod:`~olb.learners.boosting.potentials.losses`.

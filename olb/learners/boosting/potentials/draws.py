@@ -85,7 +85,7 @@ class DifferenceLaw:
     @property
     def tables(self) -> tuple[np.ndarray, float, float]:
         """(table, offset, top): the rows, the offset added to t and the last row index, as the compiled cost
-        vectors read them (:mod:`olb.learners.boosting.rounds`)."""
+        vectors read them (:mod:`olb.learners.boosting.rounds.potentials`)."""
         return self._tab, self._off, self._top
 
     def _rows(self, t, n):

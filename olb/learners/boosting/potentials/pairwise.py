@@ -16,7 +16,7 @@ from olb.learners.boosting.potentials.draws import (
 )
 from olb.learners.boosting.potentials.losses import split_relevance
 
-rounds = KernelModule("olb.learners.boosting.rounds")
+rounds = KernelModule("olb.learners.boosting.rounds.potentials")
 
 
 class PairwisePotential:
@@ -95,8 +95,8 @@ class PairwisePotential:
         OnlineBMR needs one per weak learner (state s^{i-1}, horizon N - i) on every example.
         Adding e_l only moves the pairs containing l (their hinge argument by -1 if l in Y, +1 if
         not), so c = phi^n(s) + row / column corrections: O(|Y||Y^c|) work per state, one table row per pair.
-        Computed by the compiled :func:`~olb.learners.boosting.rounds.pairwise_cost_vectors` (bit-identical to
-        the numpy expression it replaced, ``tests/test_rounds.py``).
+        Computed by the compiled :func:`~olb.learners.boosting.rounds.potentials.pairwise_cost_vectors`
+        (bit-identical to the numpy expression it replaced, ``tests/test_rounds.py``).
         """
         horizons = checked_horizons(horizons, self.num_learners)
         S = np.asarray(S, float)
@@ -109,7 +109,7 @@ class PairwisePotential:
 
     def law_tables(self, n_relevant: int) -> tuple[np.ndarray, float, float]:
         """(table, offset, top) of ``law(n_relevant)``, the arguments of the compiled cost vectors
-        (:func:`~olb.learners.boosting.rounds.pairwise_cost_vectors`)."""
+        (:func:`~olb.learners.boosting.rounds.potentials.pairwise_cost_vectors`)."""
         return self.law(n_relevant).tables
 
 
@@ -151,8 +151,8 @@ class TopkPairPotential:
 
     def cost_vectors(self, S, a_idx, b_idx, horizons, weights=None) -> np.ndarray:
         """Row i: c[l] = Phi-hat^{horizons[i]}(S[i] + e_l), shape (rows, m); one compiled call
-        (:func:`~olb.learners.boosting.rounds.pair_cost_vectors`, bit-identical to the numpy expression it replaced,
-        ``tests/test_rounds.py``). TopOpt needs one per weak learner (state s^{i-1}, horizon N - i)."""
+        (:func:`~olb.learners.boosting.rounds.potentials.pair_cost_vectors`, bit-identical to the numpy expression it
+        replaced, ``tests/test_rounds.py``). TopOpt needs one per weak learner (state s^{i-1}, horizon N - i)."""
         horizons = checked_horizons(horizons, self.num_learners)
         S = np.asarray(S, float)
         a_idx = np.asarray(a_idx, np.intp)
