@@ -12,7 +12,6 @@ from olb.learners.boosting.potentials import (
     PairwisePotential,
     TopkPairPotential,
     ZeroOnePotential,
-    _DifferenceLaw,
     baseline,
     baseline_probs,
     mbbm_cost_matrix,
@@ -22,6 +21,7 @@ from olb.learners.boosting.potentials import (
     zero_one_loss,
     zero_one_potential,
 )
+from olb.learners.boosting.potentials.draws import DifferenceLaw
 
 N_MC = 200_000  # Monte Carlo samples per check; tolerance 5 standard errors
 
@@ -69,7 +69,7 @@ def test_baseline_is_the_biased_uniform():
 @pytest.mark.parametrize("p, q", [(0.3, 0.2), (0.5, 0.0), (0.1, 0.1)])
 def test_difference_law_is_the_trinomial_marginal_and_hinge_is_exact(p, q):
     n_max = 8
-    law = _DifferenceLaw(n_max, p, q)
+    law = DifferenceLaw(n_max, p, q)
     for n in range(n_max + 1):
         X = _compositions(n, 3)
         logp = gammaln(n + 1) - gammaln(X + 1).sum(1) + xlogy(X, [p, q, 1 - p - q]).sum(1)

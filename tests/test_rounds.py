@@ -1,6 +1,6 @@
 """The boosters' compiled per-round arithmetic equals the numpy expressions it replaced, bit for bit.
 
-Each reference below is the numpy code the boosters ran before ``olb/learners/boosting/rounds.py``, with the two
+Each reference below is the numpy code the boosters ran before ``olb/learners/boosting/rounds/``, with the two
 operations whose bits depend on the processor replaced by processor-independent ones (``tests/compiled_support.py``):
 ``np.exp`` by the C library's ``exp`` that the kernels call, and BLAS's ``@`` on (2, k) @ (k, k) by its definition
 in the kernel, one fused multiply-add per term in order. The comparisons are exact (``np.array_equal``), on random
@@ -206,7 +206,7 @@ def test_adaolmr_round_is_numpys():
 
 
 def _numpy_pairwise_cost_vectors(S, relevant, horizons, law, margin):
-    """PairwisePotential.cost_vectors as it was in numpy (law: a ``_DifferenceLaw``)."""
+    """PairwisePotential.cost_vectors as it was in numpy (law: a ``DifferenceLaw``)."""
     rel, irr = np.flatnonzero(relevant), np.flatnonzero(~relevant)
     C = np.zeros(S.shape)
     t = margin + S[:, None, irr] - S[:, rel, None]  # (m, |Y|, |Y^c|)
@@ -251,7 +251,7 @@ def test_pairwise_cost_vectors_and_onlinebmr_round_are_numpys(k):
 
 
 def _numpy_pair_cost_vector(s, a_idx, b_idx, w, n, law, margin):
-    """TopkPairPotential.cost_vector as it was in numpy (law: a ``_DifferenceLaw``)."""
+    """TopkPairPotential.cost_vector as it was in numpy (law: a ``DifferenceLaw``)."""
     k = s.size
     h = law.hinge_and_steps(margin + s[b_idx] - s[a_idx], n) * w[:, None]  # (P, 3)
     c = np.full(k, h[:, 0].sum())
@@ -324,14 +324,14 @@ def _numpy_mbbm_chain(H, tie, costs, horizons, which):
 def test_mbbm_chain_is_numpys(k):
     """OnlineMBBM's compiled chain over its state memo (C and D, both horizons) against the per-learner numpy loop,
     over many rounds, so that the chain resumes at new states and runs through states met before."""
-    from olb.learners.boosting.multiclass import MBBMCosts, _StateMemo
+    from olb.learners.boosting.multiclass.mbbm_memo import MBBMCosts, StateMemo
 
     rng = np.random.default_rng(k)
     N = 30 if k > 5 else 60
     costs = MBBMCosts(k, 0.1)
     for which, shift in ((2, 1), (0, 0)):
         horizons = [N - i - shift for i in range(N)]
-        memo = _StateMemo(costs, horizons, which, k)
+        memo = StateMemo(costs, horizons, which, k)
         for _ in range(40):
             H = rng.dirichlet(np.ones(k) * rng.uniform(0.05, 2.0), size=N)
             H[:, 0] += rng.uniform(0.0, 1.0)  # a favourite: chains that meet the same states again

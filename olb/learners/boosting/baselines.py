@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from olb.kernels import KernelModule
 from olb.learners.base import OnlineLearner, RoundCache
 from olb.learners.boosting.common import (
     ALL_FEATURES_PARAM,
     NUM_LEARNERS,
     WEAK_LEARNER,
     build_weak_learners,
-    rounds,
 )
 from olb.weak import VFDTForest
 from olb.weak.river_adapter import river_hoeffding_tree
 from olb.learners.boosting.costs import ForestCost
 from olb.registry import register
+
+oza_rounds = KernelModule("olb.learners.boosting.rounds.oza")
 
 
 class _TreeBaseline(OnlineLearner):
@@ -187,7 +189,7 @@ class OzaBoost(_TreeBaseline):
         counts = np.empty(N)
         draws = self._draws
         while True:  # the chain over the trees, compiled; from more uniforms when those drawn ahead run out
-            position = rounds.oza_chain(
+            position = oza_rounds.oza_chain(
                 np.ascontiguousarray(mass[:, y]), below, above, self.lambda_sc, self.lambda_sw, draws.uniforms,
                 draws.position, counts,
             )  # fmt: skip
@@ -202,7 +204,7 @@ class OzaBoost(_TreeBaseline):
 
 class UniformDraws:
     """The uniform doubles of a generator (``rng.random()``, in order), drawn ``BLOCK`` at a time ahead of their use
-    and consumed from ``position``: what :func:`~olb.learners.boosting.rounds.poisson_draw` turns into numpy's
+    and consumed from ``position``: what :func:`~olb.learners.boosting.rounds.oza.poisson_draw` turns into numpy's
     Poisson draws, so that a compiled chain draws exactly what ``rng.poisson`` would, in one call. Only these draws
     may use the generator once they start (it runs ahead of them). Not model state: no arrays of its own
     (``__slots__``)."""

@@ -6,8 +6,8 @@
 - ``ALL_FEATURES_PARAM``: ``num_covariates`` defaulting to all features (paper 001's learners).
 - ``GAMMA_PARAM`` / ``MARGIN_PARAM``: the edge of the potential-based boosters' baseline and their hinge margin.
 - ``hedge_init`` / ``hedge_draw``: the adaptive boosters' Hedge over their N experts.
-- ``rounds``: the compiled per-round arithmetic they share (Hedge, the step on alpha, the experts' states), the
-  kernels of :mod:`~olb.learners.boosting.rounds` as :mod:`olb.kernels` loads them.
+- ``rounds``: the compiled per-round arithmetic they share (Hedge, the experts' states, importance weights), the
+  kernels of :mod:`~olb.learners.boosting.rounds.shared` as :mod:`olb.kernels` loads them.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ ALL_FEATURES_PARAM = Param(
 GAMMA_PARAM = Param(float, 0.1, low=0.0, high=1.0, open_low=True, open_high=True, doc="edge of the baseline")
 MARGIN_PARAM = Param(float, 1.0, low=0.0, doc="hinge margin inside the potential (authors' code: 0)")
 
-rounds = KernelModule("olb.learners.boosting.rounds")
+rounds = KernelModule("olb.learners.boosting.rounds.shared")
 
 
 def hedge_init(n_experts: int) -> np.ndarray:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from olb.kernels import KernelModule
 from olb.learners.base import OnlineLearner, Param, RoundCache
 from olb.learners.boosting.common import (
     AUTHORS_WEIGHTS,
@@ -26,6 +27,8 @@ from olb.learners.boosting.common import (
 from olb.learners.boosting.potentials import PairwisePotential
 from olb.learners.boosting.costs import ForestCost
 from olb.registry import register
+
+mlr_rounds = KernelModule("olb.learners.boosting.rounds.mlr")
 
 AUTHORS_IMPORTANCE_SCALE = (3.0, 10.0)
 
@@ -119,7 +122,7 @@ class AdaOLMR(FullFeedbackBooster):
         return hedge_draw(self.hedge, self.rng)
 
     def _learn_round(self, H, states, relevant):
-        weights, self.alpha, self.hedge = rounds.adaolmr_round(H, states, relevant, self.alpha, self.hedge, self.t)
+        weights, self.alpha, self.hedge = mlr_rounds.adaolmr_round(H, states, relevant, self.alpha, self.hedge, self.t)
         return weights
 
 
@@ -160,4 +163,4 @@ class OnlineBMR(FullFeedbackBooster):
 
     def _learn_round(self, H, states, relevant):  # one compiled call; alpha stays 1, no other state
         tables = self.potential.law_tables(int(relevant.sum()))
-        return rounds.onlinebmr_round(states, relevant, *tables, self.potential.margin)
+        return mlr_rounds.onlinebmr_round(states, relevant, *tables, self.potential.margin)

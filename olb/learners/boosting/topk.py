@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from olb.kernels import KernelModule
 from olb.learners.base import Param, StreamShape
 from olb.learners.boosting.common import GAMMA_PARAM, MARGIN_PARAM, hedge_draw, hedge_init, rounds
 from olb.feedback import TopKFeedback, observed_pairs, ranking, ranking_scores
@@ -37,6 +38,8 @@ from olb.learners.boosting.mlr import MLRBooster
 from olb.learners.boosting.potentials import TopkPairPotential
 from olb.learners.boosting.costs import TopKForestCost
 from olb.registry import register
+
+topk_rounds = KernelModule("olb.learners.boosting.rounds.topk")
 
 
 class TopKBooster(MLRBooster):
@@ -206,9 +209,9 @@ class TopAda(TopKBooster):
         return hedge_draw(self.hedge, self.rng)
 
     def _learn_round(self, H, states, a, b, w, fed):
-        """One compiled call (:func:`~olb.learners.boosting.rounds.topada_round`): the costs c-hat^i = grad
+        """One compiled call (:func:`~olb.learners.boosting.rounds.topk.topada_round`): the costs c-hat^i = grad
         L-hat_log(s^{i-1}), the step on alpha, Hedge on the estimated rank losses, the importance weights."""
-        weights, self.alpha, self.hedge, self._gradients = rounds.topada_round(
+        weights, self.alpha, self.hedge, self._gradients = topk_rounds.topada_round(
             H, states, a, b, w, self.alpha, self.hedge, self.step, self.t, self.clip_gradient, fed, self.weight_scale
         )
         return weights

@@ -1,0 +1,122 @@
+"""Oza's online boosting, compiled: the chain of Poisson weights over the trees for one example
+(:func:`oza_chain`), its draws numpy's own (:func:`poisson_draw`, from the generator's uniforms drawn ahead).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from olb.kernel_declarations import Float64Array1D, Int64, kernel
+
+
+# numpy's log-gamma series (SPECFUN, numpy/random/src/distributions/distributions.c, ``random_loggam``)
+_LOGGAM_SERIES = np.array(
+    [
+        8.333333333333333e-02, -2.777777777777778e-03, 7.936507936507937e-04, -5.952380952380952e-04,
+        8.417508417508418e-04, -1.917526917526918e-03, 6.410256410256410e-03, -2.955065359477124e-02,
+        1.796443723688307e-01, -1.39243221690590e00,
+    ]
+)  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def _loggam(x):  # pragma: no cover - compiled
+    """log Gamma(x) as numpy's ``random_loggam`` computes it (the same operations in the same order)."""
+    if x == 1.0 or x == 2.0:
+        return 0.0
+    n = int(7 - x) if x < 7.0 else 0
+    x0 = x + n
+    x2 = (1.0 / x0) * (1.0 / x0)
+    gl0 = _LOGGAM_SERIES[9]
+    for k in range(8, -1, -1):
+        gl0 *= x2
+        gl0 += _LOGGAM_SERIES[k]
+    gl = gl0 / x0 + 0.5 * 1.8378770664093453 + (x0 - 0.5) * math.log(x0) - x0
+    if x < 7.0:
+        for _ in range(n):
+            gl -= math.log(x0 - 1.0)
+            x0 -= 1.0
+    return gl
+
+
+@njit(cache=True, nogil=True)
+def poisson_draw(lam, uniforms, position):  # pragma: no cover - compiled
+    """numpy's ``Generator.poisson(lam)`` from its uniform doubles ``uniforms[position:]`` (what ``Generator.random``
+    gives, in order): numpy's multiplication method below 10, Hoermann's transformed rejection (PTRS) from 10 on,
+    the same operations in the same order; returns the draw and the next unused position, or (-1, -1) when the
+    uniforms run out."""
+    end = uniforms.shape[0]
+    if lam == 0.0:
+        return 0, position
+    if lam < 10.0:
+        enlam = math.exp(-lam)
+        count, prod = 0, 1.0
+        while position < end:
+            prod *= uniforms[position]
+            position += 1
+            if prod > enlam:
+                count += 1
+            else:
+                return count, position
+        return -1, -1
+    slam = math.sqrt(lam)
+    loglam = math.log(lam)
+    b = 0.931 + 2.53 * slam
+    a = -0.059 + 0.02483 * b
+    invalpha = 1.1239 + 1.1328 / (b - 3.4)
+    vr = 0.9277 - 3.6224 / (b - 2)
+    while position + 1 < end:
+        U = uniforms[position] - 0.5
+        V = uniforms[position + 1]
+        position += 2
+        us = 0.5 - abs(U)
+        k = int(math.floor((2 * a / us + b) * U + lam + 0.43))
+        if us >= 0.07 and V <= vr:
+            return k, position
+        if k < 0 or (us < 0.013 and V > us):
+            continue
+        if (math.log(V) + math.log(invalpha) - math.log(a / (us * us) + b)) <= (
+            -lam + k * loglam - _loggam(float(k + 1))
+        ):
+            return k, position
+    return -1, -1
+
+
+@kernel
+def oza_chain(
+    own: Float64Array1D,
+    below: Float64Array1D,
+    above: Float64Array1D,
+    right: Float64Array1D,
+    wrong: Float64Array1D,
+    uniforms: Float64Array1D,
+    position: Int64,
+    counts: Float64Array1D,
+):  # pragma: no cover - compiled
+    """Oza's chain over the N trees for one example (Oza & Russell 2001): lambda = 1; tree m draws its weight
+    K ~ Poisson(lambda) (:func:`poisson_draw`, from ``uniforms[position:]``) into ``counts[m]``; it is right after
+    the update when its leaf mass of the label plus K (``own[m] + K``) beats the lower labels' (``below[m]``)
+    strictly and the higher ones' (``above[m]``) weakly: then ``right[m] += lambda`` and lambda *=
+    (right + wrong) / (2 right), else the same with ``wrong``. Returns the next unused position of ``uniforms``;
+    -1 (nothing written) when they run out."""
+    n = own.shape[0]
+    sc, sw = right.copy(), wrong.copy()
+    lam = 1.0
+    for m in range(n):
+        draw, position = poisson_draw(lam, uniforms, position)
+        if position < 0:
+            return -1
+        kk = float(draw)
+        counts[m] = kk
+        if own[m] + kk > below[m] and own[m] + kk >= above[m]:
+            sc[m] += lam
+            lam *= (sc[m] + sw[m]) / (2.0 * sc[m])
+        else:
+            sw[m] += lam
+            lam *= (sc[m] + sw[m]) / (2.0 * sw[m])
+    right[:] = sc
+    wrong[:] = sw
+    return position
