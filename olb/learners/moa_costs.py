@@ -44,7 +44,7 @@ UNIT_BYTES = {
     "moa_ozabag": 30_000,
 }
 """Resident bytes the JVM gains per unit (feature and label, or feature and tree) of a model, the young generation
-apart (:data:`olb.learners.moa.JVM_YOUNG_MB`, in the JVM's footprint): measured on the synthetic stream (72
+apart (:data:`olb.learners.moa_jvm.JVM_YOUNG_MB`, in the JVM's footprint): measured on the synthetic stream (72
 features and 6 labels: 3.5-12.4 MB, varying with when the collector runs; 4 features and 3 classes: 0.3 MB a tree, 1.4-1.9 MB for 3)."""
 
 TREE_BYTES = 100_000

@@ -1,7 +1,7 @@
 """MLflow on a SQLite file: the default store (``sqlite:///mlflow.db`` in the working directory).
 
 A write waits for SQLite's lock (MLflow's busy time-out of 20 s, then retries) within the deadline of every call
-(``tracking.timeout_s`` plus a few seconds, :mod:`olb.grid.recording.tracking`): a lock another process holds
+(``tracking.timeout_s`` plus a few seconds, :mod:`olb.grid.recording.tracking_connection`): a lock another process holds
 longer ends the grid (:class:`~olb.grid.lost.TrackingLost`, exit 4) naming that process, found in
 ``/proc/locks`` (SQLite's locks are POSIX locks on the database file).
 """

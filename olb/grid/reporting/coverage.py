@@ -173,37 +173,51 @@ def _absent_rows(
             paper = float(r.value) / scale
         except ValueError:
             continue
-        note = str(r.note or "")
-        if note.startswith(PUBLISHED_ONLY):
-            algorithm, note = f"{r.algorithm} (published)", "published" + note[len(PUBLISHED_ONLY) :]
-        else:
-            reason = absent_reason(dataset, dataset in datasets, unavailable, bool(ours))
-            algorithm = ours[0] if ours else r.algorithm
-            if reason == "not run":
-                note = _not_run_note(algorithms.get(algorithm, []), dataset)
-            else:
-                note = ("unavailable: " if dataset in unavailable else "absent: ") + reason
-        extra.append(
-            {
-                "dataset": dataset,
-                "algorithm": algorithm,
-                "metric": metric,
-                "mean": math.nan,
-                "std": math.nan,
-                "n_seeds": 0,
-                "paper": paper,
-                "diff": math.nan,
-                "n_planned": 0,
-                "n_values": 0,
-                "n_values_planned": 0,
-                "partial": False,
-                "selected": "",
-                "n_failed": 0,
-                "note": note,
-                "best": False,
-            }
-        )
+        algorithm, note = _absent_note(r.algorithm, str(r.note or ""), ours, dataset, datasets, unavailable, algorithms)
+        extra.append(_absent_row(dataset, algorithm, metric, paper, note))
     return extra
+
+
+def _absent_note(
+    paper_algorithm: str,
+    note: str,
+    ours: list[str],
+    dataset: str,
+    datasets: list[str],
+    unavailable: dict[str, str],
+    algorithms: dict[str, list[str]],
+) -> tuple[str, str]:
+    """An absent row's algorithm and note: a method published only, as "METHOD (published)" with its note; else
+    our label for the paper's method (the paper's name without one) and why the grid has no figure of it."""
+    if note.startswith(PUBLISHED_ONLY):
+        return f"{paper_algorithm} (published)", "published" + note[len(PUBLISHED_ONLY) :]
+    reason = absent_reason(dataset, dataset in datasets, unavailable, bool(ours))
+    algorithm = ours[0] if ours else paper_algorithm
+    if reason == "not run":
+        return algorithm, _not_run_note(algorithms.get(algorithm, []), dataset)
+    return algorithm, ("unavailable: " if dataset in unavailable else "absent: ") + reason
+
+
+def _absent_row(dataset: str, algorithm: str, metric: str, paper: float, note: str) -> dict:
+    """A long table's row of the paper's value alone: no figure of ours, nothing planned or run."""
+    return {
+        "dataset": dataset,
+        "algorithm": algorithm,
+        "metric": metric,
+        "mean": math.nan,
+        "std": math.nan,
+        "n_seeds": 0,
+        "paper": paper,
+        "diff": math.nan,
+        "n_planned": 0,
+        "n_values": 0,
+        "n_values_planned": 0,
+        "partial": False,
+        "selected": "",
+        "n_failed": 0,
+        "note": note,
+        "best": False,
+    }
 
 
 def summary_line(table: pd.DataFrame) -> str:
