@@ -95,14 +95,8 @@ def update_statistics(
     ``pairs[0]`` (the caller keeps room for every label of every tree). A row's min/max are meaningful only
     where its weight is positive (the pool starts as zeros, not +-inf, so its untouched pages cost no memory).
     """
-    covariates, slot, pair_of, pairs, free_pairs = (
-        forest.covariates, forest.slot, forest.pair_of, forest.pairs, forest.free_pairs
-    )  # fmt: skip
-    class_mass, seen, weight_at_last_attempt = forest.class_mass, forest.seen, forest.weight_at_last_attempt
-    g_weight, g_mean, g_m2, g_min, g_max = forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max
-    pseudo_count, grace = forest.pseudo_count, forest.grace
+    slot, class_mass, seen, pseudo_count = forest.slot, forest.class_mass, forest.seen, forest.pseudo_count
     n_trees, k = weights.shape
-    d = covariates.shape[1]
     fed = np.zeros(n_trees, np.bool_)
     for i in range(n_trees):
         node = leaves[i]
@@ -115,45 +109,69 @@ def update_statistics(
             first = 0.0 if seen[node, label] else 1.0
             class_mass[node, label] += w + pseudo_count * first
             seen[node, label] = True
-            p = pair_of[s, label]
-            if p < 0:
-                if pairs[1] > 0:
-                    pairs[1] -= 1
-                    p = free_pairs[pairs[1]]
-                else:
-                    p = pairs[0]
-                    pairs[0] += 1
-                pair_of[s, label] = p
-            for j in range(d):
-                xv = x[covariates[i, j]]
-                wv = w
-                if np.isnan(xv):
-                    xv, wv = 0.0, 0.0
-                mean = g_mean[p, j]
-                before = g_weight[p, j]
-                total = before + wv
-                diff = xv - mean
-                new_mean = mean + (wv * diff / total if total > 0 else 0.0)
-                g_m2[p, j] += wv * diff * (xv - new_mean)
-                g_mean[p, j] = new_mean
-                g_weight[p, j] = total
-                if wv > 0:  # the first positive weight sets min/max (as min(+inf, x) and max(-inf, x) would)
-                    g_min[p, j] = min(g_min[p, j], xv) if before > 0 else xv
-                    g_max[p, j] = max(g_max[p, j], xv) if before > 0 else xv
+            _add_to_estimators(forest, x, i, _pool_row(forest, s, label), w)
     due = np.zeros(n_trees, np.bool_)
     for i in range(n_trees):
         node = leaves[i]
         if fed[i]:
-            weight = pairwise_sum(class_mass[node], 0, k)
-            n_classes = 0
-            for label in range(k):
-                n_classes += seen[node, label]
-            if weight - weight_at_last_attempt[node] > grace[i] and n_classes > 1:
+            weight, n_classes = _weight_and_classes(forest, node)
+            if weight - forest.weight_at_last_attempt[node] > forest.grace[i] and n_classes > 1:
                 due[i] = True
-                weight_at_last_attempt[node] = weight
+                forest.weight_at_last_attempt[node] = weight
     trees = np.flatnonzero(due)
     trees = trees[np.argsort(leaves[trees])]  # node numbers are unique: any sort gives this order
     return leaves[trees], trees
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pool_row(forest, s, label):  # pragma: no cover - compiled
+    """The pool row of label ``label``'s estimators at slot ``s``, taken at its first weight there: a free row
+    (``free_pairs[:pairs[1]]``) first, else the next unused one (``pairs[0]``)."""
+    pair_of, pairs = forest.pair_of, forest.pairs
+    p = pair_of[s, label]
+    if p < 0:
+        if pairs[1] > 0:
+            pairs[1] -= 1
+            p = forest.free_pairs[pairs[1]]
+        else:
+            p = pairs[0]
+            pairs[0] += 1
+        pair_of[s, label] = p
+    return p
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_to_estimators(forest, x, i, p, w):  # pragma: no cover - compiled
+    """Tree ``i``'s covariates of ``x`` into pool row ``p`` with weight ``w``: every covariate's weighted Gaussian
+    estimator (West's incremental update) and its min/max, a missing value skipped (weight 0)."""
+    covariates, g_weight, g_mean, g_m2 = forest.covariates, forest.g_weight, forest.g_mean, forest.g_m2
+    g_min, g_max = forest.g_min, forest.g_max
+    for j in range(covariates.shape[1]):
+        xv = x[covariates[i, j]]
+        wv = w
+        if np.isnan(xv):
+            xv, wv = 0.0, 0.0
+        mean = g_mean[p, j]
+        before = g_weight[p, j]
+        total = before + wv
+        diff = xv - mean
+        new_mean = mean + (wv * diff / total if total > 0 else 0.0)
+        g_m2[p, j] += wv * diff * (xv - new_mean)
+        g_mean[p, j] = new_mean
+        g_weight[p, j] = total
+        if wv > 0:  # the first positive weight sets min/max (as min(+inf, x) and max(-inf, x) would)
+            g_min[p, j] = min(g_min[p, j], xv) if before > 0 else xv
+            g_max[p, j] = max(g_max[p, j], xv) if before > 0 else xv
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _weight_and_classes(forest, node):  # pragma: no cover - compiled
+    """A node's weight (its class masses' pairwise sum) and the number of classes it has seen."""
+    k = forest.class_mass.shape[1]
+    n_classes = 0
+    for label in range(k):
+        n_classes += forest.seen[node, label]
+    return pairwise_sum(forest.class_mass[node], 0, k), n_classes
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -271,7 +289,7 @@ def evaluate_splits(
     split whatever the rounding is settled there (no split, no candidates returned), and only the others are
     scored exactly. The splits are the same with or without it.
     """
-    slot, pair_of, class_mass, seen = forest.slot, forest.pair_of, forest.class_mass, forest.seen
+    slot, pair_of, class_mass = forest.slot, forest.pair_of, forest.class_mass
     g_weight, g_mean, g_m2, g_min, g_max = forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max
     fractions, min_variance, min_branch_fraction = forest.fractions, forest.min_variance, forest.min_branch_fraction
     eps_factor, ln_inv_delta, tau = forest.eps_factor, forest.ln_inv_delta, forest.tau
@@ -284,50 +302,59 @@ def evaluate_splits(
     best_feature = np.zeros(n_leaves, np.int64)
     best_threshold = np.zeros((n_leaves, d), np.int64)
     per_feature = np.full((n_leaves, d), -np.inf)
-    left, right, terms, every = np.zeros(k), np.zeros(k), np.zeros(k), np.arange(k)
+    terms, every, nonzero = np.zeros(k), np.arange(k), np.empty(k, np.int64)
     plan = (plan_starts, plan_lengths, plan_ops, np.empty(plan_starts.shape[0]))
     # the covariate's labels with weight (the others have 0 on both sides of every threshold), gathered once per
     # covariate into contiguous arrays: label, weight, mean, sigma, min, max; their masses left of every threshold
-    active, nonzero = np.empty(k, np.int64), np.empty(k, np.int64)
-    a_weight, a_mean, a_sigma, a_min, a_max = np.empty(k), np.empty(k), np.empty(k), np.empty(k), np.empty(k)
+    gathered = (np.empty(k, np.int64), np.empty(k), np.empty(k), np.empty(k), np.empty(k), np.empty(k))
     a_left = np.empty((n_thr, k))
-    gathered = (active, a_weight, a_mean, a_sigma, a_min, a_max)
+    branches = (np.zeros(k), np.zeros(k), terms, nonzero, a_left)  # per label: left, right, entropy terms; scratch
     scratch = (np.empty(n_thr), a_left, np.empty(d))  # the screen's thresholds, masses and merits
     for b in range(n_leaves):
         leaf = leaves[b]
-        s = slot[leaf]
-        n_weight = pairwise_sum(class_mass[leaf], 0, k)
-        n_classes = 0
-        for c in range(k):
-            n_classes += seen[leaf, c]
+        n_weight, n_classes = _weight_and_classes(forest, leaf)
         eps = np.sqrt(eps_factor[max(n_classes, 2)] * ln_inv_delta[trees[b]] / (2.0 * n_weight))
         pre = _entropy(class_mass[leaf], n_weight, terms, every, k, nonzero, plan)
-        stats = (pair_of[s], g_weight, g_mean, g_m2, g_min, g_max, min_variance)
+        stats = (pair_of[slot[leaf]], g_weight, g_mean, g_m2, g_min, g_max, min_variance)
         if screen and not eps < tau[trees[b]]:
             if _stays_a_leaf(pre, eps, stats, gathered, fractions, min_branch_fraction, scratch):
                 continue
         terms[:] = 0.0  # from here on, only the active labels' terms are written
         for f in range(d):
-            n_active, lo, hi = _gather(f, stats, gathered)
-            if not hi > lo:
-                continue
-            usable[b, f] = True
-            t = thresholds[b, f]
-            _place_thresholds(lo, hi, fractions, t)
-            _masses_left(t, n_active, a_weight, a_mean, a_sigma, a_min, a_max, a_left)
-            for j in range(n_thr):
-                for a in range(n_active):
-                    left[active[a]] = a_left[j, a]
-                    right[active[a]] = a_weight[a] - a_left[j, a]
-                merit = _merit(left, right, terms, active, n_active, nonzero, pre, min_branch_fraction, plan)
-                _keep(b, f, j, merit, per_feature, best_threshold)
-            for a in range(n_active):  # back to zeros for the next covariate
-                left[active[a]] = right[active[a]] = terms[active[a]] = 0.0
+            usable[b, f] = _score_covariate(
+                b, f, stats, gathered, branches, pre, fractions, min_branch_fraction, plan, thresholds[b, f],
+                per_feature, best_threshold,
+            )  # fmt: skip
         best, second, where = _best_two(per_feature[b])
         best_feature[b] = where
         if np.isfinite(best):
             splits[b] = best - second > eps or eps < tau[trees[b]]
     return splits, best_feature, usable, per_feature, best_threshold, thresholds
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _score_covariate(
+    b, f, stats, gathered, branches, pre, fractions, min_branch_fraction, plan, t, per_feature, best_threshold
+):  # pragma: no cover - compiled
+    """Score leaf ``b``'s candidate splits on covariate ``f``: its thresholds into ``t``, each one's merit, the
+    best kept (:func:`_keep`); whether the covariate has candidates (its observed values are not all equal).
+    ``branches`` (left, right, terms: zeros but where this call writes them, and back to zeros after it)."""
+    n_active, lo, hi = _gather(f, stats, gathered)
+    if not hi > lo:
+        return False
+    active, a_weight, a_mean, a_sigma, a_min, a_max = gathered
+    left, right, terms, nonzero, a_left = branches
+    _place_thresholds(lo, hi, fractions, t)
+    _masses_left(t, n_active, a_weight, a_mean, a_sigma, a_min, a_max, a_left)
+    for j in range(fractions.shape[0]):
+        for a in range(n_active):
+            left[active[a]] = a_left[j, a]
+            right[active[a]] = a_weight[a] - a_left[j, a]
+        merit = _merit(left, right, terms, active, n_active, nonzero, pre, min_branch_fraction, plan)
+        _keep(b, f, j, merit, per_feature, best_threshold)
+    for a in range(n_active):  # back to zeros for the next covariate
+        left[active[a]] = right[active[a]] = terms[active[a]] = 0.0
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -638,53 +665,51 @@ def apply_splits(
     next unused slot. Missing values will go to the heavier child. The arrays must have room for the new nodes
     and slots (the caller grows them; an unused slot maps no label: ``pair_of`` -1).
     """
-    split_feature, threshold, left_child, right_child = (
-        forest.split_feature,
-        forest.threshold,
-        forest.left,
-        forest.right,
-    )
-    nan_left, slot, pair_of, pairs, free_pairs = (
-        forest.nan_left,
-        forest.slot,
-        forest.pair_of,
-        forest.pairs,
-        forest.free_pairs,
-    )
-    class_mass, seen, weight_at_last_attempt = forest.class_mass, forest.seen, forest.weight_at_last_attempt
-    g_weight, g_mean, g_m2, g_min, g_max = forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max
-    k = class_mass.shape[1]
+    k = forest.class_mass.shape[1]
     for b in range(splits.shape[0]):
         if not splits[b]:
             continue
         leaf, f = leaves[b], feature[b]
-        j = best_threshold[b, f]
-        s = slot[leaf]
-        for c in range(k):
-            p = pair_of[s, c]
-            if p >= 0:
-                g_weight[p] = 0.0
-                g_mean[p] = 0.0
-                g_m2[p] = 0.0
-                g_min[p] = 0.0
-                g_max[p] = 0.0
-                free_pairs[pairs[1]] = p
-                pairs[1] += 1
-                pair_of[s, c] = -1
+        s = forest.slot[leaf]
+        _free_pool_rows(forest, s, k)
         for child, mass, child_slot in ((n_nodes, branch_left[b], s), (n_nodes + 1, branch_right[b], n_slots)):
-            slot[child] = child_slot
-            for c in range(k):
-                class_mass[child, c] = mass[c]
-                seen[child, c] = mass[c] > 0
-            weight_at_last_attempt[child] = pairwise_sum(mass, 0, k)
-        split_feature[leaf] = f
-        threshold[leaf] = thresholds[b, f, j]
-        left_child[leaf], right_child[leaf] = n_nodes, n_nodes + 1
-        nan_left[leaf] = weight_at_last_attempt[n_nodes] >= weight_at_last_attempt[n_nodes + 1]
-        slot[leaf] = -1
+            _new_leaf(forest, child, mass, child_slot, k)
+        forest.split_feature[leaf] = f
+        forest.threshold[leaf] = thresholds[b, f, best_threshold[b, f]]
+        forest.left[leaf], forest.right[leaf] = n_nodes, n_nodes + 1
+        weight_at_last_attempt = forest.weight_at_last_attempt
+        forest.nan_left[leaf] = weight_at_last_attempt[n_nodes] >= weight_at_last_attempt[n_nodes + 1]
+        forest.slot[leaf] = -1
         n_nodes += 2
         n_slots += 1
     return n_nodes, n_slots
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _free_pool_rows(forest, s, k):  # pragma: no cover - compiled
+    """Clear slot ``s``'s Gaussian statistics: its labels' pool rows zeroed and freed, the slot mapping none."""
+    pair_of, pairs, free_pairs = forest.pair_of, forest.pairs, forest.free_pairs
+    for c in range(k):
+        p = pair_of[s, c]
+        if p >= 0:
+            forest.g_weight[p] = 0.0
+            forest.g_mean[p] = 0.0
+            forest.g_m2[p] = 0.0
+            forest.g_min[p] = 0.0
+            forest.g_max[p] = 0.0
+            free_pairs[pairs[1]] = p
+            pairs[1] += 1
+            pair_of[s, c] = -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _new_leaf(forest, node, mass, s, k):  # pragma: no cover - compiled
+    """Node ``node`` made a leaf of slot ``s`` holding the class masses ``mass`` (its weight as the last attempt's)."""
+    forest.slot[node] = s
+    for c in range(k):
+        forest.class_mass[node, c] = mass[c]
+        forest.seen[node, c] = mass[c] > 0
+    forest.weight_at_last_attempt[node] = pairwise_sum(mass, 0, k)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -232,23 +232,12 @@ def learn(
     ``attempts[label]`` is set when the leaf, reached without a detour, has gained ``grace_period`` weight since its
     last split attempt (the caller attempts the split)."""
     proba = np.empty(2)
-    g_first, g_has, order, n_order = t.g_first, t.g_has, t.order, t.n_order
-    g_n, g_mean, g_S, g_min, g_max = t.g_n, t.g_mean, t.g_S, t.g_min, t.g_max
-    g_var, g_half_log_var = t.g_var, t.g_half_log_var
     for label in range(leaves.shape[0]):
         leaf = leaves[label]
         c = np.int64(y[label])
         t.classes[label, c] = True
         first = t.first_class[leaf]
-        if first < 0:
-            t.mc_correct[leaf] += 1.0  # an empty leaf: river counts the majority class right
-        else:
-            keys = 2 if t.has_class[leaf, 1 - first] else 1
-            majority_proba(t, leaf, proba)
-            if first_max(proba, first, keys) == c:
-                t.mc_correct[leaf] += 1.0
-            if not np.isnan(nb_proba[label, first]) and first_max(nb_proba[label], first, keys) == c:
-                t.nb_correct[leaf] += 1.0
+        _count_hits(t, leaf, first, c, nb_proba[label], proba)
         if t.has_class[leaf, c]:
             t.weight[leaf, c] += 1.0
         else:
@@ -256,39 +245,63 @@ def learn(
             t.weight[leaf, c] = 1.0
             if first < 0:
                 t.first_class[leaf] = c
-        # river's GaussianSplitter.update of each present feature: min, max, Welford's update of stats.Var (w = 1)
-        for i in range(nonzero.shape[0]):
-            f = nonzero[i]
-            value = x[f]
-            if g_first[leaf, f] < 0:  # a new splitter, last in the leaf's order
-                g_first[leaf, f] = c
-                order[leaf, n_order[leaf]] = f
-                n_order[leaf] += 1
-            if not g_has[leaf, c, f]:
-                g_has[leaf, c, f] = True
-                g_min[leaf, c, f] = value
-                g_max[leaf, c, f] = value
-                g_n[leaf, c, f] = 0.0
-                g_mean[leaf, c, f] = 0.0
-                g_S[leaf, c, f] = 0.0
-            else:
-                if value < g_min[leaf, c, f]:
-                    g_min[leaf, c, f] = value
-                if value > g_max[leaf, c, f]:
-                    g_max[leaf, c, f] = value
-            mean_old = g_mean[leaf, c, f]
-            n = g_n[leaf, c, f] + 1.0
-            g_n[leaf, c, f] = n
-            mean_new = mean_old + (1.0 / n) * (value - mean_old)
-            g_mean[leaf, c, f] = mean_new
-            S = g_S[leaf, c, f] + 1.0 * (value - mean_old) * (value - mean_new)
-            g_S[leaf, c, f] = S
-            variance = S / (n - 1.0) if n > 1.0 else 0.0  # proba.Gaussian.log_pdf's, with its log
-            g_var[leaf, c, f] = variance if variance > 0.0 else 0.0
-            g_half_log_var[leaf, c, f] = 0.5 * math.log(variance) if variance > 0.0 else 0.0
+        _update_splitters(t, leaf, c, x, nonzero)
         attempts[label] = False
         if not detoured[label]:
             attempts[label] = leaf_weight_of_leaf(t, leaf) - t.last_attempt[leaf] >= grace_period
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _count_hits(t, leaf, first, c, nb_proba, proba):  # pragma: no cover - compiled
+    """The adaptive leaf's hit counts for class ``c``: whether its majority class (``proba``: scratch) and its naive
+    Bayes prediction (``nb_proba``, before this example) were right; ``first`` is the leaf's first class (-1: none)."""
+    if first < 0:
+        t.mc_correct[leaf] += 1.0  # an empty leaf: river counts the majority class right
+    else:
+        keys = 2 if t.has_class[leaf, 1 - first] else 1
+        majority_proba(t, leaf, proba)
+        if first_max(proba, first, keys) == c:
+            t.mc_correct[leaf] += 1.0
+        if not np.isnan(nb_proba[first]) and first_max(nb_proba, first, keys) == c:
+            t.nb_correct[leaf] += 1.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _update_splitters(t, leaf, c, x, nonzero):  # pragma: no cover - compiled
+    """river's GaussianSplitter.update of each present feature of ``x`` for class ``c`` at ``leaf``: min, max,
+    Welford's update of stats.Var (w = 1), and the variance and half its log that proba.Gaussian.log_pdf uses."""
+    g_first, g_has, order, n_order = t.g_first, t.g_has, t.order, t.n_order
+    g_n, g_mean, g_S, g_min, g_max = t.g_n, t.g_mean, t.g_S, t.g_min, t.g_max
+    g_var, g_half_log_var = t.g_var, t.g_half_log_var
+    for i in range(nonzero.shape[0]):
+        f = nonzero[i]
+        value = x[f]
+        if g_first[leaf, f] < 0:  # a new splitter, last in the leaf's order
+            g_first[leaf, f] = c
+            order[leaf, n_order[leaf]] = f
+            n_order[leaf] += 1
+        if not g_has[leaf, c, f]:
+            g_has[leaf, c, f] = True
+            g_min[leaf, c, f] = value
+            g_max[leaf, c, f] = value
+            g_n[leaf, c, f] = 0.0
+            g_mean[leaf, c, f] = 0.0
+            g_S[leaf, c, f] = 0.0
+        else:
+            if value < g_min[leaf, c, f]:
+                g_min[leaf, c, f] = value
+            if value > g_max[leaf, c, f]:
+                g_max[leaf, c, f] = value
+        mean_old = g_mean[leaf, c, f]
+        n = g_n[leaf, c, f] + 1.0
+        g_n[leaf, c, f] = n
+        mean_new = mean_old + (1.0 / n) * (value - mean_old)
+        g_mean[leaf, c, f] = mean_new
+        S = g_S[leaf, c, f] + 1.0 * (value - mean_old) * (value - mean_new)
+        g_S[leaf, c, f] = S
+        variance = S / (n - 1.0) if n > 1.0 else 0.0  # proba.Gaussian.log_pdf's, with its log
+        g_var[leaf, c, f] = variance if variance > 0.0 else 0.0
+        g_half_log_var[leaf, c, f] = 0.5 * math.log(variance) if variance > 0.0 else 0.0
 
 
 @njit(cache=True, nogil=True, inline="always")
