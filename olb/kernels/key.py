@@ -7,14 +7,19 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import re
 import sys
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from olb import kernel_declarations as declarations
 from olb.cache import CacheFolderError, cache_location, check_cache_folders, check_folder, private_cache, private_dir
-from olb.kernel_declarations import declaring_modules
+from olb.kernel_declarations import PACKAGE, declaring_modules
+from olb.paths import module_name, python_sources
+
+_NUMBA_IMPORT = re.compile(rb"^(from|import) numba\b", re.MULTILINE)
 
 
 def check_folders(error: type[Exception] = CacheFolderError) -> None:
@@ -61,10 +66,21 @@ def _package_version(name: str) -> str:
 
 def _key_sources() -> dict[str, Path]:
     """The sources the extension is compiled from, by module: this package's (the build, its loading and their
-    checks), the declarations' and every module that declares kernels or records."""
+    checks), the declarations', every module that declares kernels or records and every module that imports
+    numba (the kernels' helpers, compiled into the extension with the kernels that call them)."""
     found = {module: path for module, (path, _) in declaring_modules().items()}
     machinery = [*sorted(Path(__file__).parent.glob("*.py")), Path(declarations.__file__)]  # by file name
-    return {**{f"{path.parent.name}/{path.name}": path for path in machinery}, **found}
+    return {**{f"{path.parent.name}/{path.name}": path for path in machinery}, **found, **numba_modules()}
+
+
+@cache
+def numba_modules(package: Path = PACKAGE) -> dict[str, Path]:
+    """Every module of ``package`` (olb) that imports numba at its top level, by its source (nothing imported)."""
+    found = {}
+    for path in sorted(python_sources(package)):
+        if _NUMBA_IMPORT.search(path.read_bytes()):
+            found[module_name(path, package)] = path
+    return found
 
 
 def target_cpu() -> str:

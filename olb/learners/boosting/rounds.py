@@ -42,7 +42,7 @@ from olb.kernel_declarations import (
     Int64Array2D,
     kernel,
 )
-from olb.weak.vfdt_core import pairwise_sum
+from olb.weak.vfdt_sums import pairwise_sum
 
 llvmlite.binding.add_symbol(
     "olb_scipy_expit", get_cython_function_address("scipy.special.cython_special", "__pyx_fuse_0expit")
