@@ -21,7 +21,8 @@ import pytest
 from olb import kernel_declarations, kernels
 from olb.cache import CacheWarning
 from olb.kernel_declarations import Float64Array1D, Int64, kernel
-from olb.kernels import BuildLock, KernelModule, building, compiling, loading
+from olb.kernels import BuildLock, KernelModule, building, loading
+from olb.kernels import key as kernel_key
 from olb.kernels import lock as kernel_lock
 from olb.weak import VFDTForest
 
@@ -368,7 +369,7 @@ def test_a_kernel_takes_its_argument_types_from_its_annotations():
 def test_the_key_changes_with_a_kernels_declaration(tmp_path, monkeypatch):
     source = tmp_path / "loops.py"
     source.write_text("@kernel\ndef f(x: Float64Array1D):\n    pass\n")
-    monkeypatch.setattr(compiling, "declaring_modules", lambda: {"olb.loops": (source, True)})
+    monkeypatch.setattr(kernel_key, "declaring_modules", lambda: {"olb.loops": (source, True)})
     before = kernels.build_key()
     source.write_text("@kernel\ndef f(x: Int64Array1D):\n    pass\n")
     assert kernels.build_key() != before
