@@ -261,7 +261,8 @@ def _score_covariate(
 ):  # pragma: no cover - compiled
     """Score leaf ``b``'s candidate splits on covariate ``f``: its thresholds into ``t``, each one's merit, the
     best kept (:func:`_keep`); whether the covariate has candidates (its observed values are not all equal).
-    ``branches`` (left, right, terms: zeros but where this call writes them, and back to zeros after it)."""
+    ``branches``: the per-label left and right masses and entropy terms (zeros outside this call), the entropy's
+    scratch and the room for the masses left of the thresholds."""
     n_active, lo, hi = gather_covariate(f, stats, gathered)
     if not hi > lo:
         return False
