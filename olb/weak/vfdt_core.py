@@ -92,6 +92,9 @@ def update_statistics(
     where its weight is positive (the pool starts as zeros, not +-inf, so its untouched pages cost no memory).
     """
     slot, class_mass, seen, pseudo_count = forest.slot, forest.class_mass, forest.seen, forest.pseudo_count
+    pool = (forest.pair_of, forest.pairs, forest.free_pairs)
+    estimators = (forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max)
+    covariates = forest.covariates
     n_trees, k = weights.shape
     fed = np.zeros(n_trees, np.bool_)
     for i in range(n_trees):
@@ -105,12 +108,12 @@ def update_statistics(
             first = 0.0 if seen[node, label] else 1.0
             class_mass[node, label] += w + pseudo_count * first
             seen[node, label] = True
-            _add_to_estimators(forest, x, i, _pool_row(forest, s, label), w)
+            _add_to_estimators(estimators, x, covariates[i], _pool_row(pool, s, label), w)
     due = np.zeros(n_trees, np.bool_)
     for i in range(n_trees):
         node = leaves[i]
         if fed[i]:
-            weight, n_classes = _weight_and_classes(forest, node)
+            weight, n_classes = _weight_and_classes(class_mass, seen, node)
             if weight - forest.weight_at_last_attempt[node] > forest.grace[i] and n_classes > 1:
                 due[i] = True
                 forest.weight_at_last_attempt[node] = weight
@@ -120,15 +123,15 @@ def update_statistics(
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pool_row(forest, s, label):  # pragma: no cover - compiled
+def _pool_row(pool, s, label):  # pragma: no cover - compiled
     """The pool row of label ``label``'s estimators at slot ``s``, taken at its first weight there: a free row
     (``free_pairs[:pairs[1]]``) first, else the next unused one (``pairs[0]``)."""
-    pair_of, pairs = forest.pair_of, forest.pairs
+    pair_of, pairs, free_pairs = pool
     p = pair_of[s, label]
     if p < 0:
         if pairs[1] > 0:
             pairs[1] -= 1
-            p = forest.free_pairs[pairs[1]]
+            p = free_pairs[pairs[1]]
         else:
             p = pairs[0]
             pairs[0] += 1
@@ -137,13 +140,13 @@ def _pool_row(forest, s, label):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _add_to_estimators(forest, x, i, p, w):  # pragma: no cover - compiled
-    """Tree ``i``'s covariates of ``x`` into pool row ``p`` with weight ``w``: every covariate's weighted Gaussian
-    estimator (West's incremental update) and its min/max, a missing value skipped (weight 0)."""
-    covariates, g_weight, g_mean, g_m2 = forest.covariates, forest.g_weight, forest.g_mean, forest.g_m2
-    g_min, g_max = forest.g_min, forest.g_max
-    for j in range(covariates.shape[1]):
-        xv = x[covariates[i, j]]
+def _add_to_estimators(estimators, x, covariates, p, w):  # pragma: no cover - compiled
+    """A tree's ``covariates`` of ``x`` into pool row ``p`` of the ``estimators`` (weight, mean, M2, min, max) with
+    weight ``w``: each one's weighted Gaussian estimator (West's incremental update) and its min/max, a missing
+    value skipped (weight 0)."""
+    g_weight, g_mean, g_m2, g_min, g_max = estimators
+    for j in range(covariates.shape[0]):
+        xv = x[covariates[j]]
         wv = w
         if np.isnan(xv):
             xv, wv = 0.0, 0.0
@@ -161,13 +164,13 @@ def _add_to_estimators(forest, x, i, p, w):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _weight_and_classes(forest, node):  # pragma: no cover - compiled
+def _weight_and_classes(class_mass, seen, node):  # pragma: no cover - compiled
     """A node's weight (its class masses' pairwise sum) and the number of classes it has seen."""
-    k = forest.class_mass.shape[1]
+    k = class_mass.shape[1]
     n_classes = 0
     for label in range(k):
-        n_classes += forest.seen[node, label]
-    return pairwise_sum(forest.class_mass[node], 0, k), n_classes
+        n_classes += seen[node, label]
+    return pairwise_sum(class_mass[node], 0, k), n_classes
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -243,7 +246,7 @@ def evaluate_splits(
 @njit(cache=True, nogil=True, inline="always")
 def _hoeffding_bound(forest, leaf, tree):  # pragma: no cover - compiled
     """A leaf's weight n and its Hoeffding bound eps = sqrt(log2(#classes)^2 ln(1/delta) / (2 n)) in its tree."""
-    n_weight, n_classes = _weight_and_classes(forest, leaf)
+    n_weight, n_classes = _weight_and_classes(forest.class_mass, forest.seen, leaf)
     return n_weight, np.sqrt(forest.eps_factor[max(n_classes, 2)] * forest.ln_inv_delta[tree] / (2.0 * n_weight))
 
 
