@@ -9,7 +9,7 @@ Only the samples inside the stream (``olb.protocol.stream._run_stream``) count. 
 stack holds a compiled function of olb (a native frame ``olb::...`` of the kernels' extension, with whatever it
 calls: the C library's ``log2``, scipy's normal CDF); at the boundary when the deepest frame of the extension is
 its argument wrapper (``_pycc_method_...``, numba's reference counting) or the argument checks of
-``olb/kernels.py``; outside otherwise.
+``olb/kernels/loading.py``; outside otherwise.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 STREAM = "_run_stream (olb/protocol/stream.py"
-CHECKS = "(olb/kernels.py:"
+CHECKS = "(olb/kernels/loading.py:"
 
 
 def where(frames: list[str]) -> str:

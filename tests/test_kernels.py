@@ -21,7 +21,9 @@ import pytest
 from olb import kernel_declarations, kernels
 from olb.cache import CacheWarning
 from olb.kernel_declarations import Float64Array1D, Int64, kernel
-from olb.kernels import BuildLock, KernelModule
+from olb.kernels import BuildLock, KernelModule, building, loading
+from olb.kernels import key as kernel_key
+from olb.kernels import lock as kernel_lock
 from olb.weak import VFDTForest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,27 +125,27 @@ def test_an_altered_extension_is_not_loaded(tmp_path):
     _require_the_extension()  # the session's build
     folder = tmp_path / "copy"
     shutil.copytree(Path(sys.modules[kernels.EXTENSION].__file__).parent, folder)
-    assert kernels._verified(folder) is not None
+    assert loading.verified(folder) is not None
     manifest = json.loads((folder / "manifest.json").read_text())
     extension = folder / manifest["file"]
     data = bytearray(extension.read_bytes())
     data[len(data) // 2] ^= 1
     extension.write_bytes(bytes(data))
     with pytest.warns(CacheWarning, match="is not the .* recorded at its build; rebuilding"):
-        assert kernels._verified(folder) is None
+        assert loading.verified(folder) is None
     (folder / "manifest.json").write_text("{not json")
     with pytest.warns(CacheWarning, match="unreadable"):
-        assert kernels._verified(folder) is None
+        assert loading.verified(folder) is None
 
 
 def test_waiting_for_another_build_is_bounded(tmp_path, monkeypatch):
-    monkeypatch.setattr(kernels, "LOCK_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(building, "LOCK_TIMEOUT_S", 0.5)
     folder = tmp_path / "key"
     held = BuildLock(tmp_path / "key.lock")
     assert held.take()  # this process, alive: never stale
     try:
         with pytest.raises(RuntimeError, match=r"waited 0 s for another process's build .*key\.lock"):
-            kernels._built(folder)
+            building.built(folder)
     finally:
         held.release()
     assert not (tmp_path / "key.lock").exists()
@@ -159,7 +161,7 @@ def test_a_process_waiting_for_another_build_says_when_it_is_done(tmp_path, caps
     finishing = threading.Timer(1.0, shutil.copytree, (session_build, folder))
     finishing.start()
     try:
-        assert kernels._built(folder) == kernels._verified(session_build)
+        assert building.built(folder) == loading.verified(session_build)
     finally:
         finishing.join()
         held.release()
@@ -170,7 +172,7 @@ def test_a_process_waiting_for_another_build_says_when_it_is_done(tmp_path, caps
 
 def test_a_builds_expected_time_is_the_last_builds_cpu_stretched_by_the_load(tmp_path, monkeypatch):
     assert kernels.expected_build_s(tmp_path) is None  # no build yet: nothing to time it by
-    kernels._record_build(tmp_path, wall_s=80.0, cpu_s=20.0)
+    building.record_build(tmp_path, wall_s=80.0, cpu_s=20.0)
     assert json.loads((tmp_path / kernels.BUILD_TIMES).read_text())["cpu_s"] == 20.0
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     for load, expected in ((0.2, 20.0), (7.0, 80.0)):  # idle: its CPU seconds; at load 7 on 2 CPUs a quarter CPU
@@ -206,7 +208,7 @@ def test_an_unrefreshed_lock_is_stale_by_the_waiters_own_clock(tmp_path, monkeyp
     lock_path = tmp_path / "key.lock"
     lock_path.write_text(json.dumps({"host": "another-node", "pid": 1}))
     lock = BuildLock(lock_path)
-    monkeypatch.setattr(kernels, "STALE_AFTER_S", 0.2)
+    monkeypatch.setattr(kernel_lock, "STALE_AFTER_S", 0.2)
     assert lock.stale() is None  # first seen now
     os.utime(lock_path, (1, 1))  # refreshed (its clock need not agree with this one)
     assert lock.stale() is None
@@ -250,10 +252,10 @@ def test_a_new_compiler_retries_a_remembered_failure(tmp_path, monkeypatch):
     folder = tmp_path / "key"
     monkeypatch.setenv("CC", "olb-no-such-cc")
     with pytest.raises(kernels.KernelsUnavailable):
-        kernels._built(folder)
-    assert "olb-no-such-cc not found" in kernels._remembered_failure(folder)
+        building.built(folder)
+    assert "olb-no-such-cc not found" in building.remembered_failure(folder)
     monkeypatch.setenv("CC", "olb-another-cc")
-    assert kernels._remembered_failure(folder) is None
+    assert building.remembered_failure(folder) is None
 
 
 @pytest.mark.e2e
@@ -284,7 +286,7 @@ def test_a_build_leaves_only_its_folder(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert not list(tmp.iterdir())
     assert [path.name for path in (tmp_path / "out").iterdir()] == ["key"]
-    assert kernels._verified(tmp_path / "out" / "key") is not None
+    assert loading.verified(tmp_path / "out" / "key") is not None
 
 
 def test_the_mode_is_checked(monkeypatch):
@@ -367,7 +369,7 @@ def test_a_kernel_takes_its_argument_types_from_its_annotations():
 def test_the_key_changes_with_a_kernels_declaration(tmp_path, monkeypatch):
     source = tmp_path / "loops.py"
     source.write_text("@kernel\ndef f(x: Float64Array1D):\n    pass\n")
-    monkeypatch.setattr(kernels, "declaring_modules", lambda: {"olb.loops": (source, True)})
+    monkeypatch.setattr(kernel_key, "declaring_modules", lambda: {"olb.loops": (source, True)})
     before = kernels.build_key()
     source.write_text("@kernel\ndef f(x: Int64Array1D):\n    pass\n")
     assert kernels.build_key() != before

@@ -5,7 +5,15 @@ import pytest
 from compiled_support import assert_same_as_ufunc
 from scipy.special import ndtr
 
-from olb.weak import RiverWeakLearners, VFDTForest, make_weak_learners, vfdt_core
+from olb.weak import (
+    RiverWeakLearners,
+    VFDTForest,
+    make_weak_learners,
+    vfdt_candidates,
+    vfdt_core,
+    vfdt_screen,
+    vfdt_sums,
+)
 from olb.weak.vfdt import pairwise_plan
 
 
@@ -130,10 +138,10 @@ def test_screened_merits_are_within_their_bound_of_the_exact_ones():
         pool = (arrays.g_weight, arrays.g_mean, arrays.g_m2, arrays.g_min, arrays.g_max)
         stats = (arrays.pair_of[arrays.slot[leaf]], *pool, arrays.min_variance)
         for f in np.flatnonzero(usable[b]):
-            n_active, lo, hi = vfdt_core._gather(f, stats, gathered)
-            vfdt_core._place_thresholds(lo, hi, arrays.fractions, t)
-            vfdt_core._masses_left(t, n_active, *gathered[1:], masses)
-            scored = [vfdt_core._screened_merit(masses[j], gathered[1], n_active, pre, 0.01) for j in range(n_thr)]
+            n_active, lo, hi = vfdt_candidates.gather_covariate(f, stats, gathered)
+            vfdt_candidates.place_thresholds(lo, hi, arrays.fractions, t)
+            vfdt_candidates.left_masses(t, n_active, *gathered[1:], masses)
+            scored = [vfdt_screen._screened_merit(masses[j], gathered[1], n_active, pre, 0.01) for j in range(n_thr)]
             bounds = [bound for _, bound in scored]
             assert min(bounds) >= 0
             screened_best = max(merit for merit, _ in scored)
@@ -145,9 +153,9 @@ def test_screened_merits_are_within_their_bound_of_the_exact_ones():
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.random(10**5) * 10.0 ** rng.integers(-300, 300, 10**5), [1.0, 2.0, 0.5, 2**0.5]])
     x = np.concatenate([x, np.nextafter(x, 0), np.nextafter(x, np.inf)])
-    approx = np.array([vfdt_core._approx_log2(v) for v in x])
+    approx = np.array([vfdt_screen._approx_log2(v) for v in x])
     assert (np.abs(approx - np.log2(x)) <= 2e-14 + 2.0**-52 * np.abs(np.log2(x))).all()  # + its last bit's rounding
-    assert 0.0 * vfdt_core._approx_log2(0.0) == 0.0 and np.isfinite(vfdt_core._approx_log2(5e-324))
+    assert 0.0 * vfdt_screen._approx_log2(0.0) == 0.0 and np.isfinite(vfdt_screen._approx_log2(5e-324))
 
 
 def test_entropy_in_bits_skips_zero_masses():
@@ -162,7 +170,7 @@ def test_compiled_sums_add_in_numpys_order_bit_for_bit():
     rng = np.random.default_rng(0)
     for n in [*range(1, 300), 1000, 4099]:
         a = rng.random(n) * 10.0 ** rng.integers(-8, 8, n)
-        assert vfdt_core.pairwise_sum(a, 0, n) == a.sum(), n
+        assert vfdt_sums.pairwise_sum(a, 0, n) == a.sum(), n
 
 
 def test_planned_sums_add_in_numpys_order_bit_for_bit():
@@ -173,11 +181,11 @@ def test_planned_sums_add_in_numpys_order_bit_for_bit():
         starts, lengths, ops = pairwise_plan(n)
         assert lengths.sum() == n and (lengths <= 128).all() and len(ops) == 2 * len(starts) - 1
         a = rng.random(n) * 10.0 ** rng.integers(-8, 8, n) * np.where(rng.random(n) < 0.2, -1.0, 1.0)
-        assert vfdt_core.planned_sum(a, starts, lengths, ops, np.empty(len(starts))) == a.sum(), n
+        assert vfdt_sums.planned_sum(a, starts, lengths, ops, np.empty(len(starts))) == a.sum(), n
 
 
 def test_compiled_normal_cdf_is_scipys_bit_for_bit():
-    assert_same_as_ufunc(vfdt_core.ndtr, ndtr, (0.3, 1.0, 3.0, 12.0), [0.0, -0.0, np.inf, -np.inf, 40.0, -40.0])
+    assert_same_as_ufunc(vfdt_candidates.ndtr, ndtr, (0.3, 1.0, 3.0, 12.0), [0.0, -0.0, np.inf, -np.inf, 40.0, -40.0])
 
 
 def test_missing_values_are_skipped_in_statistics_and_routed():

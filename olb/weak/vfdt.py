@@ -323,7 +323,7 @@ class VFDTForest(WeakLearners):
 
 
 def pairwise_plan(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The shape of numpy's pairwise sum over n values (``vfdt_core.pairwise_sum``), for the compiled
+    """The shape of numpy's pairwise sum over n values (``vfdt_sums.pairwise_sum``), for the compiled
     ``vfdt_core.planned_sum``: its blocks of at most 128 values (starts, lengths, left to right) and the order in
     which their sums are added, in postfix (``i >= 0``: push block i's sum; -1: replace the top two by their
     sum, left + right).

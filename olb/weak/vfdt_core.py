@@ -2,8 +2,11 @@
 
 The forest (:class:`olb.weak.vfdt.VFDTForest`) keeps N trees in shared arrays; these functions walk them for
 one example: :func:`route` finds every tree's leaf, :func:`update_statistics` adds the weighted labels to
-the leaves' class masses and Gaussian estimators. They do the same arithmetic, in the same order, as the
-numpy expressions they replaced, so results are bit-identical. The ``@kernel`` functions take the forest's arrays
+the leaves' class masses and Gaussian estimators, :func:`evaluate_splits`, :func:`branch_masses` and
+:func:`apply_splits` attempt and make the splits. They do the same arithmetic, in the same order, as the
+numpy expressions they replaced, so results are bit-identical. Their numba helpers beside them: numpy's pairwise
+sums (:mod:`olb.weak.vfdt_sums`), a leaf's candidate splits (:mod:`olb.weak.vfdt_candidates`) and the screen of
+the split attempts (:mod:`olb.weak.vfdt_screen`). The ``@kernel`` functions take the forest's arrays
 as one record (:class:`olb.weak.vfdt_arrays.ForestArrays`); they are compiled ahead of time, once per machine,
 and reached through :mod:`olb.kernels` (numba's JIT under ``OLB_KERNELS=jit``).
 """
@@ -12,11 +15,8 @@ from __future__ import annotations
 
 import math
 
-import llvmlite.binding
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.extending import get_cython_function_address, intrinsic
+from numba import njit
 
 from olb.kernel_declarations import (
     Boolean,
@@ -31,13 +31,9 @@ from olb.kernel_declarations import (
     kernel,
 )
 from olb.weak.vfdt_arrays import ForestArrays
-
-# scipy's normal CDF (the very function behind the ufunc ``scipy.special.ndtr``, bit for bit), called per value
-# from the compiled loops; bound by symbol name so that numba's on-disk cache stays usable.
-llvmlite.binding.add_symbol(
-    "olb_scipy_ndtr", get_cython_function_address("scipy.special.cython_special", "__pyx_fuse_1ndtr")
-)
-ndtr = types.ExternalFunction("olb_scipy_ndtr", types.float64(types.float64))
+from olb.weak.vfdt_candidates import best_two, class_sigma, gather_covariate, left_masses, mass_left, place_thresholds
+from olb.weak.vfdt_screen import stays_a_leaf
+from olb.weak.vfdt_sums import pairwise_sum, planned_sum
 
 
 @kernel
@@ -95,14 +91,11 @@ def update_statistics(
     ``pairs[0]`` (the caller keeps room for every label of every tree). A row's min/max are meaningful only
     where its weight is positive (the pool starts as zeros, not +-inf, so its untouched pages cost no memory).
     """
-    covariates, slot, pair_of, pairs, free_pairs = (
-        forest.covariates, forest.slot, forest.pair_of, forest.pairs, forest.free_pairs
-    )  # fmt: skip
-    class_mass, seen, weight_at_last_attempt = forest.class_mass, forest.seen, forest.weight_at_last_attempt
-    g_weight, g_mean, g_m2, g_min, g_max = forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max
-    pseudo_count, grace = forest.pseudo_count, forest.grace
+    slot, class_mass, seen, pseudo_count = forest.slot, forest.class_mass, forest.seen, forest.pseudo_count
+    pool = (forest.pair_of, forest.pairs, forest.free_pairs)
+    estimators = (forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max)
+    covariates = forest.covariates
     n_trees, k = weights.shape
-    d = covariates.shape[1]
     fed = np.zeros(n_trees, np.bool_)
     for i in range(n_trees):
         node = leaves[i]
@@ -115,45 +108,69 @@ def update_statistics(
             first = 0.0 if seen[node, label] else 1.0
             class_mass[node, label] += w + pseudo_count * first
             seen[node, label] = True
-            p = pair_of[s, label]
-            if p < 0:
-                if pairs[1] > 0:
-                    pairs[1] -= 1
-                    p = free_pairs[pairs[1]]
-                else:
-                    p = pairs[0]
-                    pairs[0] += 1
-                pair_of[s, label] = p
-            for j in range(d):
-                xv = x[covariates[i, j]]
-                wv = w
-                if np.isnan(xv):
-                    xv, wv = 0.0, 0.0
-                mean = g_mean[p, j]
-                before = g_weight[p, j]
-                total = before + wv
-                diff = xv - mean
-                new_mean = mean + (wv * diff / total if total > 0 else 0.0)
-                g_m2[p, j] += wv * diff * (xv - new_mean)
-                g_mean[p, j] = new_mean
-                g_weight[p, j] = total
-                if wv > 0:  # the first positive weight sets min/max (as min(+inf, x) and max(-inf, x) would)
-                    g_min[p, j] = min(g_min[p, j], xv) if before > 0 else xv
-                    g_max[p, j] = max(g_max[p, j], xv) if before > 0 else xv
+            _add_to_estimators(estimators, x, covariates[i], _pool_row(pool, s, label), w)
     due = np.zeros(n_trees, np.bool_)
     for i in range(n_trees):
         node = leaves[i]
         if fed[i]:
-            weight = pairwise_sum(class_mass[node], 0, k)
-            n_classes = 0
-            for label in range(k):
-                n_classes += seen[node, label]
-            if weight - weight_at_last_attempt[node] > grace[i] and n_classes > 1:
+            weight, n_classes = _weight_and_classes(class_mass, seen, node)
+            if weight - forest.weight_at_last_attempt[node] > forest.grace[i] and n_classes > 1:
                 due[i] = True
-                weight_at_last_attempt[node] = weight
+                forest.weight_at_last_attempt[node] = weight
     trees = np.flatnonzero(due)
     trees = trees[np.argsort(leaves[trees])]  # node numbers are unique: any sort gives this order
     return leaves[trees], trees
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pool_row(pool, s, label):  # pragma: no cover - compiled
+    """The pool row of label ``label``'s estimators at slot ``s``, taken at its first weight there: a free row
+    (``free_pairs[:pairs[1]]``) first, else the next unused one (``pairs[0]``)."""
+    pair_of, pairs, free_pairs = pool
+    p = pair_of[s, label]
+    if p < 0:
+        if pairs[1] > 0:
+            pairs[1] -= 1
+            p = free_pairs[pairs[1]]
+        else:
+            p = pairs[0]
+            pairs[0] += 1
+        pair_of[s, label] = p
+    return p
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_to_estimators(estimators, x, covariates, p, w):  # pragma: no cover - compiled
+    """A tree's ``covariates`` of ``x`` into pool row ``p`` of the ``estimators`` (weight, mean, M2, min, max) with
+    weight ``w``: each one's weighted Gaussian estimator (West's incremental update) and its min/max, a missing
+    value skipped (weight 0)."""
+    g_weight, g_mean, g_m2, g_min, g_max = estimators
+    for j in range(covariates.shape[0]):
+        xv = x[covariates[j]]
+        wv = w
+        if np.isnan(xv):
+            xv, wv = 0.0, 0.0
+        mean = g_mean[p, j]
+        before = g_weight[p, j]
+        total = before + wv
+        diff = xv - mean
+        new_mean = mean + (wv * diff / total if total > 0 else 0.0)
+        g_m2[p, j] += wv * diff * (xv - new_mean)
+        g_mean[p, j] = new_mean
+        g_weight[p, j] = total
+        if wv > 0:  # the first positive weight sets min/max (as min(+inf, x) and max(-inf, x) would)
+            g_min[p, j] = min(g_min[p, j], xv) if before > 0 else xv
+            g_max[p, j] = max(g_max[p, j], xv) if before > 0 else xv
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _weight_and_classes(class_mass, seen, node):  # pragma: no cover - compiled
+    """A node's weight (its class masses' pairwise sum) and the number of classes it has seen."""
+    k = class_mass.shape[1]
+    n_classes = 0
+    for label in range(k):
+        n_classes += seen[node, label]
+    return pairwise_sum(class_mass[node], 0, k), n_classes
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -161,90 +178,6 @@ def update_statistics(
 # value (numba's own versions differ from them in the last bits, and a last bit changes results: see
 # benchmarks/last_bit_sensitivity.py). Sums over labels follow numpy's pairwise order (:func:`pairwise_sum`).
 # ---------------------------------------------------------------------------------------------------------
-
-
-@njit(cache=True, nogil=True)
-def _block_sum(a, start, n):  # pragma: no cover - compiled
-    """numpy's unrolled sum of at most 128 contiguous values: sequential below 8, else 8 interleaved partial sums."""
-    if n < 8:
-        res = -0.0
-        for i in range(n):
-            res += a[start + i]
-        return res
-    r0, r1, r2, r3 = a[start], a[start + 1], a[start + 2], a[start + 3]
-    r4, r5, r6, r7 = a[start + 4], a[start + 5], a[start + 6], a[start + 7]
-    i = 8
-    while i < n - n % 8:
-        p = start + i
-        r0, r1, r2, r3 = r0 + a[p], r1 + a[p + 1], r2 + a[p + 2], r3 + a[p + 3]
-        r4, r5, r6, r7 = r4 + a[p + 4], r5 + a[p + 5], r6 + a[p + 6], r7 + a[p + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[start + i]
-        i += 1
-    return res
-
-
-@njit(cache=True, nogil=True)
-def pairwise_sum(a, start, n):  # pragma: no cover - compiled
-    """Sum of ``a[start:start + n]`` in numpy's order for a contiguous reduction: blocks of at most 128 values
-    (:func:`_block_sum`), combined by halving (the halves' split rounded down to a multiple of 8).
-
-    The halving recursion runs on an explicit stack (numba's cached code and recursion do not mix well).
-    """
-    if n <= 128:
-        return _block_sum(a, start, n)
-    depth = 64
-    starts = np.empty(depth, np.int64)
-    sizes = np.empty(depth, np.int64)
-    partial = np.empty(depth)  # the left half's sum, once known
-    phase = np.zeros(depth, np.int64)  # 0: left half to do, 1: right half to do
-    starts[0], sizes[0], top, result = start, n, 0, 0.0
-    while top >= 0:
-        m = sizes[top]
-        half = m // 2
-        half -= half % 8
-        if phase[top] == 0:
-            phase[top] = 1
-            child_start, child_n = starts[top], half
-        else:
-            phase[top] = 2
-            child_start, child_n = starts[top] + half, m - half
-        if child_n <= 128:
-            value = _block_sum(a, child_start, child_n)
-        else:
-            top += 1
-            starts[top], sizes[top], phase[top] = child_start, child_n, 0
-            continue
-        # fold the finished child into its ancestors
-        while True:
-            if phase[top] == 1:
-                partial[top] = value
-                break
-            value = partial[top] + value
-            top -= 1
-            if top < 0:
-                result = value
-                break
-    return result
-
-
-@njit(cache=True, nogil=True)
-def planned_sum(a, plan_starts, plan_lengths, plan_ops, stack):  # pragma: no cover - compiled
-    """:func:`pairwise_sum` of all of ``a`` by its :func:`olb.weak.vfdt.pairwise_plan` (len(a)), without allocating: ``stack``
-    holds at least as many values as the plan has blocks."""
-    if plan_starts.shape[0] == 1:
-        return _block_sum(a, 0, a.shape[0])
-    top = -1
-    for op in plan_ops:
-        if op >= 0:
-            top += 1
-            stack[top] = _block_sum(a, plan_starts[op], plan_lengths[op])
-        else:
-            stack[top - 1] = stack[top - 1] + stack[top]
-            top -= 1
-    return stack[0]
 
 
 @kernel
@@ -267,14 +200,14 @@ def evaluate_splits(
     has candidates, the merit and index of its best threshold; and the thresholds (L, d', T). The masses a split
     hands to its children are :func:`branch_masses`'.
 
-    ``screen`` first scores a leaf's candidates with bounded error (:func:`_stays_a_leaf`); a leaf that cannot
+    ``screen`` first scores a leaf's candidates with bounded error (:func:`stays_a_leaf`); a leaf that cannot
     split whatever the rounding is settled there (no split, no candidates returned), and only the others are
     scored exactly. The splits are the same with or without it.
     """
-    slot, pair_of, class_mass, seen = forest.slot, forest.pair_of, forest.class_mass, forest.seen
+    slot, pair_of, class_mass = forest.slot, forest.pair_of, forest.class_mass
     g_weight, g_mean, g_m2, g_min, g_max = forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max
     fractions, min_variance, min_branch_fraction = forest.fractions, forest.min_variance, forest.min_branch_fraction
-    eps_factor, ln_inv_delta, tau = forest.eps_factor, forest.ln_inv_delta, forest.tau
+    tau = forest.tau
     plan_starts, plan_lengths, plan_ops = forest.plan_starts, forest.plan_lengths, forest.plan_ops
     n_leaves, n_thr = leaves.shape[0], fractions.shape[0]
     d, k = g_weight.shape[1], class_mass.shape[1]
@@ -284,232 +217,71 @@ def evaluate_splits(
     best_feature = np.zeros(n_leaves, np.int64)
     best_threshold = np.zeros((n_leaves, d), np.int64)
     per_feature = np.full((n_leaves, d), -np.inf)
-    left, right, terms, every = np.zeros(k), np.zeros(k), np.zeros(k), np.arange(k)
+    terms, every, nonzero = np.zeros(k), np.arange(k), np.empty(k, np.int64)
     plan = (plan_starts, plan_lengths, plan_ops, np.empty(plan_starts.shape[0]))
     # the covariate's labels with weight (the others have 0 on both sides of every threshold), gathered once per
     # covariate into contiguous arrays: label, weight, mean, sigma, min, max; their masses left of every threshold
-    active, nonzero = np.empty(k, np.int64), np.empty(k, np.int64)
-    a_weight, a_mean, a_sigma, a_min, a_max = np.empty(k), np.empty(k), np.empty(k), np.empty(k), np.empty(k)
+    gathered = (np.empty(k, np.int64), np.empty(k), np.empty(k), np.empty(k), np.empty(k), np.empty(k))
     a_left = np.empty((n_thr, k))
-    gathered = (active, a_weight, a_mean, a_sigma, a_min, a_max)
+    branches = (np.zeros(k), np.zeros(k), terms, nonzero, a_left)  # per label: left, right, entropy terms; scratch
     scratch = (np.empty(n_thr), a_left, np.empty(d))  # the screen's thresholds, masses and merits
     for b in range(n_leaves):
         leaf = leaves[b]
-        s = slot[leaf]
-        n_weight = pairwise_sum(class_mass[leaf], 0, k)
-        n_classes = 0
-        for c in range(k):
-            n_classes += seen[leaf, c]
-        eps = np.sqrt(eps_factor[max(n_classes, 2)] * ln_inv_delta[trees[b]] / (2.0 * n_weight))
+        n_weight, eps = _hoeffding_bound(forest, leaf, trees[b])
         pre = _entropy(class_mass[leaf], n_weight, terms, every, k, nonzero, plan)
-        stats = (pair_of[s], g_weight, g_mean, g_m2, g_min, g_max, min_variance)
+        stats = (pair_of[slot[leaf]], g_weight, g_mean, g_m2, g_min, g_max, min_variance)
         if screen and not eps < tau[trees[b]]:
-            if _stays_a_leaf(pre, eps, stats, gathered, fractions, min_branch_fraction, scratch):
+            if stays_a_leaf(pre, eps, stats, gathered, fractions, min_branch_fraction, scratch):
                 continue
         terms[:] = 0.0  # from here on, only the active labels' terms are written
         for f in range(d):
-            n_active, lo, hi = _gather(f, stats, gathered)
-            if not hi > lo:
-                continue
-            usable[b, f] = True
-            t = thresholds[b, f]
-            _place_thresholds(lo, hi, fractions, t)
-            _masses_left(t, n_active, a_weight, a_mean, a_sigma, a_min, a_max, a_left)
-            for j in range(n_thr):
-                for a in range(n_active):
-                    left[active[a]] = a_left[j, a]
-                    right[active[a]] = a_weight[a] - a_left[j, a]
-                merit = _merit(left, right, terms, active, n_active, nonzero, pre, min_branch_fraction, plan)
-                _keep(b, f, j, merit, per_feature, best_threshold)
-            for a in range(n_active):  # back to zeros for the next covariate
-                left[active[a]] = right[active[a]] = terms[active[a]] = 0.0
-        best, second, where = _best_two(per_feature[b])
-        best_feature[b] = where
-        if np.isfinite(best):
-            splits[b] = best - second > eps or eps < tau[trees[b]]
+            usable[b, f] = _score_covariate(
+                b, f, stats, gathered, branches, pre, fractions, min_branch_fraction, plan, thresholds[b, f],
+                per_feature, best_threshold,
+            )  # fmt: skip
+        splits[b], best_feature[b] = _hoeffding_test(per_feature[b], eps, tau[trees[b]])
     return splits, best_feature, usable, per_feature, best_threshold, thresholds
 
 
-@njit(cache=True, nogil=True)
-def _gather(f, stats, gathered):  # pragma: no cover - compiled
-    """Covariate f's labels with weight at a slot (the others have 0 on both sides of every threshold), into the
-    contiguous arrays ``gathered`` (label, weight, mean, sigma, min, max); returns their number and the smallest
-    and largest value among them. ``stats``: the slot's ``pair_of`` row, the pool's arrays and the least variance."""
-    pair_row, g_weight, g_mean, g_m2, g_min, g_max, min_variance = stats
+@njit(cache=True, nogil=True, inline="always")
+def _hoeffding_bound(forest, leaf, tree):  # pragma: no cover - compiled
+    """A leaf's weight n and its Hoeffding bound eps = sqrt(log2(#classes)^2 ln(1/delta) / (2 n)) in its tree."""
+    n_weight, n_classes = _weight_and_classes(forest.class_mass, forest.seen, leaf)
+    return n_weight, np.sqrt(forest.eps_factor[max(n_classes, 2)] * forest.ln_inv_delta[tree] / (2.0 * n_weight))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hoeffding_test(merits, eps, tau):  # pragma: no cover - compiled
+    """Whether a leaf with its covariates' best ``merits`` splits (a finite best merit, and best - second best >
+    eps or eps < tau), and its best covariate (:func:`best_two`)."""
+    best, second, where = best_two(merits)
+    return np.isfinite(best) and (best - second > eps or eps < tau), where
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _score_covariate(
+    b, f, stats, gathered, branches, pre, fractions, min_branch_fraction, plan, t, per_feature, best_threshold
+):  # pragma: no cover - compiled
+    """Score leaf ``b``'s candidate splits on covariate ``f``: its thresholds into ``t``, each one's merit, the
+    best kept (:func:`_keep`); whether the covariate has candidates (its observed values are not all equal).
+    ``branches``: the per-label left and right masses and entropy terms (zeros outside this call), the entropy's
+    scratch and the room for the masses left of the thresholds."""
+    n_active, lo, hi = gather_covariate(f, stats, gathered)
+    if not hi > lo:
+        return False
     active, a_weight, a_mean, a_sigma, a_min, a_max = gathered
-    n_active = 0
-    lo, hi = np.inf, -np.inf
-    for c in range(pair_row.shape[0]):
-        p = pair_row[c]
-        if p >= 0 and g_weight[p, f] > 0:
-            active[n_active] = c
-            W = a_weight[n_active] = g_weight[p, f]
-            a_mean[n_active] = g_mean[p, f]
-            a_sigma[n_active] = _sigma(W, g_m2[p, f], min_variance)
-            lo = min(lo, g_min[p, f])
-            hi = max(hi, g_max[p, f])
-            a_min[n_active], a_max[n_active] = g_min[p, f], g_max[p, f]
-            n_active += 1
-    return n_active, lo, hi
-
-
-@njit(cache=True, nogil=True)
-def _place_thresholds(lo, hi, fractions, t):  # pragma: no cover - compiled
-    """The candidate thresholds, at ``fractions`` of the way from lo to hi."""
+    left, right, terms, nonzero, a_left = branches
+    place_thresholds(lo, hi, fractions, t)
+    left_masses(t, n_active, a_weight, a_mean, a_sigma, a_min, a_max, a_left)
     for j in range(fractions.shape[0]):
-        t[j] = lo + (hi - lo) * fractions[j]
-
-
-@njit(cache=True, nogil=True)
-def _best_two(merits):  # pragma: no cover - compiled
-    """The best and second best of the covariates' merits (equal if the best is tied) and the lowest index of
-    the best."""
-    best, second, where = -np.inf, -np.inf, 0
-    for f in range(merits.shape[0]):
-        v = merits[f]
-        if v > best:
-            second, best, where = best, v, f
-        elif v == best:
-            second = v
-        elif v > second:
-            second = v
-    return best, second, where
-
-
-# The screen. Most split attempts end without a split (98% on bibtex and corel5k), so each leaf's candidates are
-# first scored with an error bound: the masses exactly (the same normal CDF), the entropies regrouped
-# (H = log2 w - sum m log2 m / w) with a polynomial log2 whose absolute error is below 2e-14, in a loop the compiler
-# may vectorize and reorder. A merit computed so comes with a bound on its distance from the exact one, and the
-# Hoeffding test's outcome is then certain whenever best - second best stays below eps by twice that bound.
-# Leaves whose outcome the screen cannot certify (a split, a near tie with eps, a branch weight at the 1% bound)
-# are scored exactly, so results are the same bits with or without the screen (tests/test_vfdt.py).
-_SCREEN_RELATIVE = 1e-10  # >> the rounding of n <= 10^4 terms (n * 2^-53 relative to their absolute sum)
-_SCREEN_ABSOLUTE = 1e-10  # >> twice the polynomial log2's error per branch entropy
-_SCREEN_BRANCH = 1e-9  # a branch weight this close (relative) to the 1% bound is left to the exact score
-_SCREEN_FASTMATH = {"reassoc", "nsz", "contract"}  # sums in any order and fused multiply-adds; no NaN/inf promise
-_SQRT2 = math.sqrt(2.0)
-_LN2_INV = 1.0 / math.log(2.0)
-
-
-@intrinsic
-def _float_bits(typingctx, x):
-    """The IEEE-754 bits of a float64 as an int64."""
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return types.int64(types.float64), codegen
-
-
-@intrinsic
-def _bits_float(typingctx, bits):
-    """The float64 whose IEEE-754 bits are the int64 ``bits``."""
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return types.float64(types.int64), codegen
-
-
-@njit(cache=True, nogil=True, fastmath=_SCREEN_FASTMATH, error_model="numpy")
-def _approx_log2(x):  # pragma: no cover - compiled
-    """log2 x for x >= 0 within 2e-14 (plus the rounding of the result) where x is normal, without a branch or a
-    library call: x = 2^e m with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh s = 2 (s + s^3/3 + ... + s^15/15),
-    s = (m - 1) / (m + 1), |s| < 0.1716 (the rest of the series is below 1.2e-14). 0 (and a subnormal x) gives
-    about -1023, finite, so that x log2 x is 0 (or below 1e-305)."""
-    bits: int = _float_bits(x)  # type: ignore[call-arg]  # a numba intrinsic (numba passes its context)
-    m = _bits_float((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000)
-    e = float((bits >> 52) - 1023)
-    high = m >= _SQRT2
-    m = 0.5 * m if high else m
-    e = e + 1.0 if high else e
-    s = (m - 1.0) / (m + 1.0)
-    z = s * s
-    series = 1 / 13 + z * (1 / 15)
-    series = 1 / 11 + z * series
-    series = 1 / 9 + z * series
-    series = 1 / 7 + z * series
-    series = 1 / 5 + z * series
-    series = 1 / 3 + z * series
-    series = 1.0 + z * series
-    return e + 2.0 * _LN2_INV * s * series
-
-
-@njit(cache=True, nogil=True, fastmath=_SCREEN_FASTMATH, error_model="numpy")
-def _screened_merit(masses_left, a_weight, n_active, pre, min_branch_fraction):  # pragma: no cover - compiled
-    """A candidate's information gain from its classes' masses left of it, and a bound on its distance from the
-    exact :func:`_merit`: (merit, bound), (-inf, 0) for a candidate certainly void,
-    (nan, -1) when a branch weight is too close to the 1% bound to tell."""
-    wl = wr = sl = sr = scale = 0.0
-    for a in range(n_active):
-        m = masses_left[a]
-        r = a_weight[a] - m
-        ml, rl = m * _approx_log2(m), r * _approx_log2(r)
-        wl += m
-        wr += r
-        sl += ml
-        sr += rl
-        scale += abs(ml) + abs(rl)
-    total = wl + wr
-    near = _SCREEN_BRANCH * total
-    gap_l, gap_r = wl - min_branch_fraction * total, wr - min_branch_fraction * total
-    if abs(gap_l) <= near or abs(gap_r) <= near:
-        return np.nan, -1.0
-    if gap_l < 0 or gap_r < 0:
-        return -np.inf, 0.0
-    left, right = wl * math.log2(wl), wr * math.log2(wr)
-    merit = pre - (left - sl + right - sr) / total
-    bound = _SCREEN_RELATIVE * (scale + abs(left) + abs(right)) / total + _SCREEN_ABSOLUTE
-    return merit, bound
-
-
-@njit(cache=True, nogil=True)
-def _stays_a_leaf(pre, eps, stats, gathered, fractions, min_branch_fraction, scratch):  # pragma: no cover
-    """Whether the Hoeffding test (best - second best > eps, with eps >= tau) certainly fails for a leaf, judged on
-    merits with a bound on their error (:func:`_screened_merit`): the exact best and second best lie within the
-    largest bound of the screened ones. ``scratch``: room for the thresholds, the masses left of them and the
-    covariates' merits."""
-    n_thr = fractions.shape[0]
-    t, a_left, merits = scratch
-    merits[:] = -np.inf
-    _, a_weight, a_mean, a_sigma, a_min, a_max = gathered
-    largest_bound = 0.0
-    for f in range(merits.shape[0]):
-        n_active, lo, hi = _gather(f, stats, gathered)
-        if not hi > lo:
-            continue
-        _place_thresholds(lo, hi, fractions, t)
-        _masses_left(t, n_active, a_weight, a_mean, a_sigma, a_min, a_max, a_left)
-        for j in range(n_thr):
-            merit, bound = _screened_merit(a_left[j], a_weight, n_active, pre, min_branch_fraction)
-            if not bound >= 0.0 or merit != merit:
-                return False
-            largest_bound = max(largest_bound, bound)
-            merits[f] = max(merits[f], merit)
-    best, second, _ = _best_two(merits)
-    if best == -np.inf:
-        return True
-    return best - second + 2.0 * largest_bound < eps
-
-
-@njit(cache=True, nogil=True)
-def _masses_left(t, n_active, a_weight, a_mean, a_sigma, a_min, a_max, out):  # pragma: no cover - compiled
-    """Each class's weight left of each threshold (``out[j, a]``, as :func:`_mass_left`), class by class: the
-    thresholds below its smallest value, those within its range, those above its largest (t increases), so
-    that the loops do not branch on the data."""
-    n_thr = t.shape[0]
-    for a in range(n_active):
-        below = within = 0
-        for j in range(n_thr):
-            below += t[j] < a_min[a]
-            within += t[j] <= a_max[a]
-        W = a_weight[a]
-        for j in range(below):
-            out[j, a] = 0.0
-        for j in range(below, within):
-            out[j, a] = _gaussian_mass(t[j], W, a_mean[a], a_sigma[a])
-        for j in range(within, n_thr):
-            out[j, a] = W
+        for a in range(n_active):
+            left[active[a]] = a_left[j, a]
+            right[active[a]] = a_weight[a] - a_left[j, a]
+        merit = _merit(left, right, terms, active, n_active, nonzero, pre, min_branch_fraction, plan)
+        _keep(b, f, j, merit, per_feature, best_threshold)
+    for a in range(n_active):  # back to zeros for the next covariate
+        left[active[a]] = right[active[a]] = terms[active[a]] = 0.0
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -518,29 +290,6 @@ def _keep(b, f, j, merit, per_feature, best_threshold):  # pragma: no cover - co
     if merit > per_feature[b, f] or j == 0:
         per_feature[b, f] = merit
         best_threshold[b, f] = j
-
-
-@njit(cache=True, nogil=True)
-def _sigma(W, m2, min_variance):  # pragma: no cover - compiled
-    """A class's standard deviation from its Gaussian estimator's weight and M2, at least sqrt(min_variance)."""
-    return np.sqrt(max(m2 / W, min_variance))
-
-
-@njit(cache=True, nogil=True)
-def _gaussian_mass(t, W, mean, sigma):  # pragma: no cover - compiled
-    """The weight W of a class left of threshold t under its Gaussian estimate: W Phi((t - mean) / sigma)."""
-    return W * ndtr((t - mean) / sigma)
-
-
-@njit(cache=True, nogil=True)
-def _mass_left(t, W, mean, sigma, smallest, largest):  # pragma: no cover - compiled
-    """A class's weight left of threshold t: :func:`_gaussian_mass`, none below its smallest value, all above its
-    largest."""
-    if t < smallest:
-        return 0.0
-    if t > largest:
-        return W
-    return _gaussian_mass(t, W, mean, sigma)
 
 
 @kernel
@@ -567,8 +316,8 @@ def branch_masses(
             p = pair_of[s, c]
             if p >= 0 and g_weight[p, f] > 0:
                 W = g_weight[p, f]
-                sigma = _sigma(W, g_m2[p, f], min_variance)
-                left[b, c] = _mass_left(t, W, g_mean[p, f], sigma, g_min[p, f], g_max[p, f])
+                sigma = class_sigma(W, g_m2[p, f], min_variance)
+                left[b, c] = mass_left(t, W, g_mean[p, f], sigma, g_min[p, f], g_max[p, f])
                 right[b, c] = W - left[b, c]
     return left, right
 
@@ -638,53 +387,51 @@ def apply_splits(
     next unused slot. Missing values will go to the heavier child. The arrays must have room for the new nodes
     and slots (the caller grows them; an unused slot maps no label: ``pair_of`` -1).
     """
-    split_feature, threshold, left_child, right_child = (
-        forest.split_feature,
-        forest.threshold,
-        forest.left,
-        forest.right,
-    )
-    nan_left, slot, pair_of, pairs, free_pairs = (
-        forest.nan_left,
-        forest.slot,
-        forest.pair_of,
-        forest.pairs,
-        forest.free_pairs,
-    )
-    class_mass, seen, weight_at_last_attempt = forest.class_mass, forest.seen, forest.weight_at_last_attempt
-    g_weight, g_mean, g_m2, g_min, g_max = forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max
-    k = class_mass.shape[1]
+    k = forest.class_mass.shape[1]
     for b in range(splits.shape[0]):
         if not splits[b]:
             continue
         leaf, f = leaves[b], feature[b]
-        j = best_threshold[b, f]
-        s = slot[leaf]
-        for c in range(k):
-            p = pair_of[s, c]
-            if p >= 0:
-                g_weight[p] = 0.0
-                g_mean[p] = 0.0
-                g_m2[p] = 0.0
-                g_min[p] = 0.0
-                g_max[p] = 0.0
-                free_pairs[pairs[1]] = p
-                pairs[1] += 1
-                pair_of[s, c] = -1
+        s = forest.slot[leaf]
+        _free_pool_rows(forest, s, k)
         for child, mass, child_slot in ((n_nodes, branch_left[b], s), (n_nodes + 1, branch_right[b], n_slots)):
-            slot[child] = child_slot
-            for c in range(k):
-                class_mass[child, c] = mass[c]
-                seen[child, c] = mass[c] > 0
-            weight_at_last_attempt[child] = pairwise_sum(mass, 0, k)
-        split_feature[leaf] = f
-        threshold[leaf] = thresholds[b, f, j]
-        left_child[leaf], right_child[leaf] = n_nodes, n_nodes + 1
-        nan_left[leaf] = weight_at_last_attempt[n_nodes] >= weight_at_last_attempt[n_nodes + 1]
-        slot[leaf] = -1
+            _new_leaf(forest, child, mass, child_slot, k)
+        forest.split_feature[leaf] = f
+        forest.threshold[leaf] = thresholds[b, f, best_threshold[b, f]]
+        forest.left[leaf], forest.right[leaf] = n_nodes, n_nodes + 1
+        weight_at_last_attempt = forest.weight_at_last_attempt
+        forest.nan_left[leaf] = weight_at_last_attempt[n_nodes] >= weight_at_last_attempt[n_nodes + 1]
+        forest.slot[leaf] = -1
         n_nodes += 2
         n_slots += 1
     return n_nodes, n_slots
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _free_pool_rows(forest, s, k):  # pragma: no cover - compiled
+    """Clear slot ``s``'s Gaussian statistics: its labels' pool rows zeroed and freed, the slot mapping none."""
+    pair_of, pairs, free_pairs = forest.pair_of, forest.pairs, forest.free_pairs
+    for c in range(k):
+        p = pair_of[s, c]
+        if p >= 0:
+            forest.g_weight[p] = 0.0
+            forest.g_mean[p] = 0.0
+            forest.g_m2[p] = 0.0
+            forest.g_min[p] = 0.0
+            forest.g_max[p] = 0.0
+            free_pairs[pairs[1]] = p
+            pairs[1] += 1
+            pair_of[s, c] = -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _new_leaf(forest, node, mass, s, k):  # pragma: no cover - compiled
+    """Node ``node`` made a leaf of slot ``s`` holding the class masses ``mass`` (its weight as the last attempt's)."""
+    forest.slot[node] = s
+    for c in range(k):
+        forest.class_mass[node, c] = mass[c]
+        forest.seen[node, c] = mass[c] > 0
+    forest.weight_at_last_attempt[node] = pairwise_sum(mass, 0, k)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from olb.kernel_declarations import (
 )
 from olb.learners.linear.alt_loss import alt_coefficients, repeat_on_scores
 from olb.learners.linear.rows import FALT, OLANSGD, PA_I, SALT
-from olb.weak.vfdt_core import pairwise_sum
+from olb.weak.vfdt_sums import pairwise_sum
 
 
 @njit(cache=True)

@@ -9,7 +9,9 @@ choice, is river's bit for bit: numba calls the C library's ``log``, ``exp``, ``
 take the exponents (``two``, ``half``) as arguments. ``pow`` costs more than a product: the naive Bayes sums call it
 only where ``t * t`` may differ from it (:func:`near_tie`).
 
-A row's features are present when nonzero (river receives a row's nonzero entries: a zero is a missing key).
+A row's features are present when nonzero (river receives a row's nonzero entries: a zero is a missing key). The
+splitters' own arithmetic (their estimators' update, a binary split's weights and entropies) is
+:mod:`olb.learners.stream_br.gaussian_splitter`'s.
 """
 
 from __future__ import annotations
@@ -30,10 +32,10 @@ from olb.kernel_declarations import (
     Int8Array1D,
     kernel,
 )
+from olb.learners.stream_br.gaussian_splitter import binary_split, dict_sum, sigmas, split_entropy, update_splitters
 from olb.learners.stream_br.tree_arrays import TreeArrays
 
 HALF_LOG_TAU = 0.5 * math.log(math.tau)  # river's proba.gaussian._HALF_LOG_TAU
-SQRT_2 = math.sqrt(2.0)
 N_SPLITS = 10  # river's GaussianSplitter(n_splits=10): split points per feature
 MIN_BRANCH_FRACTION = 0.01  # river's HoeffdingTreeClassifier(min_branch_fraction=0.01)
 
@@ -232,23 +234,12 @@ def learn(
     ``attempts[label]`` is set when the leaf, reached without a detour, has gained ``grace_period`` weight since its
     last split attempt (the caller attempts the split)."""
     proba = np.empty(2)
-    g_first, g_has, order, n_order = t.g_first, t.g_has, t.order, t.n_order
-    g_n, g_mean, g_S, g_min, g_max = t.g_n, t.g_mean, t.g_S, t.g_min, t.g_max
-    g_var, g_half_log_var = t.g_var, t.g_half_log_var
     for label in range(leaves.shape[0]):
         leaf = leaves[label]
         c = np.int64(y[label])
         t.classes[label, c] = True
         first = t.first_class[leaf]
-        if first < 0:
-            t.mc_correct[leaf] += 1.0  # an empty leaf: river counts the majority class right
-        else:
-            keys = 2 if t.has_class[leaf, 1 - first] else 1
-            majority_proba(t, leaf, proba)
-            if first_max(proba, first, keys) == c:
-                t.mc_correct[leaf] += 1.0
-            if not np.isnan(nb_proba[label, first]) and first_max(nb_proba[label], first, keys) == c:
-                t.nb_correct[leaf] += 1.0
+        _count_hits(t, leaf, first, c, nb_proba[label], proba)
         if t.has_class[leaf, c]:
             t.weight[leaf, c] += 1.0
         else:
@@ -256,97 +247,25 @@ def learn(
             t.weight[leaf, c] = 1.0
             if first < 0:
                 t.first_class[leaf] = c
-        # river's GaussianSplitter.update of each present feature: min, max, Welford's update of stats.Var (w = 1)
-        for i in range(nonzero.shape[0]):
-            f = nonzero[i]
-            value = x[f]
-            if g_first[leaf, f] < 0:  # a new splitter, last in the leaf's order
-                g_first[leaf, f] = c
-                order[leaf, n_order[leaf]] = f
-                n_order[leaf] += 1
-            if not g_has[leaf, c, f]:
-                g_has[leaf, c, f] = True
-                g_min[leaf, c, f] = value
-                g_max[leaf, c, f] = value
-                g_n[leaf, c, f] = 0.0
-                g_mean[leaf, c, f] = 0.0
-                g_S[leaf, c, f] = 0.0
-            else:
-                if value < g_min[leaf, c, f]:
-                    g_min[leaf, c, f] = value
-                if value > g_max[leaf, c, f]:
-                    g_max[leaf, c, f] = value
-            mean_old = g_mean[leaf, c, f]
-            n = g_n[leaf, c, f] + 1.0
-            g_n[leaf, c, f] = n
-            mean_new = mean_old + (1.0 / n) * (value - mean_old)
-            g_mean[leaf, c, f] = mean_new
-            S = g_S[leaf, c, f] + 1.0 * (value - mean_old) * (value - mean_new)
-            g_S[leaf, c, f] = S
-            variance = S / (n - 1.0) if n > 1.0 else 0.0  # proba.Gaussian.log_pdf's, with its log
-            g_var[leaf, c, f] = variance if variance > 0.0 else 0.0
-            g_half_log_var[leaf, c, f] = 0.5 * math.log(variance) if variance > 0.0 else 0.0
+        update_splitters(t, leaf, c, x, nonzero)
         attempts[label] = False
         if not detoured[label]:
             attempts[label] = leaf_weight_of_leaf(t, leaf) - t.last_attempt[leaf] >= grace_period
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _entropy(a, has_a, b, has_b):  # pragma: no cover - compiled
-    """river's ``_compute_entropy_dict`` of a dict of (at most) two weights (their order does not change the sums)."""
-    entropy = 0.0
-    sums = 0.0
-    if has_a and a > 0.0:
-        entropy -= a * math.log2(a)
-        sums += a
-    if has_b and b > 0.0:
-        entropy -= b * math.log2(b)
-        sums += b
-    return (entropy + sums * math.log2(sums)) / sums if sums > 0.0 else 0.0
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _dict_sum(a, has_a, b, has_b):  # pragma: no cover - compiled
-    total = 0.0
-    if has_a:
-        total += a
-    if has_b:
-        total += b
-    return total
-
-
-@njit(cache=True, nogil=True, inline="always")
-def sigmas(t, leaf, f, half, out):  # pragma: no cover - compiled
-    """The standard deviations of feature ``f``'s estimators as river's ``Gaussian.sigma``, ``variance ** 0.5`` with
-    ``half`` = 0.5 (``stats.Var.get``: 0 below a weight of 2)."""
-    for c in range(2):
-        n = t.g_n[leaf, c, f]
-        out[c] = math.pow(t.g_S[leaf, c, f] / (n - 1.0) if n > 1.0 else 0.0, half)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def binary_split(t, leaf, f, sigma, value, lhs, lhs_has, rhs, rhs_has):  # pragma: no cover - compiled
-    """river's ``_class_dists_from_binary_split`` of feature ``f`` at ``value``: each class's weight left and right,
-    from its estimator's CDF (``sigma``: :func:`sigmas`)."""
-    for c in range(2):
-        lhs_has[c] = False
-        rhs_has[c] = False
-        if not t.g_has[leaf, c, f]:
-            continue
-        n = t.g_n[leaf, c, f]
-        if value < t.g_min[leaf, c, f]:
-            rhs[c] = n
-            rhs_has[c] = True
-        elif value >= t.g_max[leaf, c, f]:
-            lhs[c] = n
-            lhs_has[c] = True
-        else:
-            s = sigma[c]
-            cdf = 0.0 if s == 0.0 else 0.5 * (1.0 + math.erf(((value - t.g_mean[leaf, c, f]) / s) / SQRT_2))
-            lhs[c] = cdf * n
-            rhs[c] = n - lhs[c]
-            lhs_has[c] = True
-            rhs_has[c] = True
+def _count_hits(t, leaf, first, c, nb_proba, proba):  # pragma: no cover - compiled
+    """The adaptive leaf's hit counts for class ``c``: whether its majority class (``proba``: scratch) and its naive
+    Bayes prediction (``nb_proba``, before this example) were right; ``first`` is the leaf's first class (-1: none)."""
+    if first < 0:
+        t.mc_correct[leaf] += 1.0  # an empty leaf: river counts the majority class right
+    else:
+        keys = 2 if t.has_class[leaf, 1 - first] else 1
+        majority_proba(t, leaf, proba)
+        if first_max(proba, first, keys) == c:
+            t.mc_correct[leaf] += 1.0
+        if not np.isnan(nb_proba[first]) and first_max(nb_proba, first, keys) == c:
+            t.nb_correct[leaf] += 1.0
 
 
 @kernel
@@ -358,7 +277,7 @@ def split_merits(
     point; -inf (no point) when no split leaves two branches with more than 1% of the weight each."""
     w0, w1 = t.weight[leaf, 0], t.weight[leaf, 1]
     h0, h1 = t.has_class[leaf, 0], t.has_class[leaf, 1]
-    pre_entropy = _entropy(w0, h0, w1, h1)
+    pre_entropy = split_entropy(w0, h0, w1, h1)
     lhs, rhs = np.empty(2), np.empty(2)
     lhs_has, rhs_has = np.empty(2, np.bool_), np.empty(2, np.bool_)
     sigma = np.empty(2)
@@ -379,8 +298,8 @@ def split_merits(
             if not (low < value < high):
                 continue
             binary_split(t, leaf, f, sigma, value, lhs, lhs_has, rhs, rhs_has)
-            left = _dict_sum(lhs[0], lhs_has[0], lhs[1], lhs_has[1])
-            right = _dict_sum(rhs[0], rhs_has[0], rhs[1], rhs_has[1])
+            left = dict_sum(lhs[0], lhs_has[0], lhs[1], lhs_has[1])
+            right = dict_sum(rhs[0], rhs_has[0], rhs[1], rhs_has[1])
             total = 0.0 + left + right
             branches = 0
             if total > 0.0:
@@ -389,8 +308,8 @@ def split_merits(
                 merit = -math.inf
             else:
                 post = 0.0
-                post += left * _entropy(lhs[0], lhs_has[0], lhs[1], lhs_has[1])
-                post += right * _entropy(rhs[0], rhs_has[0], rhs[1], rhs_has[1])
+                post += left * split_entropy(lhs[0], lhs_has[0], lhs[1], lhs_has[1])
+                post += right * split_entropy(rhs[0], rhs_has[0], rhs[1], rhs_has[1])
                 merit = pre_entropy - post / total
             if merit > best:
                 best, best_value = merit, value

@@ -21,7 +21,7 @@ Ada.OLMR's, Adaboost.OLM's and OnlineBMR's updates are one call per round
 
 The results are bit-identical to the numpy expressions these functions replaced (``tests/regression``, and
 ``tests/test_rounds.py`` on random inputs): the same operations in the same order. Sums over a contiguous run of
-values follow numpy's pairwise order (:func:`olb.weak.vfdt_core.pairwise_sum`), sums across rows numpy's
+values follow numpy's pairwise order (:func:`olb.weak.vfdt_sums.pairwise_sum`), sums across rows numpy's
 sequential one; ``exp`` is the C library's, as numpy's; the logistic sigma is scipy's ``expit`` itself (its C
 function, bound by symbol name so that numba's disk cache stays usable); a dot product over labels adds as
 numpy's ``einsum`` does here (two interleaved partial sums, see :func:`row_dots`), a vector-matrix product as

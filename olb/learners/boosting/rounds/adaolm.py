@@ -11,7 +11,7 @@ from numba.extending import intrinsic
 
 from olb.kernel_declarations import Boolean, Float64, Float64Array1D, Float64Array2D, Int64, Int64Array1D, kernel
 from olb.learners.boosting.rounds.shared import expit, hedge_update, projected_alpha_step, vote_states
-from olb.weak.vfdt_core import pairwise_sum
+from olb.weak.vfdt_sums import pairwise_sum
 
 
 @intrinsic

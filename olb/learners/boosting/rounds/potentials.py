@@ -16,7 +16,7 @@ from olb.kernel_declarations import (
     Int64Array1D,
     kernel,
 )
-from olb.weak.vfdt_core import pairwise_sum
+from olb.weak.vfdt_sums import pairwise_sum
 
 
 @kernel

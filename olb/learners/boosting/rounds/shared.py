@@ -13,7 +13,7 @@ from numba import njit, types
 from numba.extending import get_cython_function_address
 
 from olb.kernel_declarations import BooleanArray1D, Float64, Float64Array1D, Float64Array2D, Int64, Int64Array1D, kernel
-from olb.weak.vfdt_core import pairwise_sum
+from olb.weak.vfdt_sums import pairwise_sum
 
 llvmlite.binding.add_symbol(
     "olb_scipy_expit", get_cython_function_address("scipy.special.cython_special", "__pyx_fuse_0expit")
