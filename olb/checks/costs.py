@@ -196,6 +196,7 @@ def _measure(cls: type[OnlineLearner], cost_model: CostModel) -> CostMeasurement
     warm_up = stream_for(cls)  # the contract's small stream: the learner's kernels loaded, its imports done
     run_stream(_make(cls, warm_up), warm_up, make_phases(warm_up, protocol), _metrics(cls))
     cpu_s = run_stream(_make(cls, data), data, phases, _metrics(cls)).cpu_s
+    measured_mb, collected = _model_mb(cls, data, phases, trim)
     predicted_s = cost_model.stream_cost_s(params, shape, n_test, frozen=protocol == "train_frozen")
     return CostMeasurement(
         name=cls.name,
@@ -203,28 +204,28 @@ def _measure(cls: type[OnlineLearner], cost_model: CostModel) -> CostMeasurement
         predicted_us=1e6 * predicted_s,
         measured_us=1e6 * cpu_s / data.n_examples,
         predicted_mb=cost_model.model_memory_mb(params, shape),
-        measured_mb=_model_mb(cls, data, phases, trim),
-        collected=cls.collected_heap_mb() is not None,
+        measured_mb=measured_mb,
+        collected=collected,
     )
 
 
-def _model_mb(cls: type[OnlineLearner], data: Dataset, phases: list[Phase], trim: Callable[[int], int]) -> float:
+def _model_mb(
+    cls: type[OnlineLearner], data: Dataset, phases: list[Phase], trim: Callable[[int], int]
+) -> tuple[float, bool]:
     """MB the model holds from the learner's construction to the end of ``phases``, the rows read (and scaled as
-    the learner asks) before: in a collected heap of its own, the live objects it gains there; else the larger
-    of the peak resident MB the process gains and, in a second run under ``tracemalloc`` (whose own tables would
-    blur the first), the MB of Python objects alive at the end (module docstring). The freed heap is given back
-    first (glibc's ``malloc_trim``) and large arrays are always mapped apart (:func:`_allocator`), so that what
-    the learner touches is what the process gains, at a page's resolution."""
+    the learner asks) before, and whether it was measured in a collected heap of its own: there, the live objects
+    it gains; else the larger of the peak resident MB the process gains and, in a second run under
+    ``tracemalloc`` (whose own tables would blur the first), the MB of Python objects alive at the end (module
+    docstring). The freed heap is given back first (glibc's ``malloc_trim``) and large arrays are always mapped
+    apart (:func:`_allocator`), so that what the learner touches is what the process gains, at a page's
+    resolution."""
     unscored = [p.rows for p in phases if not p.scored]  # none in a prequential stream
     reader = RowReader(data, _make(cls, data), np.concatenate(unscored) if unscored else np.array([], dtype=np.int64))
     gc.collect()
     trim(0)
     heap_start = cls.collected_heap_mb()
     if heap_start is not None:
-        learner = _stream(cls, data, phases, reader)
-        heap_end = cls.collected_heap_mb() or 0.0  # the learner alive: its model counted
-        del learner
-        return max(0.0, heap_end - heap_start)
+        return max(0.0, _heap_with_mb(cls, _stream(cls, data, phases, reader)) - heap_start), True
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # the peak (VmHWM) starts again at the resident memory now
     start = _status_mb("VmRSS")
@@ -234,9 +235,15 @@ def _model_mb(cls: type[OnlineLearner], data: Dataset, phases: list[Phase], trim
     gc.collect()
     tracemalloc.start()
     try:
-        return max(resident_mb, _python_objects_mb(_stream(cls, data, phases, reader)))
+        return max(resident_mb, _python_objects_mb(_stream(cls, data, phases, reader))), False
     finally:
         tracemalloc.stop()
+
+
+def _heap_with_mb(cls: type[OnlineLearner], learner: OnlineLearner) -> float:
+    """The learner's collected heap in use (:meth:`~olb.learners.base.OnlineLearner.collected_heap_mb`), ``learner``
+    alive in it."""
+    return cls.collected_heap_mb() or 0.0
 
 
 def _python_objects_mb(learner: OnlineLearner) -> float:

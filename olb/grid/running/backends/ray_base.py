@@ -70,6 +70,7 @@ class RayBackend(Backend):
         self._head = ""  # the GCS address, polled while cells run
         self._head_lost = False
         self._head_asked = 0.0  # when the head was last asked (time.monotonic)
+        self._nodes_lost = 0  # nodes lost so far: the bytes each later task asks more (see _submit)
         self.node_memory_mb = 0.0  # the largest node's memory Ray hands out (MB), known once started
         self.worker_memory_mb = 0.0  # a worker holding more after a cell ends (0: never), known once started
         self.log_dir = None  # where the Ray logs of lost cells go (the grid's output folder); None: nowhere
@@ -185,7 +186,9 @@ class RayBackend(Backend):
     def _submit(self, task: Task) -> ObjectRef:
         """Start one task on Ray (its per-task options are set here); its object ref. The task reserves its
         predicted peak memory, so Ray runs on a node only the cells whose requests fit."""
-        memory = int(self._asked_mb(task) * 2**20)
+        # a byte more per node lost: Ray files the tasks under a new scheduling class, so that they do not queue
+        # behind the lease requests its submitter still holds for the lost node's raylet
+        memory = int(self._asked_mb(task) * 2**20) + self._nodes_lost
         assert self._remote is not None, "submitted before start()"
         return (self._remote.options(memory=memory) if memory else self._remote).remote(task, self.worker_memory_mb)
 
@@ -194,11 +197,15 @@ class RayBackend(Backend):
         the cells not started anywhere yet: Ray may have queued them on that node (granted a worker there before
         the partition), where they would wait a minute or more for Ray to give up on it. One notice a node."""
         assert self._nodes is not None, "run before start()"
+        dead = self._nodes.dead()
+        on_node = self._nodes.nodes_of(list(self._in_flight)) if dead else None
+        if on_node is None:  # no node lost, or no telling which cells ran where: Ray's own retries decide
+            return [NodeLost(node.ip, 0) for node in dead]
+        waiting = [ref for ref in self._in_flight if ref not in on_node]  # resubmitted once, with the first node
+        self._nodes_lost += len(dead)
         notices = []
-        for node in self._nodes.dead():
-            on_node = self._nodes.nodes_of(list(self._in_flight))
+        for node in dead:
             lost = [ref for ref, node_id in on_node.items() if node_id == node.node_id]
-            waiting = [ref for ref in self._in_flight if ref not in on_node]
             for ref in lost + waiting:
                 task = self._in_flight.pop(ref)
                 try:
@@ -207,6 +214,7 @@ class RayBackend(Backend):
                     pass
                 self._in_flight[self._submit(task)] = task
             notices.append(NodeLost(node.ip, len(lost), len(waiting)))
+            waiting = []
         return notices
 
     def run(self, tasks: Sequence[Task]) -> Iterator[Answer | NodeLost | None]:

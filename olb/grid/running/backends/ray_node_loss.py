@@ -69,9 +69,9 @@ class NodeWatch:
             dead, self._dead = self._dead, []
         return dead
 
-    def nodes_of(self, refs: list[Any]) -> dict[Any, str]:
+    def nodes_of(self, refs: list[Any]) -> dict[Any, str] | None:
         """The node id each of ``refs`` (object refs of running cells) announced; refs not yet announced are left
-        out, and all of them when Ray's key-value store does not answer (a warning says so)."""
+        out. None when Ray's key-value store does not answer (a warning says so): nothing is known of any."""
         from ray.experimental import internal_kv
 
         keys = {_key(self._job_id, ref.task_id().hex()).encode(): ref for ref in refs}
@@ -81,7 +81,7 @@ class NodeWatch:
             )
         except Exception as err:  # noqa: BLE001 - the head check decides whether Ray is still there
             log.warning("olb.grid: could not tell which cells ran on the lost node: %s", err)
-            return {}
+            return None
         return {keys[key]: node.decode() for key, node in found.items()}
 
     def stop(self) -> None:
