@@ -12,8 +12,10 @@ cell's metrics and learning curve move from the recorded references::
     python benchmarks/last_bit_sensitivity.py --nudge cdf      # the CDF only
     python benchmarks/last_bit_sensitivity.py --nudge log2     # log2 only
 
-The nudged forest is a patched copy of ``olb/weak/vfdt_core.py`` in a temporary directory, loaded in place of
-the real module for this process only (its compiled code is built there too: expect ~20 s of compiling).
+The nudged forest is a patched copy of its compiled modules (``olb/weak/vfdt_candidates.py``, where the CDF is
+called, ``olb/weak/vfdt_merit.py``, where log2 is, and the modules that import them) in a temporary directory,
+loaded in place of the real ones for this process only (their compiled code is built there too: expect ~20 s of
+compiling).
 """
 
 from __future__ import annotations
@@ -44,31 +46,42 @@ def _nudged_ndtr(z):  # pragma: no cover - compiled
     return _nudge(ndtr(z), z)
 '''
 
-# the nudged function -> (its call in vfdt_core.py, the nudged call)
+# the nudged function -> (the module calling it, its call there, the nudged call)
 PATCHES = {
-    "cdf": ("m = W * ndtr((t - a_mean[a]) / a_sigma[a])", "m = W * _nudged_ndtr((t - a_mean[a]) / a_sigma[a])"),
-    "log2": ("terms[c] = p * math.log2(p)", "terms[c] = p * _nudge(math.log2(p), p)"),
+    "cdf": (
+        "olb.weak.vfdt_candidates",
+        "return W * ndtr((t - mean) / sigma)",
+        "return W * _nudged_ndtr((t - mean) / sigma)",
+    ),
+    "log2": ("olb.weak.vfdt_merit", "terms[c] = p * math.log2(p)", "terms[c] = p * _nudge(math.log2(p), p)"),
 }
+# the forest's compiled modules, each after the ones it imports: a nudged module's importers are loaded again
+# after it, so that they call the nudged copy
+CHAIN = ("olb.weak.vfdt_candidates", "olb.weak.vfdt_screen", "olb.weak.vfdt_merit", "olb.weak.vfdt_core")
 
 
 def load_nudged_core(functions: list[str], directory: Path) -> None:
-    """Load a copy of the forest's compiled core with ``functions`` nudged as ``olb.weak.vfdt_core``."""
-    source = (ROOT / "olb" / "weak" / "vfdt_core.py").read_text()
-    for name in functions:
-        original, nudged = PATCHES[name]
-        if source.count(original) != 1:
-            raise SystemExit(
-                f"last_bit_sensitivity: olb/weak/vfdt_core.py no longer contains {original!r} "
-                "exactly once; update PATCHES"
-            )
-        source = source.replace(original, nudged)
-    path = directory / "vfdt_core_nudged.py"
-    path.write_text(source + NUDGE)
-    spec = importlib.util.spec_from_file_location("olb.weak.vfdt_core", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["olb.weak.vfdt_core"] = module
-    spec.loader.exec_module(module)
-    os.environ["OLB_KERNELS"] = "jit"  # the forest then calls this module's kernels (olb.kernels), not the extension
+    """Load copies of the forest's compiled modules with ``functions`` nudged, in place of the real ones."""
+    patches = {name: PATCHES[name] for name in functions}
+    for module_name in CHAIN:
+        path = ROOT / Path(*module_name.split(".")).with_suffix(".py")
+        source = path.read_text()
+        for module, original, nudged in patches.values():
+            if module != module_name:
+                continue
+            if source.count(original) != 1:
+                raise SystemExit(
+                    f"last_bit_sensitivity: {path.relative_to(ROOT)} no longer contains {original!r} exactly once; "
+                    "update PATCHES"
+                )
+            source = source.replace(original, nudged) + NUDGE
+        copy = directory / f"{module_name.rsplit('.', 1)[1]}_nudged.py"
+        copy.write_text(source)
+        spec = importlib.util.spec_from_file_location(module_name, copy)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    os.environ["OLB_KERNELS"] = "jit"  # the forest then calls these modules' kernels (olb.kernels), not the extension
 
 
 def main() -> None:

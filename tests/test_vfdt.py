@@ -11,6 +11,7 @@ from olb.weak import (
     make_weak_learners,
     vfdt_candidates,
     vfdt_core,
+    vfdt_merit,
     vfdt_screen,
     vfdt_sums,
 )
@@ -134,7 +135,7 @@ def test_screened_merits_are_within_their_bound_of_the_exact_ones():
     plan = (arrays.plan_starts, arrays.plan_lengths, arrays.plan_ops, np.empty(len(arrays.plan_starts)))
     for b, leaf in enumerate(leaves):
         mass = arrays.class_mass[leaf]
-        pre = vfdt_core._entropy(mass, mass.sum(), np.zeros(k), np.arange(k), k, np.empty(k, np.int64), plan)
+        pre = vfdt_merit.entropy_bits(mass, mass.sum(), np.zeros(k), np.arange(k), k, np.empty(k, np.int64), plan)
         pool = (arrays.g_weight, arrays.g_mean, arrays.g_m2, arrays.g_min, arrays.g_max)
         stats = (arrays.pair_of[arrays.slot[leaf]], *pool, arrays.min_variance)
         for f in np.flatnonzero(usable[b]):
@@ -161,9 +162,9 @@ def test_screened_merits_are_within_their_bound_of_the_exact_ones():
 def test_entropy_in_bits_skips_zero_masses():
     terms, every, nonzero = np.empty(3), np.arange(3), np.empty(3, np.int64)
     plan = (*pairwise_plan(3), np.empty(1))
-    assert vfdt_core._entropy(np.array([1.0, 1.0, 2.0]), 4.0, terms, every, 3, nonzero, plan) == pytest.approx(1.5)
-    assert vfdt_core._entropy(np.array([2.0, 0.0, 2.0]), 4.0, terms, every, 3, nonzero, plan) == 1.0  # 0 adds 0
-    assert vfdt_core._entropy(np.zeros(3), 0.0, terms, every, 3, nonzero, plan) == 0.0
+    assert vfdt_merit.entropy_bits(np.array([1.0, 1.0, 2.0]), 4.0, terms, every, 3, nonzero, plan) == pytest.approx(1.5)
+    assert vfdt_merit.entropy_bits(np.array([2.0, 0.0, 2.0]), 4.0, terms, every, 3, nonzero, plan) == 1.0  # 0 adds 0
+    assert vfdt_merit.entropy_bits(np.zeros(3), 0.0, terms, every, 3, nonzero, plan) == 0.0
 
 
 def test_compiled_sums_add_in_numpys_order_bit_for_bit():

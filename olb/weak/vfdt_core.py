@@ -5,15 +5,15 @@ one example: :func:`route` finds every tree's leaf, :func:`update_statistics` ad
 the leaves' class masses and Gaussian estimators, :func:`evaluate_splits`, :func:`branch_masses` and
 :func:`apply_splits` attempt and make the splits. They do the same arithmetic, in the same order, as the
 numpy expressions they replaced, so results are bit-identical. Their numba helpers beside them: numpy's pairwise
-sums (:mod:`olb.weak.vfdt_sums`), a leaf's candidate splits (:mod:`olb.weak.vfdt_candidates`) and the screen of
-the split attempts (:mod:`olb.weak.vfdt_screen`). The ``@kernel`` functions take the forest's arrays
+sums (:mod:`olb.weak.vfdt_sums`), a leaf's statistics (:mod:`olb.weak.vfdt_leaves`), its candidate splits
+(:mod:`olb.weak.vfdt_candidates`), their merit and the Hoeffding test (:mod:`olb.weak.vfdt_merit`) and the screen
+of the split attempts (:mod:`olb.weak.vfdt_screen`). The ``@kernel`` functions take the forest's arrays
 as one record (:class:`olb.weak.vfdt_arrays.ForestArrays`); they are compiled ahead of time, once per machine,
 and reached through :mod:`olb.kernels` (numba's JIT under ``OLB_KERNELS=jit``).
 """
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from numba import njit
@@ -31,9 +31,11 @@ from olb.kernel_declarations import (
     kernel,
 )
 from olb.weak.vfdt_arrays import ForestArrays
-from olb.weak.vfdt_candidates import best_two, class_sigma, gather_covariate, left_masses, mass_left, place_thresholds
+from olb.weak.vfdt_candidates import class_sigma, mass_left
+from olb.weak.vfdt_leaves import add_to_estimators, free_pool_rows, new_leaf, pool_row, weight_and_classes
+from olb.weak.vfdt_merit import entropy_bits, hoeffding_bound, hoeffding_test, score_covariate
 from olb.weak.vfdt_screen import stays_a_leaf
-from olb.weak.vfdt_sums import pairwise_sum, planned_sum
+from olb.weak.vfdt_sums import pairwise_sum
 
 
 @kernel
@@ -108,69 +110,18 @@ def update_statistics(
             first = 0.0 if seen[node, label] else 1.0
             class_mass[node, label] += w + pseudo_count * first
             seen[node, label] = True
-            _add_to_estimators(estimators, x, covariates[i], _pool_row(pool, s, label), w)
+            add_to_estimators(estimators, x, covariates[i], pool_row(pool, s, label), w)
     due = np.zeros(n_trees, np.bool_)
     for i in range(n_trees):
         node = leaves[i]
         if fed[i]:
-            weight, n_classes = _weight_and_classes(class_mass, seen, node)
+            weight, n_classes = weight_and_classes(class_mass, seen, node)
             if weight - forest.weight_at_last_attempt[node] > forest.grace[i] and n_classes > 1:
                 due[i] = True
                 forest.weight_at_last_attempt[node] = weight
     trees = np.flatnonzero(due)
     trees = trees[np.argsort(leaves[trees])]  # node numbers are unique: any sort gives this order
     return leaves[trees], trees
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _pool_row(pool, s, label):  # pragma: no cover - compiled
-    """The pool row of label ``label``'s estimators at slot ``s``, taken at its first weight there: a free row
-    (``free_pairs[:pairs[1]]``) first, else the next unused one (``pairs[0]``)."""
-    pair_of, pairs, free_pairs = pool
-    p = pair_of[s, label]
-    if p < 0:
-        if pairs[1] > 0:
-            pairs[1] -= 1
-            p = free_pairs[pairs[1]]
-        else:
-            p = pairs[0]
-            pairs[0] += 1
-        pair_of[s, label] = p
-    return p
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _add_to_estimators(estimators, x, covariates, p, w):  # pragma: no cover - compiled
-    """A tree's ``covariates`` of ``x`` into pool row ``p`` of the ``estimators`` (weight, mean, M2, min, max) with
-    weight ``w``: each one's weighted Gaussian estimator (West's incremental update) and its min/max, a missing
-    value skipped (weight 0)."""
-    g_weight, g_mean, g_m2, g_min, g_max = estimators
-    for j in range(covariates.shape[0]):
-        xv = x[covariates[j]]
-        wv = w
-        if np.isnan(xv):
-            xv, wv = 0.0, 0.0
-        mean = g_mean[p, j]
-        before = g_weight[p, j]
-        total = before + wv
-        diff = xv - mean
-        new_mean = mean + (wv * diff / total if total > 0 else 0.0)
-        g_m2[p, j] += wv * diff * (xv - new_mean)
-        g_mean[p, j] = new_mean
-        g_weight[p, j] = total
-        if wv > 0:  # the first positive weight sets min/max (as min(+inf, x) and max(-inf, x) would)
-            g_min[p, j] = min(g_min[p, j], xv) if before > 0 else xv
-            g_max[p, j] = max(g_max[p, j], xv) if before > 0 else xv
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _weight_and_classes(class_mass, seen, node):  # pragma: no cover - compiled
-    """A node's weight (its class masses' pairwise sum) and the number of classes it has seen."""
-    k = class_mass.shape[1]
-    n_classes = 0
-    for label in range(k):
-        n_classes += seen[node, label]
-    return pairwise_sum(class_mass[node], 0, k), n_classes
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -227,69 +178,20 @@ def evaluate_splits(
     scratch = (np.empty(n_thr), a_left, np.empty(d))  # the screen's thresholds, masses and merits
     for b in range(n_leaves):
         leaf = leaves[b]
-        n_weight, eps = _hoeffding_bound(forest, leaf, trees[b])
-        pre = _entropy(class_mass[leaf], n_weight, terms, every, k, nonzero, plan)
+        n_weight, eps = hoeffding_bound(forest, leaf, trees[b])
+        pre = entropy_bits(class_mass[leaf], n_weight, terms, every, k, nonzero, plan)
         stats = (pair_of[slot[leaf]], g_weight, g_mean, g_m2, g_min, g_max, min_variance)
         if screen and not eps < tau[trees[b]]:
             if stays_a_leaf(pre, eps, stats, gathered, fractions, min_branch_fraction, scratch):
                 continue
         terms[:] = 0.0  # from here on, only the active labels' terms are written
         for f in range(d):
-            usable[b, f] = _score_covariate(
+            usable[b, f] = score_covariate(
                 b, f, stats, gathered, branches, pre, fractions, min_branch_fraction, plan, thresholds[b, f],
                 per_feature, best_threshold,
             )  # fmt: skip
-        splits[b], best_feature[b] = _hoeffding_test(per_feature[b], eps, tau[trees[b]])
+        splits[b], best_feature[b] = hoeffding_test(per_feature[b], eps, tau[trees[b]])
     return splits, best_feature, usable, per_feature, best_threshold, thresholds
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _hoeffding_bound(forest, leaf, tree):  # pragma: no cover - compiled
-    """A leaf's weight n and its Hoeffding bound eps = sqrt(log2(#classes)^2 ln(1/delta) / (2 n)) in its tree."""
-    n_weight, n_classes = _weight_and_classes(forest.class_mass, forest.seen, leaf)
-    return n_weight, np.sqrt(forest.eps_factor[max(n_classes, 2)] * forest.ln_inv_delta[tree] / (2.0 * n_weight))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _hoeffding_test(merits, eps, tau):  # pragma: no cover - compiled
-    """Whether a leaf with its covariates' best ``merits`` splits (a finite best merit, and best - second best >
-    eps or eps < tau), and its best covariate (:func:`best_two`)."""
-    best, second, where = best_two(merits)
-    return np.isfinite(best) and (best - second > eps or eps < tau), where
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _score_covariate(
-    b, f, stats, gathered, branches, pre, fractions, min_branch_fraction, plan, t, per_feature, best_threshold
-):  # pragma: no cover - compiled
-    """Score leaf ``b``'s candidate splits on covariate ``f``: its thresholds into ``t``, each one's merit, the
-    best kept (:func:`_keep`); whether the covariate has candidates (its observed values are not all equal).
-    ``branches``: the per-label left and right masses and entropy terms (zeros outside this call), the entropy's
-    scratch and the room for the masses left of the thresholds."""
-    n_active, lo, hi = gather_covariate(f, stats, gathered)
-    if not hi > lo:
-        return False
-    active, a_weight, a_mean, a_sigma, a_min, a_max = gathered
-    left, right, terms, nonzero, a_left = branches
-    place_thresholds(lo, hi, fractions, t)
-    left_masses(t, n_active, a_weight, a_mean, a_sigma, a_min, a_max, a_left)
-    for j in range(fractions.shape[0]):
-        for a in range(n_active):
-            left[active[a]] = a_left[j, a]
-            right[active[a]] = a_weight[a] - a_left[j, a]
-        merit = _merit(left, right, terms, active, n_active, nonzero, pre, min_branch_fraction, plan)
-        _keep(b, f, j, merit, per_feature, best_threshold)
-    for a in range(n_active):  # back to zeros for the next covariate
-        left[active[a]] = right[active[a]] = terms[active[a]] = 0.0
-    return True
-
-
-@njit(cache=True, nogil=True)
-def _keep(b, f, j, merit, per_feature, best_threshold):  # pragma: no cover - compiled
-    """Keep candidate j as covariate f's best of leaf b if its merit beats the best so far (or it is the first)."""
-    if merit > per_feature[b, f] or j == 0:
-        per_feature[b, f] = merit
-        best_threshold[b, f] = j
 
 
 @kernel
@@ -322,50 +224,6 @@ def branch_masses(
     return left, right
 
 
-@njit(cache=True, nogil=True)
-def _merit(left, right, terms, active, n_active, nonzero, pre, min_branch_fraction, plan):  # pragma: no cover
-    """Information gain of a candidate from its branch masses ``left``/``right`` (k; only the classes
-    ``active[:n_active]`` may be nonzero): prior entropy - weighted branch entropies, -inf unless both branches
-    hold enough weight."""
-    wl = planned_sum(left, *plan)
-    wr = planned_sum(right, *plan)
-    if not _two_branches(wl, wr, min_branch_fraction):
-        return -np.inf
-    total = wl + wr
-    h_left = _entropy(left, wl, terms, active, n_active, nonzero, plan)
-    h_right = _entropy(right, wr, terms, active, n_active, nonzero, plan)
-    return pre - (wl * h_left + wr * h_right) / (total if total > 0 else 1.0)
-
-
-@njit(cache=True, nogil=True)
-def _two_branches(wl, wr, min_branch_fraction):  # pragma: no cover - compiled
-    """Whether both branches hold more than ``min_branch_fraction`` of the weight (else the candidate is void)."""
-    total = wl + wr
-    return wl > min_branch_fraction * total and wr > min_branch_fraction * total
-
-
-@njit(cache=True, nogil=True)
-def _entropy(mass, total, terms, labels, n_labels, nonzero, plan):  # pragma: no cover - compiled
-    """Entropy in bits of the class shares mass / total (0 if the total is 0), summed in numpy's order over all k
-    classes (``plan``: :func:`olb.weak.vfdt.pairwise_plan` (k) and room for its sums). Only the classes ``labels[:n_labels]``
-    may have mass: their terms are written into ``terms``, whose other entries must be 0. A zero mass adds 0
-    without a division (its share 0 / total would be 0); the classes with mass are listed first (in ``nonzero``,
-    without a branch), so that the loop that takes logarithms does not branch on the data either."""
-    n_nonzero = 0
-    for a in range(n_labels):
-        c = labels[a]
-        terms[c] = 0.0
-        nonzero[n_nonzero] = c
-        n_nonzero += mass[c] != 0.0
-    if total > 0:
-        for i in range(n_nonzero):
-            c = nonzero[i]
-            p = mass[c] / total
-            if p > 0:
-                terms[c] = p * math.log2(p)
-    return -planned_sum(terms, *plan)
-
-
 @kernel
 def apply_splits(
     forest: ForestArrays,
@@ -393,9 +251,9 @@ def apply_splits(
             continue
         leaf, f = leaves[b], feature[b]
         s = forest.slot[leaf]
-        _free_pool_rows(forest, s, k)
+        free_pool_rows(forest, s, k)
         for child, mass, child_slot in ((n_nodes, branch_left[b], s), (n_nodes + 1, branch_right[b], n_slots)):
-            _new_leaf(forest, child, mass, child_slot, k)
+            new_leaf(forest, child, mass, child_slot, k)
         forest.split_feature[leaf] = f
         forest.threshold[leaf] = thresholds[b, f, best_threshold[b, f]]
         forest.left[leaf], forest.right[leaf] = n_nodes, n_nodes + 1
@@ -405,33 +263,6 @@ def apply_splits(
         n_nodes += 2
         n_slots += 1
     return n_nodes, n_slots
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _free_pool_rows(forest, s, k):  # pragma: no cover - compiled
-    """Clear slot ``s``'s Gaussian statistics: its labels' pool rows zeroed and freed, the slot mapping none."""
-    pair_of, pairs, free_pairs = forest.pair_of, forest.pairs, forest.free_pairs
-    for c in range(k):
-        p = pair_of[s, c]
-        if p >= 0:
-            forest.g_weight[p] = 0.0
-            forest.g_mean[p] = 0.0
-            forest.g_m2[p] = 0.0
-            forest.g_min[p] = 0.0
-            forest.g_max[p] = 0.0
-            free_pairs[pairs[1]] = p
-            pairs[1] += 1
-            pair_of[s, c] = -1
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _new_leaf(forest, node, mass, s, k):  # pragma: no cover - compiled
-    """Node ``node`` made a leaf of slot ``s`` holding the class masses ``mass`` (its weight as the last attempt's)."""
-    forest.slot[node] = s
-    for c in range(k):
-        forest.class_mass[node, c] = mass[c]
-        forest.seen[node, c] = mass[c] > 0
-    forest.weight_at_last_attempt[node] = pairwise_sum(mass, 0, k)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -76,7 +76,7 @@ def _approx_log2(x):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True, fastmath=_SCREEN_FASTMATH, error_model="numpy")
 def _screened_merit(masses_left, a_weight, n_active, pre, min_branch_fraction):  # pragma: no cover - compiled
     """A candidate's information gain from its classes' masses left of it, and a bound on its distance from the
-    exact :func:`_merit`: (merit, bound), (-inf, 0) for a candidate certainly void,
+    exact :func:`olb.weak.vfdt_merit.information_gain`: (merit, bound), (-inf, 0) for a candidate certainly void,
     (nan, -1) when a branch weight is too close to the 1% bound to tell."""
     wl = wr = sl = sr = scale = 0.0
     for a in range(n_active):
