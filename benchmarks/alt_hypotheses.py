@@ -38,7 +38,7 @@ from olb.data import load_dataset
 from olb.grid.selection import cv_scores, select
 from olb.metrics import METRICS
 from olb.protocol import make_phases, run_stream
-from olb.registry import get_algorithm
+from olb.learners.registry import get_algorithm
 
 PAPER = (
     "precision_unlabelled1",

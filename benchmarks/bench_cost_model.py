@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from olb.grid.planning.cost import planned_memory_mb, planned_stream
-from olb.registry import get_algorithm
+from olb.learners.registry import get_algorithm
 
 
 def resolved_params(row: pd.Series) -> dict:

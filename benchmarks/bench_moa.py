@@ -45,7 +45,7 @@ import numpy as np
 
 from olb.data import load_dataset
 from olb.protocol import make_phases, run_stream
-from olb.registry import get_algorithm
+from olb.learners.registry import get_algorithm
 from olb.weak import VFDTForest
 
 DATASETS = ("balance", "cars", "mushroom", "nursery")

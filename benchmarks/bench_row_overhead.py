@@ -67,7 +67,7 @@ def measure(algorithm: str, dataset: str) -> dict:
     import olb.learners.linear.support_vectors as sv
     import olb.learners.neighbors.knn as knn
     import olb.learners.neighbors.oml as oml
-    from olb.registry import get_algorithm
+    from olb.learners.registry import get_algorithm
     from olb.run import CellSpec, run_cell
 
     totals: dict = defaultdict(lambda: defaultdict(float))

@@ -19,7 +19,7 @@ from typing import Any
 
 from olb.data import load_dataset
 from olb.learners.stream_br.reference import REFERENCES, side_by_side
-from olb.registry import get_algorithm
+from olb.learners.registry import get_algorithm
 
 WARM_UP: dict[str, dict[str, Any]] = {
     "br_knn": {},

@@ -28,7 +28,7 @@ from olb.grid.running.backends import LocalRayBackend
 from olb.grid.planning.config import BackendConfig
 from olb.grid.planning.cost import planned_memory_mb
 from olb.grid.messages import CellResult, CellTask
-from olb.registry import get_algorithm
+from olb.learners.registry import get_algorithm
 from olb.run import CellSpec
 
 BIG = "onlinembbm:nursery:num_learners=100,gamma=0.01,authors_weights=true"

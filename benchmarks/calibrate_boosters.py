@@ -35,7 +35,7 @@ from scipy.optimize import least_squares
 
 from olb.grid.planning.cost import planned_stream
 from olb.learners.boosting import costs as forest_costs
-from olb.registry import get_algorithm, get_cost_model, register
+from olb.learners.registry import get_algorithm, get_cost_model, register
 
 SHARED = "adaolmr"  # the family the forest's coefficients are fitted on
 

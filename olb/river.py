@@ -60,7 +60,7 @@ from river import base
 
 from olb.learners.base import OnlineLearner, StreamShape
 from olb.protocol.feedback_builders import _feedback_builder
-from olb.registry import ALGORITHMS
+from olb.learners.registry import ALGORITHMS
 
 PROTOCOL_PARAMS = ("feature_scaling", "init_fraction")  # set by the stream here (module docstring)
 

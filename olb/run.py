@@ -45,7 +45,7 @@ Metrics and their definitions: docs/metrics.md. Bad arguments: one line on stder
 
 def usage() -> str:
     """:data:`USAGE` with the registered algorithms and data sets (and the grid's experiments)."""
-    from olb.registry import choices_text
+    from olb.learners.registry import choices_text
 
     return (
         f"{USAGE}\n\nAlgorithms:\n{choices_text('algorithms')}\nData sets (docs/data.md to add one):\n"
@@ -94,7 +94,7 @@ class CellSpec:
         checked), the protocol named, the metrics checked; ValueError naming the first problem."""
         if self.checked:
             return self
-        from olb.registry import get_algorithm
+        from olb.learners.registry import get_algorithm
 
         cls = get_algorithm(self.algorithm)
         params, protocol = self.resolved_params(), self.resolved_protocol()
@@ -103,7 +103,7 @@ class CellSpec:
 
     def resolved_params(self) -> dict:
         """Hyperparameters with defaults filled in; raises ValueError on unknown names or bad values."""
-        from olb.registry import get_algorithm
+        from olb.learners.registry import get_algorithm
         from olb.text import did_you_mean
 
         cls = get_algorithm(self.algorithm)
@@ -118,7 +118,7 @@ class CellSpec:
 
     def resolved_protocol(self) -> str:
         from olb.protocol import PROTOCOLS
-        from olb.registry import get_algorithm
+        from olb.learners.registry import get_algorithm
         from olb.text import did_you_mean
 
         protocol = self.protocol or get_algorithm(self.algorithm).default_protocol
@@ -162,7 +162,7 @@ def run_cell(spec: CellSpec) -> CellRun:
     """Load the data, build the learner from the seed, and run the protocol. A spec not ``checked`` yet is
     validated first (:meth:`CellSpec.validated`), its hyperparameters also against the data set's shape."""
     from olb.learners.base import StreamShape
-    from olb.registry import get_algorithm
+    from olb.learners.registry import get_algorithm
 
     cls = get_algorithm(spec.algorithm)
     missing = cls.missing_requirements()  # before any data is read: what to install

@@ -14,7 +14,7 @@ import numpy as np
 
 from olb.learners.base import OnlineLearner, Param, StreamShape
 from olb.learners.costs import CostModel, Params
-from olb.registry import register
+from olb.learners.registry import register
 
 
 RETAINED: list[np.ndarray] = []  # what ``retain`` keeps after a cell

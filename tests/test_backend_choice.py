@@ -14,7 +14,7 @@ from olb.grid.running.backends import BACKENDS, choose_backend
 from olb.grid.planning.config import BACKENDS as BACKEND_NAMES, BackendConfig
 from olb.grid.planning.expand import plan_grid
 from olb.learners.base import StreamShape
-from olb.registry import algorithm_names, get_algorithm
+from olb.learners.registry import algorithm_names, get_algorithm
 
 
 def _cfg(**kw):

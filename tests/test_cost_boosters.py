@@ -7,7 +7,7 @@ import pytest
 
 from olb.grid.planning.cost import planned_stream
 from olb.learners.base import StreamShape
-from olb.registry import get_algorithm, get_cost_model
+from olb.learners.registry import get_algorithm, get_cost_model
 
 SHAPE = StreamShape(n_features=100, n_labels=50, n_train=1000, cardinality=3.0)
 

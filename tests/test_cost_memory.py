@@ -20,7 +20,7 @@ from olb.grid.planning.config import BackendConfig
 from olb.grid.planning.cost import PROCESS_FLOOR_MB, check_memory, planned_memory_mb
 from olb.grid.planning.expand import plan_grid
 from olb.learners.base import StreamShape
-from olb.registry import algorithm_names, get_algorithm, get_cost_model
+from olb.learners.registry import algorithm_names, get_algorithm, get_cost_model
 from olb.weak import VFDTForest
 
 

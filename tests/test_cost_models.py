@@ -11,7 +11,7 @@ import pytest
 
 from olb.checks.costs import CPU_FACTOR, MEMORY_FACTOR, CostMeasurement, measure_costs
 from olb.learners.costs import DEFAULT_COST_MODEL, CostModel
-from olb.registry import UnknownAlgorithmError, builtin_learners, get_cost_model, register, unregister
+from olb.learners.registry import UnknownAlgorithmError, builtin_learners, get_cost_model, register, unregister
 
 from test_learner_contract import RUNNABLE, DecayedFrequency
 
@@ -78,7 +78,7 @@ import numpy as np
 
 from olb.learners import OnlineLearner, Param
 from olb.learners.costs import CostModel
-from olb.registry import register
+from olb.learners.registry import register
 
 
 class Frequency(OnlineLearner):

@@ -297,12 +297,12 @@ def test_plugin_learners_get_top_level_shorthands(tmp_path, monkeypatch):
     """``imports=`` modules are imported before the schema is built: a plugin's own hyperparameter has its
     ``key=value`` shorthand, on the command line and in unknown-key checks."""
     from olb.grid.cli import unknown_override_keys
-    from olb.registry import ALGORITHMS, unregister
+    from olb.learners.registry import ALGORITHMS, unregister
 
     (tmp_path / "olb_test_plugin.py").write_text(
         "from olb.ops.testing import GridStub\n"
         "from olb.learners.base import Param\n"
-        "from olb.registry import register\n\n\n"
+        "from olb.learners.registry import register\n\n\n"
         "@register\n"
         "class PluginStub(GridStub):\n"
         "    name = '_plugin_stub'\n"
@@ -323,7 +323,7 @@ def test_plugin_learners_get_top_level_shorthands(tmp_path, monkeypatch):
 
 
 def test_did_you_mean_ranks_a_swap_first():
-    from olb.registry import algorithm_names
+    from olb.learners.registry import algorithm_names
     from olb.text import did_you_mean
 
     assert did_you_mean("adaolrm", algorithm_names()) == " (did you mean 'adaolmr'?)"

@@ -181,7 +181,7 @@ def _without_moa_where_it_cannot_run(experiment: str) -> list[str]:
     """An override dropping MOA's columns from ``experiment`` where this environment lacks what they need (no JVM,
     no ``olb[moa]``: the grid refuses them, tests/test_moa.py checks that); none where MOA runs."""
     from olb.grid import compose
-    from olb.registry import get_algorithm
+    from olb.learners.registry import get_algorithm
 
     if not get_algorithm("moa_br_ht").missing_requirements():
         return []

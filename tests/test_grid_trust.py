@@ -22,7 +22,7 @@ from olb.grid.running.backends import SerialBackend
 from olb.grid.datacheck import FINGERPRINT_TAG
 from olb.ops.testing import GridStub
 from olb.learners.base import Param
-from olb.registry import ALGORITHMS
+from olb.learners.registry import ALGORITHMS
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,7 +16,7 @@ import pytest
 from olb.learners import FALT, OSMLELM, PA1BR, OnlineBMR
 from olb.learners.base import OnlineLearner, Param
 from olb.learners.params import C, ETA, NUM_HIDDEN
-from olb.registry import algorithm_names, get_algorithm
+from olb.learners.registry import algorithm_names, get_algorithm
 from olb.run import main
 
 

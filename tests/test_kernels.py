@@ -391,7 +391,7 @@ def test_a_build_refuses_sources_that_give_another_key(tmp_path):
 
 def test_olb_imports_where_fcntl_does_not_exist():
     """Windows has no fcntl: importing olb's learners (and their kernels) must not need it."""
-    script = "import sys; sys.modules['fcntl'] = None; import olb.registry, olb.kernels; print('imported')"
+    script = "import sys; sys.modules['fcntl'] = None; import olb.learners.registry, olb.kernels; print('imported')"
     done = subprocess.run(
         [sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True
     )

@@ -16,7 +16,7 @@ import pytest
 import olb.learners
 from olb.checks import CHECKS, check_learner
 from olb.learners.base import OnlineLearner, Param
-from olb.registry import builtin_learners, get_algorithm, register, unregister
+from olb.learners.registry import builtin_learners, get_algorithm, register, unregister
 
 # the built-in learners (other test modules register stubs of their own while they are collected)
 LEARNERS = builtin_learners()

@@ -16,7 +16,7 @@ from olb.learners.boosting.multiclass import (
 from olb.learners.boosting.potentials import baseline, mbbm_cost_matrix
 from olb.learners.boosting.rounds import alpha_gradient
 from olb.protocol import make_phases, run_stream
-from olb.registry import get_algorithm
+from olb.learners.registry import get_algorithm
 from olb.run import CellSpec, run_cell
 
 ALGORITHMS = (AdaBoostOLM, OnlineMBBM, BestVFDT, OzaBoost)

@@ -9,7 +9,7 @@ import pytest
 from olb.learners.neighbors import knn, memory
 from olb.learners.neighbors.knn import KNN
 from olb.learners.neighbors.memory import RowMemory, k_nearest
-from olb.registry import get_algorithm
+from olb.learners.registry import get_algorithm
 
 
 def brute_force_votes(X, Y, x, k):

@@ -17,7 +17,7 @@ from olb.learners.base import OnlineLearner
 from olb.learners.params import FEATURE_SCALING
 from olb.protocol import make_phases, run_stream
 from olb.protocol.rows import _minmax
-from olb.registry import get_algorithm
+from olb.learners.registry import get_algorithm
 
 
 class TableHammingLoss(rm.base.MeanMetric, MultiOutputClassificationMetric):
@@ -239,7 +239,7 @@ def test_every_registered_learner_runs_the_prequential_protocols():
     """Every learner of the registry (river's included) through both prequential protocols on its contract
     stream: finite metrics and windowed curve, every row streamed."""
     from olb.checks.contract import _make, _metrics, stream_for
-    from olb.registry import ALGORITHMS
+    from olb.learners.registry import ALGORITHMS
 
     for cls in ALGORITHMS.values():
         if cls.missing_requirements():  # MOA's without a JVM or olb[moa]: the grid refuses them (tests/test_moa.py)

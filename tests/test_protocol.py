@@ -138,7 +138,7 @@ def test_a_training_pass_reaches_learn_pass_in_blocks_in_order(monkeypatch):
 
 
 def _learners_with_passes():
-    from olb.registry import ALGORITHMS
+    from olb.learners.registry import ALGORITHMS
 
     return sorted(name for name, cls in ALGORITHMS.items() if cls.learns_passes)
 
@@ -147,7 +147,7 @@ def _learners_with_passes():
 def test_every_learner_with_passes_learns_a_block_as_it_learns_its_rows(name):
     """learn_pass(X, Y) and learn_one row by row give the same predictions, bit for bit (after an initial block
     for the learners that have one)."""
-    from olb.registry import get_algorithm
+    from olb.learners.registry import get_algorithm
 
     cls = get_algorithm(name)
     rng = np.random.default_rng(3)

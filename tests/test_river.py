@@ -1,7 +1,7 @@
 """olb in river (olb/river.py) and river's learners in olb (olb/learners/river_family.py).
 
 The contract of river's learners as olb learners is tests/test_learner_contract.py's (the family registers
-them in ``olb.registry``); here: the wrapped learners against olb's own protocol, river's conventions, and the
+them in ``olb.learners.registry``); here: the wrapped learners against olb's own protocol, river's conventions, and the
 river family against olb's PA-I-BR.
 """
 
@@ -123,7 +123,7 @@ def test_a_ranking_only_learner_scores_and_names_its_thresholded_version():
 
 
 def test_every_multilabel_learner_is_wrapped():
-    from olb.registry import ALGORITHMS
+    from olb.learners.registry import ALGORITHMS
 
     names = {cls.learner_class.name for cls in olb.river.LEARNERS.values()}
     # a test module's own learner (olb.ops.testing's _grid_stub) may be registered after olb.river was imported
@@ -133,7 +133,7 @@ def test_every_multilabel_learner_is_wrapped():
 
 @pytest.mark.e2e
 def test_river_is_imported_by_olb_river_only():
-    code = "import sys, olb.registry, olb.grid.planning.plan; print('river' in sys.modules)"
+    code = "import sys, olb.learners.registry, olb.grid.planning.plan; print('river' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
 
 

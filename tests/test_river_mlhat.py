@@ -11,7 +11,7 @@ import pytest
 import olb
 from olb.data import load_dataset
 from olb.learners.river_mlhat import LEARNERS
-from olb.registry import get_algorithm
+from olb.learners.registry import get_algorithm
 
 SPEC_COLUMNS = ("HT", "EFDT", "HAT", "ARF", "AMF", "MT", "SGT", "KNN", "NB", "AMR", "ABALR", "ABOLR", "iSOUPT")
 PUBLISHED_ONLY = ("MLHAT", "MLHT", "MLHTPS", "MLBELS")

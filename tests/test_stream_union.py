@@ -10,7 +10,7 @@ import pytest
 import olb
 from olb.grid import compose, plan_grid
 from olb.protocol import make_phases, run_stream
-from olb.registry import get_algorithm
+from olb.learners.registry import get_algorithm
 
 FIVE = ("mlhat_example_f1", "mlhat_micro_f1", "mlhat_macro_f1", "mlhat_hamming_loss", "mlhat_subset_accuracy")
 TABLE = {  # the table's name of each metric (conf/reference/mlhat_tables.csv)

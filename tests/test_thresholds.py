@@ -5,7 +5,7 @@ import pytest
 
 from olb.learners.base import OnlineLearner
 from olb.learners.thresholds import thresholded
-from olb.registry import get_algorithm
+from olb.learners.registry import get_algorithm
 from olb.run import CellSpec, run_cell
 
 

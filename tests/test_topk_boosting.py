@@ -12,7 +12,7 @@ from olb.learners.boosting.exploration import UniformExploration, importance_wei
 from olb.learners.boosting.rounds import logistic_rank_gradient, pair_logistic_gradients, pair_rank_losses
 from olb.learners.boosting.potentials import baseline
 from olb.learners.boosting.topk import TopAda, TopOpt
-from olb.registry import get_algorithm
+from olb.learners.registry import get_algorithm
 from olb.run import CellSpec, run_cell
 
 

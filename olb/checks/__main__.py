@@ -10,7 +10,7 @@ import sys
 
 from olb.checks.contract import check_learner
 from olb.checks.costs import CPU_FACTOR, MEMORY_FACTOR, MEMORY_RESOLUTION_MB, cost_table, measure_costs
-from olb.registry import algorithm_names, get_algorithm
+from olb.learners.registry import algorithm_names, get_algorithm
 from olb.text import did_you_mean
 
 
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="MODULE",
-        help="a module to import first, which registers learners of its own (olb.registry.register)",
+        help="a module to import first, which registers learners of its own (olb.learners.registry.register)",
     )
     args = parser.parse_args(argv)
     for module in args.imports:

@@ -141,7 +141,7 @@ def measure_costs(cls: type[OnlineLearner], cost_model: CostModel | None = None)
     passed by reference: defined at a module's top level. A RuntimeError naming the learner where the measurement
     fails or takes over ``MEASURE_TIMEOUT_S``."""
     if cost_model is None:
-        from olb.registry import get_cost_model
+        from olb.learners.registry import get_cost_model
 
         cost_model = get_cost_model(cls.name)
     context = _fresh_processes()
@@ -170,7 +170,7 @@ def measure_costs(cls: type[OnlineLearner], cost_model: CostModel | None = None)
 def _fresh_processes() -> multiprocessing.context.ForkServerContext:
     """multiprocessing's forkserver, its server started with olb's learners and checks imported."""
     context = multiprocessing.get_context("forkserver")
-    from olb.registry import learner_modules
+    from olb.learners.registry import learner_modules
 
     context.set_forkserver_preload(["olb.checks.costs", *learner_modules()])
     return context

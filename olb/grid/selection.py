@@ -150,7 +150,7 @@ def cv_scores(
     drawn from the same sequence (protocol ``train_frozen``).
     """
     from olb.learners.base import StreamShape
-    from olb.registry import get_algorithm
+    from olb.learners.registry import get_algorithm
     from olb.run import seeded_stream
 
     cls = get_algorithm(algorithm)

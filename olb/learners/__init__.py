@@ -1,8 +1,8 @@
 """olb's learners by class name: ``from olb.learners import FALT, AdaOLMR, OML``.
 
 Importing this package stays light: it never imports Ray, MLflow, Hydra, pandas or matplotlib, nor a family's
-module. A class is found on first use through the registry (:mod:`olb.registry`), which maps the algorithm names the
-grid and the command line use (``"falt"``) to these classes and imports the families' modules (numpy, scipy);
+module. A class is found on first use through the registry (:mod:`olb.learners.registry`), which maps the algorithm
+names the grid and the command line use (``"falt"``) to these classes and imports the families' modules (numpy, scipy);
 :mod:`olb.checks` checks a learner, built-in or your own, against the contract of :class:`OnlineLearner`.
 """
 
@@ -14,7 +14,7 @@ _BASE = ["OnlineLearner", "Param", "StreamShape"]
 
 
 def _by_class_name() -> dict[str, type[OnlineLearner]]:
-    from olb.registry import builtin_learners
+    from olb.learners.registry import builtin_learners
 
     return {cls.__name__: cls for cls in builtin_learners()}
 

@@ -149,7 +149,7 @@ class OnlineLearner:
     - **State.** A learner pickles at any point of the stream and continues identically after unpickling.
     - **Tests.** ``test_params`` are small, fast settings that :mod:`olb.checks` and quick checks use.
     - **Cost.** What the grid plans for the learner (CPU per row, model memory) is its cost model
-      (:mod:`olb.learners.costs`), given when it registers (``@register(cost=...)``, :mod:`olb.registry`), never
+      (:mod:`olb.learners.costs`), given when it registers (``@register(cost=...)``, :mod:`olb.learners.registry`), never
       on the class; :mod:`olb.checks.costs` checks it.
     - **Warm-up.** ``optional_imports`` names the modules of optional libraries (river's) the learner imports;
       a cell imports them before its clock starts and counts the time in ``compile_s``, not ``runtime_s``, and

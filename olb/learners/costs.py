@@ -5,7 +5,7 @@ data registry declares, how many CPU seconds one example of the stream takes and
 holds at its peak. The grid plans with it (its ``backend=auto``, its start-up estimate, the memory each cell
 asks Ray for) and never runs a learner to find out. Each family keeps its models beside its learners, apart from
 the learner classes, in a ``costs`` module (``olb/learners/boosting/costs.py``, ``olb/learners/elm_costs.py``,
-...) whose ``COST_MODELS`` maps each learner class to its model; :mod:`olb.registry` collects them by the
+...) whose ``COST_MODELS`` maps each learner class to its model; :mod:`olb.learners.registry` collects them by the
 learners' names, and :mod:`olb.checks.costs` checks each against what its learner measures on a synthetic stream.
 """
 
@@ -85,4 +85,4 @@ class CostModel:
 
 
 DEFAULT_COST_MODEL = CostModel()
-"""The model of a learner registered without one (:func:`olb.registry.register`)."""
+"""The model of a learner registered without one (:func:`olb.learners.registry.register`)."""

@@ -14,7 +14,7 @@ from olb.learners.base import OnlineLearner
 from olb.learners.params import FEATURE_SCALING, INIT_FRACTION, NUM_HIDDEN, with_default
 from olb.learners.params import C as C_PARAM  # not C: ELMOMLLStar declares the hyperparameter C
 from olb.learners.elm_costs import ELMCost
-from olb.registry import register
+from olb.learners.registry import register
 
 
 class _OnlineELM(OnlineLearner):

@@ -39,7 +39,7 @@ from olb.learners.moa_learner import (
     MOAMultiClass,
     MOAMultiLabel,
 )
-from olb.registry import register
+from olb.learners.registry import register
 
 __all__ = [
     "JVM_HEAP_MB",

@@ -40,7 +40,7 @@ from olb.learners.base import OnlineLearner, Param
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import C, FEATURE_SCALING
 from olb.learners.river_costs import RiverCost
-from olb.registry import register
+from olb.learners.registry import register
 
 
 def _pa(C, mode, learn_intercept):

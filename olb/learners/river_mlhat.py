@@ -61,7 +61,7 @@ from olb.learners.base import OnlineLearner, Param
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.river_costs import TableColumnCost
 from olb.learners.river_mlhat_columns import COLUMNS, Column
-from olb.registry import register
+from olb.learners.registry import register
 
 DENSE_ROWS = Param(
     bool, True, doc="give river every feature of a row, zeros included (the table's reader); False: the nonzeros"

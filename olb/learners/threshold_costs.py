@@ -34,6 +34,6 @@ class ThresholdedCost(CostModel):
         return 5.5e-5 + 5.5e-7 * shape.n_labels if params["threshold_rule"] in self.learned_rules else 0.0
 
     def _scorer(self) -> CostModel:
-        from olb.registry import get_cost_model  # the registry imports the learners, this module among them
+        from olb.learners.registry import get_cost_model  # the registry imports the learners, this module among them
 
         return get_cost_model(self.scorer)

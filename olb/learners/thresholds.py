@@ -43,7 +43,7 @@ from olb.learners.base import OnlineLearner, Param, RoundCache, StreamShape
 from olb.learners.boosting import AdaOLMR, OnlineBMR
 from olb.learners.params import ETA, FEATURE_SCALING, REPEATS, with_default
 from olb.learners.threshold_costs import ThresholdedCost
-from olb.registry import register
+from olb.learners.registry import register
 
 alt_loss = KernelModule("olb.learners.linear.alt_loss")
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from olb.grid.running.worker import in_ray_worker
 from olb.learners.base import OnlineLearner, Param
-from olb.registry import register
+from olb.learners.registry import register
 
 
 def crash_marker(token: int) -> Path:

@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 import olb
 from olb.grid.planning.plan import Problems
-from olb.registry import ALGORITHMS, choices_text
+from olb.learners.registry import ALGORITHMS, choices_text
 from olb.text import did_you_mean
 
 PAPER_TABLES = olb.conf_file("reference/paper_tables.csv")

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from olb.grid.planning.config import BACKENDS, AlgorithmEntry, GridBase, algorithm_entry
 from olb.grid.planning.plan import RUNTIME_COLUMNS, Cell, GridConfigError, Problems
-from olb.registry import algorithm_names, get_algorithm
+from olb.learners.registry import algorithm_names, get_algorithm
 from olb.text import did_you_mean
 
 T = TypeVar("T")

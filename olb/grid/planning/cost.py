@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from olb.grid.planning.config import BackendConfig, GridBase, cluster_address
 from olb.grid.planning.plan import Cell, GridConfigError, Plan
-from olb.registry import get_cost_model
+from olb.learners.registry import get_cost_model
 
 if TYPE_CHECKING:
     from olb.data.registry import DatasetSpec
@@ -58,7 +58,7 @@ def planned_stream(
     algorithm: str, params: dict, dataset: str, loops: int = 1, protocol: str | None = None
 ) -> tuple[float, int, int]:
     """``(cost per example, training rows, rows of the stream)`` of one cell as the grid plans it: the learner's
-    cost model (:func:`olb.registry.get_cost_model`, resolved ``params``, the data set's registered shape) over a
+    cost model (:func:`olb.learners.registry.get_cost_model`, resolved ``params``, the data set's registered shape) over a
     stream of ``loops`` passes over the training rows (every row when the data set has no split) then the test
     rows, a test row of ``protocol="train_frozen"`` predicted, not learned (:meth:`olb.learners.costs.CostModel.stream_cost_s`)."""
     from olb.protocol import WHOLE_STREAM

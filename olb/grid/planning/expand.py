@@ -34,7 +34,7 @@ from olb.grid.planning.configcheck import (
 from olb.grid.planning.plan import Cell, CellKey, Plan, Problems, seed_cell_ids
 from olb.data.registry import DatasetSpec
 from olb.learners.base import OnlineLearner
-from olb.registry import get_algorithm
+from olb.learners.registry import get_algorithm
 from olb.text import did_you_mean
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from olb.data import DataDirs
-from olb.registry import get_algorithm
+from olb.learners.registry import get_algorithm
 from olb.run import CellSpec
 
 CELL_ID_VERSION = 1

@@ -18,7 +18,7 @@ import yaml
 from olb.grid.planning.config import ReferenceConfig
 
 from olb.grid.planning.plan import Cell, Plan
-from olb.registry import get_algorithm
+from olb.learners.registry import get_algorithm
 
 
 def load_settings(ref_cfg: ReferenceConfig) -> dict | None:

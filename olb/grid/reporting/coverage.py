@@ -63,7 +63,7 @@ def planned_cpu_s(algorithm: str, dataset: str) -> float:
     """The CPU seconds a grid plans for ``algorithm`` at its registered defaults on ``dataset`` (one pass over
     its rows, as a whole-stream protocol makes)."""
     from olb.grid.planning.cost import planned_stream
-    from olb.registry import get_algorithm
+    from olb.learners.registry import get_algorithm
 
     defaults = {name: param.default for name, param in get_algorithm(algorithm).params.items()}
     cost, _, rows = planned_stream(algorithm, defaults, dataset)

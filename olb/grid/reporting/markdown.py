@@ -189,7 +189,7 @@ def grid_title(cfg: GridBase, plan: Plan, overrides: list[str]) -> str:
 
 def settings_run(plan: Plan) -> str:
     """What the cells ran, from the cells themselves: data sets, seeds, each entry's non-default settings."""
-    from olb.registry import get_algorithm
+    from olb.learners.registry import get_algorithm
 
     seeds = sorted({c.seed for c in plan.cells})
     parts = [f"data sets {', '.join(plan.datasets)}", f"{len(seeds)} seed(s) ({', '.join(map(str, seeds))})"]

@@ -19,7 +19,7 @@ from olb.learners.boosting.common import (
 from olb.weak import VFDTForest
 from olb.weak.river_adapter import river_hoeffding_tree
 from olb.learners.boosting.costs import ForestCost
-from olb.registry import register
+from olb.learners.registry import register
 
 oza_rounds = KernelModule("olb.learners.boosting.rounds.oza")
 

@@ -26,7 +26,7 @@ from olb.learners.boosting.common import (
 )
 from olb.learners.boosting.potentials import PairwisePotential
 from olb.learners.boosting.costs import ForestCost
-from olb.registry import register
+from olb.learners.registry import register
 
 mlr_rounds = KernelModule("olb.learners.boosting.rounds.mlr")
 

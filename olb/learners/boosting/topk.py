@@ -37,7 +37,7 @@ from olb.learners.boosting.exploration import EXPLORATIONS, importance_weights, 
 from olb.learners.boosting.mlr import MLRBooster
 from olb.learners.boosting.potentials import TopkPairPotential
 from olb.learners.boosting.costs import TopKForestCost
-from olb.registry import register
+from olb.learners.registry import register
 
 topk_rounds = KernelModule("olb.learners.boosting.rounds.topk")
 

@@ -19,7 +19,7 @@ from olb.learners.linear import rows
 from olb.learners.linear.rows import NO_STATE, nonzero_entries
 from olb.learners.params import BIAS, DELTA, ETA, FEATURE_SCALING, REPEATS
 from olb.learners.linear.costs import LinearRowCost
-from olb.registry import register
+from olb.learners.registry import register
 
 passes = KernelModule("olb.learners.linear.passes")
 

@@ -9,7 +9,7 @@ from olb.learners.base import OnlineLearner
 from olb.learners.linear.support_vectors import SupportVectors
 from olb.learners.params import ETA, FEATURE_SCALING, KERNEL, REPEATS, SIGMA, with_default
 from olb.learners.linear.costs import SupportVectorCost
-from olb.registry import register
+from olb.learners.registry import register
 
 alt_loss = KernelModule("olb.learners.linear.alt_loss")
 

@@ -22,7 +22,7 @@ from olb.learners.linear import rows
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import BIAS, ETA, FEATURE_SCALING, with_default
 from olb.learners.linear.costs import LinearRowCost
-from olb.registry import register
+from olb.learners.registry import register
 
 passes = KernelModule("olb.learners.linear.passes")
 

@@ -18,7 +18,7 @@ from olb.learners.linear.support_vectors import SupportVectors
 from olb.learners.params import BIAS, FEATURE_SCALING, KERNEL, SIGMA, with_default
 from olb.learners.params import C as C_PARAM  # not C: the class bodies declare the hyperparameter C
 from olb.learners.linear.costs import LinearRowCost, SupportVectorCost
-from olb.registry import register
+from olb.learners.registry import register
 
 passes = KernelModule("olb.learners.linear.passes")
 

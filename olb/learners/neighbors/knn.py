@@ -10,7 +10,7 @@ from olb.learners.base import OnlineLearner, Param
 from olb.learners.neighbors.memory import RowMemory, k_nearest, vote
 from olb.learners.params import FEATURE_SCALING, INIT_FRACTION, N_NEIGHBORS
 from olb.learners.neighbors.costs import NeighborSearchCost
-from olb.registry import register
+from olb.learners.registry import register
 
 VOTE_THRESHOLD = Param(
     float,

@@ -17,7 +17,7 @@ from olb.learners.base import Param, StreamShape
 from olb.learners.neighbors.knn import NeighborLearner
 from olb.learners.neighbors.memory import RowMemory, k_nearest, vote
 from olb.learners.neighbors.costs import MetricLearningCost
-from olb.registry import register
+from olb.learners.registry import register
 
 
 def update_spectrum(V: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

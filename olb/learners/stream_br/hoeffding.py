@@ -32,7 +32,7 @@ from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import FEATURE_SCALING
 from olb.learners.stream_br.tree_arrays import TreeArrays
 from olb.learners.stream_br.costs import TreePerLabelCost
-from olb.registry import register
+from olb.learners.registry import register
 
 core = KernelModule("olb.learners.stream_br.hoeffding_core")
 

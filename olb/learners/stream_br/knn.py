@@ -28,7 +28,7 @@ from olb.learners.base import OnlineLearner, Param
 from olb.learners.linear.rows import nonzero_entries
 from olb.learners.params import FEATURE_SCALING
 from olb.learners.stream_br.costs import WindowSearchCost
-from olb.registry import register
+from olb.learners.registry import register
 
 WINDOW_SIZE = Param(int, 200, low=1, doc="rows of the sliding window searched for neighbours (river's LazySearch)")
 NEIGHBORS = Param(int, 5, low=1, doc="neighbours of the inverse-distance vote (river's KNNClassifier)")

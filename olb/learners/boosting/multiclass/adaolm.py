@@ -9,7 +9,7 @@ from olb.learners.base import Param
 from olb.learners.boosting.common import hedge_draw, hedge_init
 from olb.learners.boosting.costs import ForestCost
 from olb.learners.boosting.multiclass.booster import AUTHORS_WEIGHT_FLOOR, MulticlassBooster
-from olb.registry import register
+from olb.learners.registry import register
 
 adaolm_rounds = KernelModule("olb.learners.boosting.rounds.adaolm")
 

@@ -10,7 +10,7 @@ from olb.learners.boosting.common import GAMMA_PARAM
 from olb.learners.boosting.costs import ForestCost
 from olb.learners.boosting.multiclass.booster import AUTHORS_WEIGHT_FLOOR, MulticlassBooster
 from olb.learners.boosting.multiclass.mbbm_memo import MBBMCosts, StateMemo
-from olb.registry import register
+from olb.learners.registry import register
 
 AUTHORS_MBBM_FACTOR = 0.1
 

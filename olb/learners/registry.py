@@ -131,7 +131,7 @@ def algorithm_names() -> list[str]:
 def __getattr__(name: str) -> dict[str, type[OnlineLearner]]:
     if name == "ALGORITHMS":  # the table, its learners found on first use
         return algorithms()
-    raise AttributeError(f"module 'olb.registry' has no attribute {name!r}")
+    raise AttributeError(f"module 'olb.learners.registry' has no attribute {name!r}")
 
 
 def choices(kind: str) -> list[str]:
