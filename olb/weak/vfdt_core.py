@@ -5,7 +5,8 @@ one example: :func:`route` finds every tree's leaf, :func:`update_statistics` ad
 the leaves' class masses and Gaussian estimators, :func:`evaluate_splits`, :func:`branch_masses` and
 :func:`apply_splits` attempt and make the splits. They do the same arithmetic, in the same order, as the
 numpy expressions they replaced, so results are bit-identical. Their numba helpers beside them: numpy's pairwise
-sums (:mod:`olb.weak.vfdt_sums`), a leaf's statistics (:mod:`olb.weak.vfdt_leaves`), its candidate splits
+sums (:mod:`olb.weak.vfdt_sums`), one row's routing, masses and update, inlined into the per-row kernels and the
+whole pass (:mod:`olb.weak.vfdt_rows`), a leaf's statistics (:mod:`olb.weak.vfdt_leaves`), its candidate splits
 (:mod:`olb.weak.vfdt_candidates`), their merit and the Hoeffding test (:mod:`olb.weak.vfdt_merit`) and the screen
 of the split attempts (:mod:`olb.weak.vfdt_screen`). The ``@kernel`` functions take the forest's arrays
 as one record (:class:`olb.weak.vfdt_arrays.ForestArrays`); they are compiled ahead of time, once per machine,
@@ -32,29 +33,17 @@ from olb.kernel_declarations import (
 )
 from olb.weak.vfdt_arrays import ForestArrays
 from olb.weak.vfdt_candidates import class_sigma, mass_left
-from olb.weak.vfdt_leaves import add_to_estimators, free_pool_rows, new_leaf, pool_row, weight_and_classes
+from olb.weak.vfdt_leaves import free_pool_rows, new_leaf
 from olb.weak.vfdt_merit import entropy_bits, hoeffding_bound, hoeffding_test, score_covariate
 from olb.weak.vfdt_screen import stays_a_leaf
-from olb.weak.vfdt_sums import pairwise_sum
+from olb.weak.vfdt_rows import due_leaves, feed, masses_into, has_room, route_into
 
 
 @kernel
 def route(forest: ForestArrays, x: Float64Array1D):  # pragma: no cover - compiled
     """Leaf node of every tree for the input ``x`` (d,); a missing value goes to the ``nan_left`` side."""
-    root, covariates, split_feature = forest.root, forest.covariates, forest.split_feature
-    threshold, left, right, nan_left = forest.threshold, forest.left, forest.right, forest.nan_left
-    n_trees = root.shape[0]
-    leaves = np.empty(n_trees, np.int64)
-    for i in range(n_trees):
-        node = root[i]
-        while split_feature[node] >= 0:
-            v = x[covariates[i, split_feature[node]]]
-            if np.isnan(v):
-                go_left = nan_left[node]
-            else:
-                go_left = v <= threshold[node]
-            node = left[node] if go_left else right[node]
-        leaves[i] = node
+    leaves = np.empty(forest.root.shape[0], np.int64)
+    route_into(forest, x, leaves)
     return leaves
 
 
@@ -62,17 +51,8 @@ def route(forest: ForestArrays, x: Float64Array1D):  # pragma: no cover - compil
 def leaf_masses(forest: ForestArrays, leaves: Int64Array1D, normalize: Boolean):  # pragma: no cover - compiled
     """Prediction masses (N, k) of the leaves: the class masses, with 1 for a class the leaf has not seen (the
     smoothed histogram); divided by their sum per leaf if ``normalize``."""
-    class_mass, seen = forest.class_mass, forest.seen
-    n, k = leaves.shape[0], class_mass.shape[1]
-    mass = np.empty((n, k))
-    for i in range(n):
-        leaf = leaves[i]
-        for c in range(k):
-            mass[i, c] = class_mass[leaf, c] + (0.0 if seen[leaf, c] else 1.0)
-        if normalize:
-            total = pairwise_sum(mass[i], 0, k)
-            for c in range(k):
-                mass[i, c] /= total
+    mass = np.empty((leaves.shape[0], forest.class_mass.shape[1]))
+    masses_into(forest, leaves, normalize, mass)
     return mass
 
 
@@ -93,35 +73,9 @@ def update_statistics(
     ``pairs[0]`` (the caller keeps room for every label of every tree). A row's min/max are meaningful only
     where its weight is positive (the pool starts as zeros, not +-inf, so its untouched pages cost no memory).
     """
-    slot, class_mass, seen, pseudo_count = forest.slot, forest.class_mass, forest.seen, forest.pseudo_count
-    pool = (forest.pair_of, forest.pairs, forest.free_pairs)
-    estimators = (forest.g_weight, forest.g_mean, forest.g_m2, forest.g_min, forest.g_max)
-    covariates = forest.covariates
-    n_trees, k = weights.shape
-    fed = np.zeros(n_trees, np.bool_)
-    for i in range(n_trees):
-        node = leaves[i]
-        s = slot[node]
-        for label in range(k):
-            w = weights[i, label]
-            if not w > 0:
-                continue
-            fed[i] = True
-            first = 0.0 if seen[node, label] else 1.0
-            class_mass[node, label] += w + pseudo_count * first
-            seen[node, label] = True
-            add_to_estimators(estimators, x, covariates[i], pool_row(pool, s, label), w)
-    due = np.zeros(n_trees, np.bool_)
-    for i in range(n_trees):
-        node = leaves[i]
-        if fed[i]:
-            weight, n_classes = weight_and_classes(class_mass, seen, node)
-            if weight - forest.weight_at_last_attempt[node] > forest.grace[i] and n_classes > 1:
-                due[i] = True
-                forest.weight_at_last_attempt[node] = weight
-    trees = np.flatnonzero(due)
-    trees = trees[np.argsort(leaves[trees])]  # node numbers are unique: any sort gives this order
-    return leaves[trees], trees
+    due = np.empty(weights.shape[0], np.bool_)
+    feed(forest, x, weights, leaves, due)
+    return due_leaves(leaves, due)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -279,6 +233,19 @@ def predict_row(forest: ForestArrays, x: Float64Array1D, normalize: Boolean):  #
     return leaves, leaf_masses(forest, leaves, normalize)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def learn(forest, x, weights, leaves, n_nodes, n_slots, due):  # pragma: no cover - compiled
+    """:func:`learn_row` with its scratch ``due`` (N,) given."""
+    if feed(forest, x, weights, leaves, due):
+        due_nodes, trees = due_leaves(leaves, due)
+        splits, feature, usable, merits, best_t, thresholds = evaluate_splits(forest, due_nodes, trees, True)
+        if splits.any():
+            left, right = branch_masses(forest, splits, due_nodes, feature, best_t, thresholds)
+            n_nodes, n_slots = apply_splits(forest, splits, feature, best_t, due_nodes, thresholds, left, right,
+                                            n_nodes, n_slots)  # fmt: skip
+    return n_nodes, n_slots
+
+
 @kernel
 def learn_row(
     forest: ForestArrays, x: Float64Array1D, weights: Float64Array2D, leaves: Int64Array1D, n_nodes: Int64,
@@ -288,26 +255,7 @@ def learn_row(
     (:func:`evaluate_splits` with its screen, :func:`branch_masses`, :func:`apply_splits`); returns the numbers of
     nodes and slots in use. The arrays must have room for every label of every tree in the pool and for N splits
     (:func:`has_room`)."""
-    due, trees = update_statistics(forest, x, weights, leaves)
-    if due.shape[0]:
-        splits, feature, usable, merits, best_t, thresholds = evaluate_splits(forest, due, trees, True)
-        if splits.any():
-            left, right = branch_masses(forest, splits, due, feature, best_t, thresholds)
-            n_nodes, n_slots = apply_splits(forest, splits, feature, best_t, due, thresholds, left, right, n_nodes,
-                                            n_slots)  # fmt: skip
-    return n_nodes, n_slots
-
-
-@njit(cache=True, nogil=True)
-def has_room(forest, n_nodes, n_slots):  # pragma: no cover - compiled
-    """Whether the arrays hold one more :func:`learn_row`: a new pool row for every (tree, label), two nodes and one
-    slot per tree."""
-    n_trees, k = forest.root.shape[0], forest.class_mass.shape[1]
-    return (
-        forest.pairs[0] + n_trees * k <= forest.g_weight.shape[0]
-        and n_nodes + 2 * n_trees <= forest.split_feature.shape[0]
-        and n_slots + n_trees <= forest.pair_of.shape[0]
-    )
+    return learn(forest, x, weights, leaves, n_nodes, n_slots, np.empty(weights.shape[0], np.bool_))
 
 
 @kernel
@@ -319,14 +267,16 @@ def voting_pass(
     tree's class (the argmax of its normalized leaf masses, the first on ties), the prediction of the tree right
     most often so far (``correct``, the first on ties), which trees were right (``hits``), then the update.
     Stops before a row the arrays have no room for (:func:`has_room`); returns the next row and the numbers of
-    nodes and slots in use."""
+    nodes and slots in use. One compiled body (the per-row steps inlined), its scratch allocated once."""
     n_trees, k = forest.root.shape[0], forest.class_mass.shape[1]
-    weights = np.zeros((n_trees, k))
+    weights, mass = np.zeros((n_trees, k)), np.empty((n_trees, k))
+    leaves, due = np.empty(n_trees, np.int64), np.empty(n_trees, np.bool_)
     for r in range(start, X.shape[0]):
         if not has_room(forest, n_nodes, n_slots):
             return r, n_nodes, n_slots
         x = X[r]
-        leaves, mass = predict_row(forest, x, True)
+        route_into(forest, x, leaves)
+        masses_into(forest, leaves, True, mass)
         leader = np.argmax(correct)
         y = Y[r]
         for i in range(n_trees):
@@ -336,6 +286,6 @@ def voting_pass(
             hits[r, i] = vote == y
             correct[i] += hits[r, i]
             weights[i, y] = 1.0
-        n_nodes, n_slots = learn_row(forest, x, weights, leaves, n_nodes, n_slots)
+        n_nodes, n_slots = learn(forest, x, weights, leaves, n_nodes, n_slots, due)
         weights[:, y] = 0.0
     return X.shape[0], n_nodes, n_slots

@@ -64,7 +64,7 @@ class BestVFDT(_TreeBaseline):
             self.weak_learner, self.num_learners, self.n_features, self.n_labels, self.num_covariates, self.rng
         )
         self.correct = np.zeros(self.num_learners, np.int64)
-        self._hits: list[np.ndarray] = []  # per example, which trees were right (bit-packed)
+        self._hits: list[np.ndarray] = []  # blocks of examples (rows), which trees were right (bit-packed)
         self._cache: RoundCache[np.ndarray] = RoundCache()
 
     def _predictions(self, x: np.ndarray) -> np.ndarray:
@@ -78,7 +78,7 @@ class BestVFDT(_TreeBaseline):
         hits = self._predictions(x) == y
         self._cache.clear()
         self.correct += hits
-        self._hits.append(np.packbits(hits))
+        self._hits.append(np.packbits(hits)[None])
         weights = np.zeros((self.num_learners, self.n_labels))
         weights[:, y] = 1.0
         self.trees.learn(x, weights)
@@ -92,14 +92,21 @@ class BestVFDT(_TreeBaseline):
             return super().predict_learn_pass(X, Y)
         self._cache.clear()
         predictions, hits = self.trees.voting_pass(X, Y, self.correct)
-        self._hits.extend(np.packbits(hits, axis=1))
+        if len(hits):  # no empty block: tree_accuracies reads the last rows from the blocks
+            self._hits.append(np.packbits(hits, axis=1))
         return predictions
 
     def tree_accuracies(self, last: int) -> np.ndarray:
         """Accuracy of every tree over the last ``last`` examples learned (predict-then-learn)."""
         if last <= 0 or not self._hits:
             return np.zeros(self.num_learners)
-        bits = np.unpackbits(np.stack(self._hits[-last:]), axis=1, count=self.num_learners)
+        blocks, rows = [], 0
+        for block in reversed(self._hits):  # the blocks that hold the last rows, from the end
+            if rows >= last:
+                break
+            blocks.append(block)
+            rows += len(block)
+        bits = np.unpackbits(np.concatenate(blocks[::-1])[-last:], axis=1, count=self.num_learners)
         return bits.mean(axis=0)
 
     def stream_report(self, n_scored: int) -> dict[str, float]:
