@@ -12,7 +12,9 @@ and numpy, not olb (olb pins a numpy river 0.16 cannot load): it builds each col
 settings for the river it finds (river 0.16's KNN takes ``window_size`` itself, river 0.26's a ``LazySearch``;
 0.16 names the iSOUP tree ``iSOUPTreeRegressor``) and runs binary relevance as olb's ``mlhat_*`` learners do
 (olb/learners/river_mlhat.py: one copy per label, abstain before the first example, a label relevant when True is
-its most probable value, a regressor's prediction above 0.5); ``--seed`` is river's seed of the columns that draw.
+its most probable value, a regressor's prediction above 0.5); ``--seed`` is river's seed of the columns that draw;
+``--keys names`` keys a row by the ARFF's feature names (the table's reader) instead of olb's feature indices (river's
+Mondrian trees draw a split feature from the sorted keys).
 ``table`` sets each run's five metrics beside the published figures (conf/reference/mlhat_tables.csv).
 """
 
@@ -54,6 +56,7 @@ def write_rows(names: list[str], out: Path) -> None:
             "Y": ds.Y.astype(int).tolist(),
             "nominal": [i for i, c in enumerate(ds.nominal) if c is not None and set(c) != {"0", "1"}],
             "categories": [list(c) if c else None for c in ds.nominal],
+            "names": list(ds.feature_names),
         }
         if name in UNION:  # each union row's index among the split's rows (the same multiset of rows)
             table = read_arff(read_file(next(d / UNION[name] for d in data_dirs() if (d / UNION[name]).is_file())))
@@ -158,7 +161,7 @@ def _five(P: np.ndarray, Y: np.ndarray) -> dict[str, float]:
     }
 
 
-def run(stream: str, code: str, rows: Path, order: str, nominal: str, seed: int) -> dict:
+def run(stream: str, code: str, rows: Path, order: str, nominal: str, seed: int, keys: str = "indices") -> dict:
     import river
 
     data = json.loads((rows / f"{stream}.json").read_text())
@@ -169,9 +172,9 @@ def run(stream: str, code: str, rows: Path, order: str, nominal: str, seed: int)
     predicted, truth, learned = [], [], False
     start = time.process_time()
     for i in data["union_order"] if order == "union" else range(len(X)):
-        row = dict(enumerate(X[i]))
+        row = dict(zip(data["names"], X[i])) if keys == "names" else dict(enumerate(X[i]))
         if nominal == "strings":  # the table's reader: a nominal feature not 0/1 reaches river as its name
-            row.update({j: data["categories"][j][int(X[i][j])] for j in data["nominal"]})
+            row.update({list(row)[j]: data["categories"][j][int(X[i][j])] for j in data["nominal"]})
         if learned:
             if code == "isoupt":
                 values = models[0].predict_one(row)
@@ -196,6 +199,7 @@ def run(stream: str, code: str, rows: Path, order: str, nominal: str, seed: int)
         "order": order,
         "nominal": nominal,
         "seed": seed,
+        "keys": keys,
         "cpu_s": round(time.process_time() - start, 2),
         **five,
     }
@@ -216,7 +220,7 @@ def table(runs: list[Path], out: Path) -> None:
         column = {"isoupt": "iSOUPT"}.get(r["learner"], r["learner"].upper())
         gaps = {m: r[m] - published[(r["dataset"].capitalize(), column, t)] for m, t in FIVE.items()}
         within = sum(g <= 0.02 + 1e-12 if m == "hamming_loss" else abs(g) <= 0.02 + 1e-12 for m, g in gaps.items())
-        key = (r["dataset"], column, r["river"], r["order"], r["nominal"], r.get("seed", 42))
+        key = (r["dataset"], column, r["river"], r["order"], r["nominal"], r.get("seed", 42), r.get("keys", "indices"))
         records[key] = {
             "stream": key[0],
             "learner": column,
@@ -224,6 +228,7 @@ def table(runs: list[Path], out: Path) -> None:
             "rows": key[3],
             "nominal": key[4],
             "seed": key[5],
+            "keys": key[6],
             **{f"{m}_minus_published": round(g, 4) for m, g in gaps.items()},
             "within": within,
             "cpu_s": r["cpu_s"],
@@ -248,6 +253,12 @@ def main(argv: list[str] | None = None) -> None:
     one.add_argument("--order", choices=("file", "union"), default="file")
     one.add_argument("--nominal", choices=("codes", "strings"), default="codes")
     one.add_argument("--seed", type=int, default=42)
+    one.add_argument(
+        "--keys",
+        choices=("indices", "names"),
+        default="indices",
+        help="a row's keys: olb's feature indices, the ARFF names",
+    )
     tab = sub.add_parser("table")
     tab.add_argument("runs", nargs="+", type=Path)
     tab.add_argument("--out", type=Path, required=True)
@@ -255,7 +266,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.command == "rows":
         write_rows(a.streams, a.out)
     elif a.command == "run":
-        print(json.dumps(run(a.stream, a.learner, a.rows, a.order, a.nominal, a.seed)), file=sys.stdout)
+        print(json.dumps(run(a.stream, a.learner, a.rows, a.order, a.nominal, a.seed, a.keys)), file=sys.stdout)
     else:
         table(a.runs, a.out)
 
