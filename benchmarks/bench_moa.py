@@ -13,8 +13,8 @@ candidate thresholds per feature from a Gaussian estimator per class, majority-c
 Each data set streams once in the order ``np.random.default_rng(seed).permutation`` gives (the
 ``prequential_shuffled`` protocol of olb). olb runs its protocol (:func:`olb.protocol.run_stream`: the one loop
 every cell runs, with its accuracy and learning curve); its figure is the CPU seconds of the thread that runs the
-stream (the process's would count the JVM's own threads, running beside it), the kernels loaded before. MOA runs its own Java loop, ``moa.tasks.EvaluatePrequential`` over a
-``CachedInstancesStream`` (the rows as one Java ``Instances``, built before timing), so that no Python/JPype call
+stream (the process's would count the JVM's own threads, running beside it), the kernels loaded before. MOA runs
+its own Java loop, ``moa.tasks.EvaluatePrequential`` over a ``CachedInstancesStream`` (the rows as one Java ``Instances``, built before timing), so that no Python/JPype call
 counts against it; its figure is the task's own CPU seconds of its loop (the thread's, JIT compiler and garbage
 collector threads left out). Both compute the prequential accuracy over the whole stream.
 

@@ -170,11 +170,12 @@ def run(stream: str, code: str, rows: Path, order: str, nominal: str, seed: int,
     prototype = _model(code, seed)
     models = [prototype] if code == "isoupt" else [copy.deepcopy(prototype) for _ in range(n_labels)]
     predicted, truth, learned = [], [], False
+    names = data["names"] if keys == "names" else range(len(X[0]))  # a row's keys, by feature index
     start = time.process_time()
     for i in data["union_order"] if order == "union" else range(len(X)):
-        row = dict(zip(data["names"], X[i])) if keys == "names" else dict(enumerate(X[i]))
+        row = dict(zip(names, X[i]))
         if nominal == "strings":  # the table's reader: a nominal feature not 0/1 reaches river as its name
-            row.update({list(row)[j]: data["categories"][j][int(X[i][j])] for j in data["nominal"]})
+            row.update({names[j]: data["categories"][j][int(X[i][j])] for j in data["nominal"]})
         if learned:
             if code == "isoupt":
                 values = models[0].predict_one(row)

@@ -225,7 +225,10 @@ def _model_mb(
     trim(0)
     heap_start = cls.collected_heap_mb()
     if heap_start is not None:
-        return max(0.0, _heap_with_mb(cls, _stream(cls, data, phases, reader)) - heap_start), True
+        learner = _stream(cls, data, phases, reader)
+        heap_end = cls.collected_heap_mb() or 0.0  # the learner alive: its model counted
+        del learner
+        return max(0.0, heap_end - heap_start), True
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # the peak (VmHWM) starts again at the resident memory now
     start = _status_mb("VmRSS")
@@ -238,12 +241,6 @@ def _model_mb(
         return max(resident_mb, _python_objects_mb(_stream(cls, data, phases, reader))), False
     finally:
         tracemalloc.stop()
-
-
-def _heap_with_mb(cls: type[OnlineLearner], learner: OnlineLearner) -> float:
-    """The learner's collected heap in use (:meth:`~olb.learners.base.OnlineLearner.collected_heap_mb`), ``learner``
-    alive in it."""
-    return cls.collected_heap_mb() or 0.0
 
 
 def _python_objects_mb(learner: OnlineLearner) -> float:
