@@ -16,6 +16,7 @@ a node's memory is what Ray reserved for the cells it runs, not what earlier cel
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import signal
@@ -107,8 +108,14 @@ class RayBackend(Backend):
         if not ray.is_initialized():
             main_thread = threading.current_thread() is threading.main_thread()
             previous = signal.getsignal(signal.SIGTERM) if main_thread else None
+            fault_handler_was_on = faulthandler.is_enabled()
             self.connect(ray, self.init_kwargs())
             self.owned = True
+            if not fault_handler_was_on:
+                # ray.init enables Python's fault handler over the fatal signals' handlers in place. A JVM started
+                # earlier in the process (MOA's learners) raises SIGSEGV on purpose (safepoint polls, implicit null
+                # checks) and must keep handling it; the fault handler would abort the process at the first one.
+                faulthandler.disable()  # puts back the handlers it replaced
             if main_thread and previous is not None:
                 # ray.init makes SIGTERM a bare sys.exit; keep the grid's handler (it records the interruption)
                 signal.signal(signal.SIGTERM, previous)
