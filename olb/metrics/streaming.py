@@ -8,8 +8,6 @@ from typing import Callable
 
 import numpy as np
 
-from olb.metrics.ratios import _ratio
-
 
 def _mean_stats(values):
     """Additive statistics of a per-example metric: [sum, count] of the non-NaN values."""
@@ -21,7 +19,10 @@ def _mean_stats(values):
 
 
 def _mean_from_stats(stats):
-    return float(_ratio(stats[0], stats[1], np.nan))
+    """The mean of [sum, count] statistics, NaN without any value: the division ``olb.metrics.ratios._ratio``
+    makes, without its arrays (a learning curve asks for one value per point)."""
+    total, count = stats[0], stats[1]
+    return float(total / count) if count != 0 else float("nan")
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ feedback, with a learning curve, timings and peak memory (:class:`StreamResult`)
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,12 +70,24 @@ def run_stream(
     ``None``, not scored (the docstring of :mod:`olb.protocol`). ``window`` > 0 adds the windowed curve
     (``curve["window"]``).
     """
-    from threadpoolctl import threadpool_limits
-
     if isinstance(window, bool) or not isinstance(window, int) or window < 0:
         raise ValueError(f"window={window!r} is out of range; allowed: an integer >= 0 (0: no windowed curve)")
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _blas_controller().limit(limits=1, user_api="blas"):
         return _run_stream(learner, dataset, phases, metrics, curve_every, window)
+
+
+_BLAS: list = []  # (len(sys.modules), threadpoolctl's controller) when it was made
+
+
+def _blas_controller():
+    """threadpoolctl's controller of the thread pools loaded in this process, made once per process and again
+    after any import (a new module may load a BLAS of its own). Making one reads ``/proc/self/maps``: 0.4-1.6 ms
+    per stream, more than a small stream's whole pass costs (cars' 1,728 rows: 2 ms), and more with a JVM mapped in."""
+    from threadpoolctl import ThreadpoolController
+
+    if not _BLAS or _BLAS[0][0] != len(sys.modules):
+        _BLAS[:] = [(len(sys.modules), ThreadpoolController())]
+    return _BLAS[0][1]
 
 
 def _run_stream(learner, dataset: Dataset, phases: list[Phase], metrics, curve_every: int, window: int) -> StreamResult:
@@ -147,9 +160,8 @@ class _Stream:
             part = phase.rows[start : start + size]
             predictions = self.learner.predict_learn_pass(self.rows.block(part), self.Y[part].copy())
             ends = _score_pass(predictions, self.Y[part], self.chosen, running, self.final if phase.scored else None)
-            for n in range(start + 1, start + len(part) + 1):
-                if n % self.curve_every == 0 or n == len(phase.rows):
-                    self._curve_point(self.step + n, p_index, self.primary.from_stats(ends[n - start - 1]))
+            for n in _curve_steps(start, start + len(part), self.curve_every, len(phase.rows)):
+                self._curve_point(self.step + n, p_index, self.primary.from_stats(ends[n - start - 1]))
         self.step += len(phase.rows)
 
     def _learn_whole(self, phase: Phase) -> None:
@@ -223,6 +235,19 @@ def _result(learner, phases: list[Phase], stream: _Stream, timings: dict[str, di
         training=tuple(p.name for p in phases if p.update and not p.scored)
         or tuple(p.name for p in phases if p.update),
     )
+
+
+def _curve_steps(start: int, stop: int, every: int, n_rows: int) -> list[int]:
+    """The steps n in (start, stop] of a phase of ``n_rows`` rows that get a point of the learning curve: every
+    ``every``-th, and the phase's last.
+
+    >>> _curve_steps(0, 120, 50, 130), _curve_steps(120, 130, 50, 130)
+    ([50, 100], [130])
+    """
+    steps = list(range((start // every + 1) * every, stop + 1, every))
+    if stop == n_rows and (not steps or steps[-1] != stop):
+        steps.append(stop)
+    return steps
 
 
 def _score_pass(predictions: np.ndarray, y: np.ndarray, chosen: list[Metric], running, final) -> np.ndarray:
