@@ -223,6 +223,8 @@ def test_prequential_passes_are_the_row_by_row_stream(load, cls, protocol):
     for name in ("split_feature", "threshold", "class_mass"):
         n = forest.n_nodes
         np.testing.assert_array_equal(getattr(forest.arrays, name)[:n], getattr(other.arrays, name)[:n])
+    for name in ("lambda_sc", "lambda_sw"):  # Oza's error counts, from the same Poisson draws
+        np.testing.assert_array_equal(getattr(fast, name, None), getattr(slow, name, None))
     x = cars.X[5].copy()
     assert fast.predict_one(x) == slow.predict_one(x)
 

@@ -298,6 +298,10 @@ class VFDTForest(WeakLearners):
         while self.n_slots + N > len(self.arrays.pair_of):
             self._grow(self._SLOT_ARRAYS)
 
+    def begin_pass(self) -> None:
+        """Forget the leaves the round's prediction routed: a compiled pass changes the trees under them."""
+        self._round_leaves = None
+
     def voting_pass(self, X: np.ndarray, Y: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """A prequential pass of the trees each fed every row with weight 1 (``vfdt_core.voting_pass``): the
         predictions of the tree right most often so far (``correct``, updated) and which trees were right (rows x
@@ -308,7 +312,7 @@ class VFDTForest(WeakLearners):
         Y = np.ascontiguousarray(Y, dtype=np.int64)
         predictions = np.empty(len(Y), np.int64)
         hits = np.empty((len(Y), self.n_learners), bool)
-        self._round_leaves = None
+        self.begin_pass()
         row = 0
         while row < len(Y):
             self.make_room()

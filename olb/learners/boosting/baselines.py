@@ -6,6 +6,8 @@ by default the vectorized VFDT forest with per-tree random parameters, every tre
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 import numpy as np
 
 from olb.kernels import KernelModule
@@ -146,7 +148,6 @@ class OzaBoost(_TreeBaseline):
 
     name = "oza"
     predicts_passes = True  # a prequential phase in blocks (OnlineLearner.predict_learn_pass): no work per row
-    EPS_CLIP = 1e-6
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -164,21 +165,15 @@ class OzaBoost(_TreeBaseline):
         self._draws = UniformDraws(self.rng)
 
     def vote_weights(self) -> np.ndarray:
-        total = self.lambda_sc + self.lambda_sw
-        eps = np.clip(
-            np.divide(self.lambda_sw, total, out=np.ones_like(total), where=total > 0), self.EPS_CLIP, 1 - self.EPS_CLIP
-        )
-        return np.where(eps < 0.5, np.log((1 - eps) / eps), 0.0)
+        """Every tree's vote weight, log((1 - eps_m) / eps_m) below eps_m = 1/2 (``oza_rounds.tree_vote_weight``)."""
+        return oza_rounds.vote_weights(self.lambda_sc, self.lambda_sw)
 
     def predict_one(self, x: np.ndarray) -> int:
         if self.trees is None:  # river's Hoeffding trees
             proba = self._river.predict_proba_one(_as_dict(x))
             return int(max(proba, key=proba.get)) if proba else 0
-        preds = self.trees.predict_proba(x).argmax(axis=1)
-        w = self.vote_weights()
-        if not (w > 0).any():
-            return int(preds[0])
-        return int(np.bincount(preds, weights=w, minlength=self.n_labels).argmax())
+        proba = np.ascontiguousarray(self.trees.predict_proba(x), dtype=float)
+        return int(oza_rounds.oza_prediction(proba, self.lambda_sc, self.lambda_sw))
 
     def learn_one(self, x: np.ndarray, y) -> None:
         y = int(y)
@@ -208,6 +203,28 @@ class OzaBoost(_TreeBaseline):
         weights[:, y] = counts
         self.trees.learn(x, weights)
 
+    def predict_learn_pass(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        """Predict then learn the rows of ``X`` in order, exactly as ``predict_one`` then ``learn_one`` would one by
+        one: their predicted classes (the VFDT forest with pseudo-count 1: one compiled loop,
+        ``oza_rounds.oza_pass``, the arrays grown and the uniforms drawn in between)."""
+        trees = self.trees
+        if not _reads_leaf_masses(trees) or trees.importance_scale is not None:
+            return super().predict_learn_pass(X, Y)
+        X = np.ascontiguousarray(X, dtype=float)
+        Y = np.ascontiguousarray(Y, dtype=np.int64)
+        predictions = np.empty(len(Y), np.int64)
+        draws, row = self._draws, 0
+        trees.begin_pass()
+        while row < len(Y):
+            trees.make_room()
+            row, draws.position, trees.n_nodes, trees.n_slots = oza_rounds.oza_pass(
+                trees.arrays, X, Y, self.lambda_sc, self.lambda_sw, draws.uniforms, draws.position, predictions, row,
+                trees.n_nodes, trees.n_slots,
+            )  # fmt: skip
+            if row < len(Y):
+                draws.refill()  # stopped for room or for uniforms; drawing ahead early draws the same sequence
+        return predictions
+
 
 class UniformDraws:
     """The uniform doubles of a generator (``rng.random()``, in order), drawn ``BLOCK`` at a time ahead of their use
@@ -234,15 +251,18 @@ class UniformDraws:
         self.rng, self.uniforms, self.position = state
 
 
+def _reads_leaf_masses(trees) -> TypeGuard[VFDTForest]:
+    """Whether "correct after training" can be read from ``trees``' leaf masses (:func:`_leaf_masses`)."""
+    return isinstance(trees, VFDTForest) and trees.pseudo_count == 1.0
+
+
 def _leaf_masses(trees, x: np.ndarray) -> np.ndarray | None:
     """The VFDT forest's unnormalized leaf prediction masses for x (N, k); None for other weak learners.
 
     Adding weight K to class y at a leaf raises this mass of y by exactly K (a first-seen class trades its
     prediction-time 1 for the pseudo-count 1), which is how :class:`OzaBoost` reads "correct after training".
     """
-    if not isinstance(trees, VFDTForest) or trees.pseudo_count != 1.0:
-        return None
-    return trees.leaf_masses(x)
+    return trees.leaf_masses(x) if _reads_leaf_masses(trees) else None
 
 
 def _as_dict(x: np.ndarray) -> dict:

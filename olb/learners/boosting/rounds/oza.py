@@ -1,5 +1,6 @@
 """Oza's online boosting, compiled: the chain of Poisson weights over the trees for one example
-(:func:`oza_chain`), its draws numpy's own (:func:`poisson_draw`, from the generator's uniforms drawn ahead).
+(:func:`oza_chain`), its draws numpy's own (:func:`poisson_draw`, from the generator's uniforms drawn ahead), and
+a whole prequential pass over the VFDT forest (:func:`oza_pass`: the vote, the chain and the update per row).
 """
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ import math
 import numpy as np
 from numba import njit
 
-from olb.kernel_declarations import Float64Array1D, Int64, kernel
+from olb.kernel_declarations import Float64Array1D, Float64Array2D, Int64, Int64Array1D, kernel
+from olb.weak.vfdt_arrays import ForestArrays
+from olb.weak.vfdt_core import learn
+from olb.weak.vfdt_rows import has_room, masses_into, route_into
 
 
 # numpy's log-gamma series (SPECFUN, numpy/random/src/distributions/distributions.c, ``random_loggam``)
@@ -120,3 +124,93 @@ def oza_chain(
     right[:] = sc
     wrong[:] = sw
     return position
+
+
+EPS_CLIP = 1e-6  # a tree's error rate eps_m is clipped to [EPS_CLIP, 1 - EPS_CLIP] for its vote weight
+
+
+@njit(cache=True, nogil=True, inline="always")
+def tree_vote_weight(right, wrong):  # pragma: no cover - compiled
+    """Tree m's vote weight: log((1 - eps_m) / eps_m) where its error rate eps_m = wrong / (right + wrong) (1
+    without history), clipped to [EPS_CLIP, 1 - EPS_CLIP], is below 1/2, else 0 (Oza & Russell 2001)."""
+    total = right + wrong
+    eps = wrong / total if total > 0 else 1.0
+    eps = min(max(eps, EPS_CLIP), 1 - EPS_CLIP)
+    return math.log((1 - eps) / eps) if eps < 0.5 else 0.0
+
+
+@kernel
+def vote_weights(right: Float64Array1D, wrong: Float64Array1D):  # pragma: no cover - compiled
+    """Every tree's vote weight (:func:`tree_vote_weight`)."""
+    weights = np.empty(right.shape[0])
+    for m in range(right.shape[0]):
+        weights[m] = tree_vote_weight(right[m], wrong[m])
+    return weights
+
+
+@njit(cache=True, nogil=True, inline="always")
+def vote(proba, right, wrong, votes):  # pragma: no cover - compiled
+    """Oza's prediction from the trees' class probabilities ``proba`` (N, k): each tree's class (the first argmax)
+    with its vote weight (:func:`tree_vote_weight`), the totals added tree by tree; the first class of the largest
+    total, or the first tree's class when no tree's weight is positive. ``votes`` (k,) is scratch."""
+    votes[:] = 0.0
+    voting = False
+    for m in range(proba.shape[0]):
+        weight = tree_vote_weight(right[m], wrong[m])
+        voting = voting or weight > 0
+        votes[np.argmax(proba[m])] += weight
+    return np.argmax(votes) if voting else np.argmax(proba[0])
+
+
+@kernel
+def oza_prediction(proba: Float64Array2D, right: Float64Array1D, wrong: Float64Array1D):  # pragma: no cover - compiled
+    """Oza's prediction for one example (:func:`vote`)."""
+    return vote(proba, right, wrong, np.empty(proba.shape[1]))
+
+
+@kernel
+def oza_pass(
+    forest: ForestArrays, X: Float64Array2D, Y: Int64Array1D, right: Float64Array1D, wrong: Float64Array1D,
+    uniforms: Float64Array1D, position: Int64, predictions: Int64Array1D, start: Int64, n_nodes: Int64,
+    n_slots: Int64,
+):  # pragma: no cover - compiled  # fmt: skip
+    """Rows ``start``.. of a prequential pass of Oza's boosting over the VFDT forest (pseudo-count 1, no importance
+    scales), as ``OzaBoost.predict_one`` then ``learn_one`` per row: the vote (:func:`vote`) into
+    ``predictions``; the leaves' unnormalized masses, where a tree is right after its update iff its mass of the
+    label plus K beats the lower labels' strictly and the higher ones' weakly (:func:`oza_chain`); then each tree
+    fed the label with weight K. Stops before a row the arrays have no room for (``has_room``) or whose chain the
+    uniforms do not cover; returns the next row, the next unused uniform and the numbers of nodes and slots in
+    use. One compiled body, its scratch allocated once."""
+    n_trees, k = forest.root.shape[0], forest.class_mass.shape[1]
+    weights, proba, mass = np.zeros((n_trees, k)), np.empty((n_trees, k)), np.empty((n_trees, k))
+    leaves, due = np.empty(n_trees, np.int64), np.empty(n_trees, np.bool_)
+    own, below, above, counts, votes = (
+        np.empty(n_trees),
+        np.empty(n_trees),
+        np.empty(n_trees),
+        np.empty(n_trees),
+        np.empty(k),
+    )
+    for r in range(start, X.shape[0]):
+        if not has_room(forest, n_nodes, n_slots):
+            return r, position, n_nodes, n_slots
+        x, y = X[r], Y[r]
+        route_into(forest, x, leaves)
+        masses_into(forest, leaves, True, proba)
+        predictions[r] = vote(proba, right, wrong, votes)
+        masses_into(forest, leaves, False, mass)
+        for m in range(n_trees):
+            own[m] = mass[m, y]
+            below[m], above[m] = -np.inf, -np.inf
+            for c in range(y):
+                below[m] = max(below[m], mass[m, c])
+            for c in range(y + 1, k):
+                above[m] = max(above[m], mass[m, c])
+        after = oza_chain(own, below, above, right, wrong, uniforms, position, counts)
+        if after < 0:
+            return r, position, n_nodes, n_slots
+        position = after
+        weights[:, y] = counts
+        n_nodes, n_slots = learn(forest, x, weights, leaves, n_nodes, n_slots, due)
+        weights[:, y] = 0.0
+    return X.shape[0], position, n_nodes, n_slots
