@@ -109,3 +109,20 @@ def test_the_stream_benchmarks_table_shows_published_columns_and_cells_not_run(t
     assert f"| {not_run['algorithm']} | not run / {not_run['paper']:.3f} |" in text
     assert f"| {not_run['dataset']} | {not_run['algorithm']} | {not_run['note']} |" in text
     assert "planned" in not_run["note"] and published["coverage"] == "published"
+
+
+def test_a_run_beside_another_counts_each_cell_once_its_measured_row_first(tmp_path):
+    # the union-order run lists emotions' cells as absent (not in its grid) and the published columns as the main
+    # run does: beside it, emotions' counts are the main run's and flags-union's the union run's
+    main_run, union_run = "results/stream_benchmark/table.csv", "results/stream_benchmark_union/table.csv"
+    rule = "metric=mlhat_example_f1,mlhat_micro_f1"
+
+    def counts(sources: str, datasets: str) -> dict[str, str]:
+        doc = tmp_path / "counts.md"
+        doc.write_text(f"<!-- olb:table {sources} summary=counts {rule} datasets={datasets} -->\n<!-- /olb:table -->\n")
+        assert main(["--root", str(ROOT), str(doc)]) == 0
+        return {line.split(" | ")[0]: line for line in doc.read_text().splitlines()[3:-2]}
+
+    together = counts(f"{main_run},{union_run}", "flags-union,emotions")
+    assert together["| emotions"] == counts(main_run, "emotions")["| emotions"]
+    assert together["| flags-union"] == counts(union_run, "flags-union")["| flags-union"]

@@ -95,7 +95,7 @@ def test_a_layout_the_results_cannot_give_is_refused_by_name(tmp_path, capsys, s
     assert "bad.md:2: " in err and message in err
 
 
-def test_two_runs_listing_the_same_absent_paper_rows_are_set_side_by_side(tmp_path, capsys):
+def test_two_runs_side_by_side_give_each_cell_once_or_are_refused(tmp_path, capsys):
     # both runs list rcv1v2's rows (not available here): only the rows a table shows must be given once
     sources = f"{SOURCE},results/alt_osml_elm_500/table.csv"
     doc = tmp_path / "two.md"
@@ -105,6 +105,14 @@ def test_two_runs_listing_the_same_absent_paper_rows_are_set_side_by_side(tmp_pa
     assert main(["--root", str(ROOT), str(doc)]) == 0
     rows = doc.read_text().splitlines()[5:7]  # under the section's title, the header and its rule
     assert [row.split(" | ")[0] for row in rows] == ["| OSML-ELM (500 units)", "| OSML-ELM"]
+    # FALT(l) is outside the second run's grid: its row there gives way to the first run's (unavailable here)
     doc.write_text(f"<!-- olb:table {sources} datasets=rcv1v2_topics algorithms=FALT(l) -->\n<!-- /olb:table -->\n")
-    assert main(["--check", "--root", str(ROOT), str(doc)]) == 2
-    assert "give rcv1v2_topics FALT(l) precision_unlabelled1 more than once" in capsys.readouterr().err
+    assert main(["--root", str(ROOT), str(doc)]) == 0
+    assert "| rcv1v2_topics | unavailable [" in doc.read_text() and "absent" not in doc.read_text()
+    # two runs' own rows of one cell are refused
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    for copy in ("a", "b"):
+        (tmp_path / copy / "table.csv").write_text((ROOT / SOURCE).read_text())
+    doc.write_text("<!-- olb:table a/table.csv,b/table.csv datasets=bibtex -->\n<!-- /olb:table -->\n")
+    assert main(["--check", "--root", str(tmp_path), str(doc)]) == 2
+    assert "more than once" in capsys.readouterr().err

@@ -44,6 +44,19 @@ _CHOICES = {
 _OPTIONS += ("scale", *_CHOICES)
 
 
+def _measured_first(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of several runs side by side, one per cell where they overlap: a run's row for a paper's cell
+    outside its grid (note "absent: ...") gives way to another run's row of that cell, and the same published
+    figure listed by both is one. Two other rows of a cell are left for the caller to refuse."""
+    if "coverage" not in table.columns:
+        return table
+    outside = table["note"].str.startswith("absent:")
+    cells = pd.MultiIndex.from_frame(table[list(_AXES)].astype(str))
+    kept = table[~(outside & cells.isin(cells[~outside.to_numpy()]))]
+    same = kept.duplicated(keep="first") & kept["coverage"].isin(("absent", "published"))
+    return kept[~same]
+
+
 @dataclass(frozen=True)
 class TableSpec:
     """What one opening marker asks for."""
@@ -81,8 +94,7 @@ class TableSpec:
             table, settings = cell_means(self, root, sources, where)
             table = self._filtered(table, where)
         else:
-            table, settings = self._filtered(self._summaries(root, sources), where), []
-            # among the rows the table shows: two runs may list the same paper rows they did not produce
+            table, settings = _measured_first(self._filtered(self._summaries(root, sources), where)), []
             twice = table[table.duplicated(list(_AXES), keep=False)]
             if not twice.empty:
                 first = twice.iloc[0]
