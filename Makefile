@@ -68,19 +68,24 @@ PORT ?= 5000
 ui: setup
 	$(PY) -m olb.grid.ui sqlite:///mlflow.db --port $(PORT)
 
+# The fast tests run on every core (pytest-xdist, at most 4 worker processes); the end-to-end tests after them, one at
+# a time, since each starts its own processes (Ray nodes, servers, the JVM) and bounds its waits for a quiet machine
+PARALLEL := -n auto --maxprocesses 4
+
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest $(PARALLEL) -m "not e2e"
+	$(PY) -m pytest -m e2e
 
 # everything but the end-to-end tests (Ray start-ups, CLI subprocesses, servers, browsers, Slurm, wheel builds)
 test-fast: setup
-	$(PY) -m pytest -m "not e2e"
+	$(PY) -m pytest $(PARALLEL) -m "not e2e"
 
 # the bit-exact tests with the library code an x86-64 CPU without AVX2, FMA or AVX-512 gets (tests/any_cpu.py:
 # glibc's libm, numpy's dispatch, OpenBLAS's kernel): a result must not depend on the CPU (docs/speed.md)
 BIT_EXACT_TESTS := tests/regression tests/test_vfdt.py tests/test_rounds.py tests/test_olansgd.py tests/test_alt_learners.py
 
 test-any-cpu: setup
-	eval "$$($(PY) tests/any_cpu.py)" && $(PY) -m pytest -m "not e2e" $(BIT_EXACT_TESTS)
+	eval "$$($(PY) tests/any_cpu.py)" && $(PY) -m pytest $(PARALLEL) -m "not e2e" $(BIT_EXACT_TESTS)
 
 # the kernels' other path, numba's JIT (OLB_KERNELS=jit: the fallback where the extension cannot be built, and what
 # stays when numba.pycc goes, docs/speed.md): the fast tests of every learner that calls a kernel, about 6 minutes
@@ -89,7 +94,7 @@ JIT_TESTS := $(BIT_EXACT_TESTS) tests/test_mlr_boosting.py tests/test_multiclass
 	tests/test_kernels.py tests/test_protocol.py tests/test_stream_br.py tests/test_prequential.py
 
 test-jit: setup
-	OLB_KERNELS=jit $(PY) -m pytest -m "not e2e" $(JIT_TESTS)
+	OLB_KERNELS=jit $(PY) -m pytest $(PARALLEL) -m "not e2e" $(JIT_TESTS)
 
 # the fast suite at the lowest versions of the ranges, in $(LOWEST_VENV) (built from $(LOWEST_LOCK)); CI runs it
 $(LOWEST_STAMP): pyproject.toml $(LOWEST_LOCK)
@@ -101,7 +106,7 @@ $(LOWEST_STAMP): pyproject.toml $(LOWEST_LOCK)
 	touch $(LOWEST_STAMP)
 
 test-lowest: $(LOWEST_STAMP)
-	$(LOWEST_VENV)/bin/python -m pytest -m "not e2e"
+	$(LOWEST_VENV)/bin/python -m pytest $(PARALLEL) -m "not e2e"
 
 # ruff's lint and format checks and mypy's type check (configured in pyproject.toml); CI runs them before the tests
 lint: setup

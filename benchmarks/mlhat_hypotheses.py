@@ -13,8 +13,9 @@ settings for the river it finds (river 0.16's KNN takes ``window_size`` itself, 
 0.16 names the iSOUP tree ``iSOUPTreeRegressor``) and runs binary relevance as olb's ``mlhat_*`` learners do
 (olb/learners/river_mlhat.py: one copy per label, abstain before the first example, a label relevant when True is
 its most probable value, a regressor's prediction above 0.5); ``--seed`` is river's seed of the columns that draw;
-``--keys names`` keys a row by the ARFF's feature names (the table's reader) instead of olb's feature indices (river's
-Mondrian trees draw a split feature from the sorted keys).
+``--nominal strings`` gives a nominal feature not 0/1 as its name (the table's reader), ``--nominal numbers`` as the
+number its name spells; ``--keys names`` keys a row by the ARFF's feature names (the table's reader) instead of
+olb's feature indices (river's Mondrian trees draw a split feature from the sorted keys).
 ``table`` sets each run's five metrics beside the published figures (conf/reference/mlhat_tables.csv).
 """
 
@@ -174,7 +175,9 @@ def run(stream: str, code: str, rows: Path, order: str, nominal: str, seed: int,
     start = time.process_time()
     for i in data["union_order"] if order == "union" else range(len(X)):
         row = dict(zip(names, X[i]))
-        if nominal == "strings":  # the table's reader: a nominal feature not 0/1 reaches river as its name
+        if nominal == "numbers":  # a copy that declares them numeric (birds' location {2, 10, ...} as 2.0, 10.0)
+            row.update({names[j]: float(data["categories"][j][int(X[i][j])]) for j in data["nominal"]})
+        elif nominal == "strings":  # the table's reader: a nominal feature not 0/1 reaches river as its name
             row.update({names[j]: data["categories"][j][int(X[i][j])] for j in data["nominal"]})
         if learned:
             if code == "isoupt":
@@ -252,7 +255,7 @@ def main(argv: list[str] | None = None) -> None:
     one.add_argument("learner")
     one.add_argument("--rows", type=Path, required=True)
     one.add_argument("--order", choices=("file", "union"), default="file")
-    one.add_argument("--nominal", choices=("codes", "strings"), default="codes")
+    one.add_argument("--nominal", choices=("codes", "strings", "numbers"), default="codes")
     one.add_argument("--seed", type=int, default=42)
     one.add_argument(
         "--keys",

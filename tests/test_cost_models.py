@@ -1,6 +1,6 @@
 """Every learner's cost model (olb/learners/*costs.py): found through the registry, apart from the learner classes,
 and checked by ``olb.checks`` against the CPU and the resident memory its learner measures on the synthetic stream
-(each learner in a child process of its own, once for the module)."""
+(each learner in a child process of its own)."""
 
 from __future__ import annotations
 
@@ -17,12 +17,6 @@ from test_learner_contract import RUNNABLE, DecayedFrequency
 
 LEARNERS = builtin_learners()
 COST_ATTRIBUTES = ("cost_per_example_s", "predict_cost_s", "model_memory_mb")
-
-
-@pytest.fixture(scope="module")
-def measured() -> dict[str, CostMeasurement]:
-    """Every registered learner's cost measurement."""
-    return {cls.name: measure_costs(cls) for cls in LEARNERS if not cls.missing_requirements()}
 
 
 def test_every_learner_registers_with_its_familys_cost_model_and_has_no_cost_of_its_own():
@@ -50,11 +44,11 @@ def test_a_learner_registered_from_outside_is_planned_with_its_model_or_the_defa
 
 
 @pytest.mark.parametrize("cls", RUNNABLE)
-def test_the_cost_model_holds_on_the_synthetic_stream(measured, cls):
+def test_the_cost_model_holds_on_the_synthetic_stream(cls):
     """Predicted CPU per example within ``CPU_FACTOR`` (x12) and memory within ``MEMORY_FACTOR`` (x4) of the
-    measured, either way."""
+    measured, either way (one learner per test, so that parallel workers share them out)."""
     name = cls.name
-    m = measured[name]
+    m = measure_costs(cls)
     assert m.rows == 400 and m.measured_us > 0 and m.measured_mb >= 0, m
     assert not m.problems(), f"{name}: " + "; ".join(m.problems())
 

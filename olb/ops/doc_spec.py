@@ -44,7 +44,7 @@ _CHOICES = {
 _OPTIONS += ("scale", *_CHOICES)
 
 
-def _measured_first(table: pd.DataFrame) -> pd.DataFrame:
+def _one_row_per_cell(table: pd.DataFrame) -> pd.DataFrame:
     """The rows of several runs side by side, one per cell where they overlap: a run's row for a paper's cell
     outside its grid (note "absent: ...") gives way to another run's row of that cell, and the same published
     figure listed by both is one. Two other rows of a cell are left for the caller to refuse."""
@@ -94,7 +94,7 @@ class TableSpec:
             table, settings = cell_means(self, root, sources, where)
             table = self._filtered(table, where)
         else:
-            table, settings = _measured_first(self._filtered(self._summaries(root, sources), where)), []
+            table, settings = _one_row_per_cell(self._filtered(self._summaries(root, sources), where)), []
             twice = table[table.duplicated(list(_AXES), keep=False)]
             if not twice.empty:
                 first = twice.iloc[0]

@@ -1,7 +1,9 @@
 """The result tables of README.md and docs/*.md, generated from the exported results (:mod:`olb.grid.reporting.export`).
 
 A table is written between two markers; the opening one names the table.csv (or several, comma-separated, whose
-rows are set side by side: another run's columns beside a table's) and how to lay it out::
+rows are set side by side: another run's columns beside a table's; where two runs give a paper's cell, a row
+outside one run's grid, noted "absent: ...", gives way to the other's, and any other pair is refused) and how to lay
+it out::
 
     <!-- olb:table results/table3/table.csv metric=rank_loss algorithms=Ada.OLMR,OnlineBMR decimals=4 -->
     (generated: do not edit)

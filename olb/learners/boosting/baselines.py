@@ -184,17 +184,13 @@ class OzaBoost(_TreeBaseline):
         mass = _leaf_masses(self.trees, x)  # (N, k) unnormalized, or None
         if mass is None:  # generic weak learners: judge by the prediction before the update
             mass = self.trees.predict_proba(x)
-        # argmax after the update (first index on ties, as in predict_one) is y iff y beats the lower
-        # labels strictly and the higher ones weakly
-        below = mass[:, :y].max(axis=1) if y > 0 else np.full(N, -np.inf)
-        above = mass[:, y + 1 :].max(axis=1) if y + 1 < self.n_labels else np.full(N, -np.inf)
+        mass = np.ascontiguousarray(mass, dtype=float)
         counts = np.empty(N)
         draws = self._draws
         while True:  # the chain over the trees, compiled; from more uniforms when those drawn ahead run out
             position = oza_rounds.oza_chain(
-                np.ascontiguousarray(mass[:, y]), below, above, self.lambda_sc, self.lambda_sw, draws.uniforms,
-                draws.position, counts,
-            )  # fmt: skip
+                mass, y, self.lambda_sc, self.lambda_sw, draws.uniforms, draws.position, counts
+            )
             if position >= 0:
                 draws.position = position
                 break
@@ -221,8 +217,8 @@ class OzaBoost(_TreeBaseline):
                 trees.arrays, X, Y, self.lambda_sc, self.lambda_sw, draws.uniforms, draws.position, predictions, row,
                 trees.n_nodes, trees.n_slots,
             )  # fmt: skip
-            if row < len(Y):
-                draws.refill()  # stopped for room or for uniforms; drawing ahead early draws the same sequence
+            if row < len(Y):  # stopped for room or for uniforms; drawing ahead early draws the same sequence
+                draws.refill(min(draws.PASS_BLOCK, 2 * self.num_learners * (len(Y) - row)))
         return predictions
 
 
@@ -235,13 +231,20 @@ class UniformDraws:
 
     __slots__ = ("rng", "uniforms", "position")
     BLOCK = 4096
+    PASS_BLOCK = 1 << 16  # at most, for a compiled pass: each stop for uniforms costs a call into the extension
 
     def __init__(self, rng: np.random.Generator):
         self.rng, self.uniforms, self.position = rng, np.empty(0), 0
 
-    def refill(self) -> None:
-        """The unused uniforms followed by ``BLOCK`` new ones."""
-        self.uniforms = np.concatenate([self.uniforms[self.position :], self.rng.random(self.BLOCK)])
+    def refill(self, size: int = BLOCK) -> None:
+        """The unused uniforms followed by new ones: ``size`` in all, or ``BLOCK`` new ones where more are unused
+        (the array reused when its length stays, as in a compiled pass's refills)."""
+        unused = self.uniforms[self.position :]
+        fresh = max(self.BLOCK, size - len(unused))
+        if len(self.uniforms) != len(unused) + fresh:
+            self.uniforms = np.empty(len(unused) + fresh)
+        self.uniforms[: len(unused)] = unused  # numpy copies through a buffer where the two overlap
+        self.rng.random(out=self.uniforms[len(unused) :])
         self.position = 0
 
     def __getstate__(self):

@@ -91,22 +91,22 @@ def poisson_draw(lam, uniforms, position):  # pragma: no cover - compiled
 
 @kernel
 def oza_chain(
-    own: Float64Array1D,
-    below: Float64Array1D,
-    above: Float64Array1D,
+    mass: Float64Array2D,
+    y: Int64,
     right: Float64Array1D,
     wrong: Float64Array1D,
     uniforms: Float64Array1D,
     position: Int64,
     counts: Float64Array1D,
 ):  # pragma: no cover - compiled
-    """Oza's chain over the N trees for one example (Oza & Russell 2001): lambda = 1; tree m draws its weight
-    K ~ Poisson(lambda) (:func:`poisson_draw`, from ``uniforms[position:]``) into ``counts[m]``; it is right after
-    the update when its leaf mass of the label plus K (``own[m] + K``) beats the lower labels' (``below[m]``)
-    strictly and the higher ones' (``above[m]``) weakly: then ``right[m] += lambda`` and lambda *=
-    (right + wrong) / (2 right), else the same with ``wrong``. Returns the next unused position of ``uniforms``;
-    -1 (nothing written) when they run out."""
-    n = own.shape[0]
+    """Oza's chain over the N trees for one example of label ``y`` (Oza & Russell 2001): lambda = 1; tree m draws
+    its weight K ~ Poisson(lambda) (:func:`poisson_draw`, from ``uniforms[position:]``) into ``counts[m]``; it is
+    right after the update when its leaf mass of the label plus K (``mass[m, y] + K``, its leaf's unnormalized
+    masses before the update, N x k) beats the lower labels' strictly and the higher ones' weakly (the argmax after
+    the update, first index on ties): then ``right[m] += lambda`` and lambda *= (right + wrong) / (2 right), else
+    the same with ``wrong``. Returns the next unused position of ``uniforms``; -1 (nothing written) when they run
+    out."""
+    n, k = mass.shape
     sc, sw = right.copy(), wrong.copy()
     lam = 1.0
     for m in range(n):
@@ -115,7 +115,12 @@ def oza_chain(
             return -1
         kk = float(draw)
         counts[m] = kk
-        if own[m] + kk > below[m] and own[m] + kk >= above[m]:
+        below, above = -np.inf, -np.inf
+        for c in range(y):
+            below = max(below, mass[m, c])
+        for c in range(y + 1, k):
+            above = max(above, mass[m, c])
+        if mass[m, y] + kk > below and mass[m, y] + kk >= above:
             sc[m] += lam
             lam *= (sc[m] + sw[m]) / (2.0 * sc[m])
         else:
@@ -176,21 +181,15 @@ def oza_pass(
 ):  # pragma: no cover - compiled  # fmt: skip
     """Rows ``start``.. of a prequential pass of Oza's boosting over the VFDT forest (pseudo-count 1, no importance
     scales), as ``OzaBoost.predict_one`` then ``learn_one`` per row: the vote (:func:`vote`) into
-    ``predictions``; the leaves' unnormalized masses, where a tree is right after its update iff its mass of the
-    label plus K beats the lower labels' strictly and the higher ones' weakly (:func:`oza_chain`); then each tree
+    ``predictions``; the leaves' unnormalized masses, from which :func:`oza_chain` tells which trees are right after
+    their update; then each tree
     fed the label with weight K. Stops before a row the arrays have no room for (``has_room``) or whose chain the
     uniforms do not cover; returns the next row, the next unused uniform and the numbers of nodes and slots in
     use. One compiled body, its scratch allocated once."""
     n_trees, k = forest.root.shape[0], forest.class_mass.shape[1]
     weights, proba, mass = np.zeros((n_trees, k)), np.empty((n_trees, k)), np.empty((n_trees, k))
     leaves, due = np.empty(n_trees, np.int64), np.empty(n_trees, np.bool_)
-    own, below, above, counts, votes = (
-        np.empty(n_trees),
-        np.empty(n_trees),
-        np.empty(n_trees),
-        np.empty(n_trees),
-        np.empty(k),
-    )
+    counts, votes = np.empty(n_trees), np.empty(k)
     for r in range(start, X.shape[0]):
         if not has_room(forest, n_nodes, n_slots):
             return r, position, n_nodes, n_slots
@@ -199,14 +198,7 @@ def oza_pass(
         masses_into(forest, leaves, True, proba)
         predictions[r] = vote(proba, right, wrong, votes)
         masses_into(forest, leaves, False, mass)
-        for m in range(n_trees):
-            own[m] = mass[m, y]
-            below[m], above[m] = -np.inf, -np.inf
-            for c in range(y):
-                below[m] = max(below[m], mass[m, c])
-            for c in range(y + 1, k):
-                above[m] = max(above[m], mass[m, c])
-        after = oza_chain(own, below, above, right, wrong, uniforms, position, counts)
+        after = oza_chain(mass, y, right, wrong, uniforms, position, counts)
         if after < 0:
             return r, position, n_nodes, n_slots
         position = after
