@@ -172,13 +172,13 @@ def run(stream: str, code: str, rows: Path, order: str, nominal: str, seed: int,
     models = [prototype] if code == "isoupt" else [copy.deepcopy(prototype) for _ in range(n_labels)]
     predicted, truth, learned = [], [], False
     names = data["names"] if keys == "names" else range(len(X[0]))  # a row's keys, by feature index
+    # strings: the table's reader; numbers: a copy that declares them numeric (birds' location {2, 10, ...})
+    as_given = {"strings": str, "numbers": float}.get(nominal)
     start = time.process_time()
     for i in data["union_order"] if order == "union" else range(len(X)):
         row = dict(zip(names, X[i]))
-        if nominal == "numbers":  # a copy that declares them numeric (birds' location {2, 10, ...} as 2.0, 10.0)
-            row.update({names[j]: float(data["categories"][j][int(X[i][j])]) for j in data["nominal"]})
-        elif nominal == "strings":  # the table's reader: a nominal feature not 0/1 reaches river as its name
-            row.update({names[j]: data["categories"][j][int(X[i][j])] for j in data["nominal"]})
+        if as_given is not None:  # a nominal feature not 0/1 as its name, or as the number its name spells
+            row.update({names[j]: as_given(data["categories"][j][int(X[i][j])]) for j in data["nominal"]})
         if learned:
             if code == "isoupt":
                 values = models[0].predict_one(row)

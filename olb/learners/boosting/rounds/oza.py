@@ -182,8 +182,7 @@ def oza_pass(
     """Rows ``start``.. of a prequential pass of Oza's boosting over the VFDT forest (pseudo-count 1, no importance
     scales), as ``OzaBoost.predict_one`` then ``learn_one`` per row: the vote (:func:`vote`) into
     ``predictions``; the leaves' unnormalized masses, from which :func:`oza_chain` tells which trees are right after
-    their update; then each tree
-    fed the label with weight K. Stops before a row the arrays have no room for (``has_room``) or whose chain the
+    their update; then each tree fed the label with weight K. Stops before a row the arrays have no room for (``has_room``) or whose chain the
     uniforms do not cover; returns the next row, the next unused uniform and the numbers of nodes and slots in
     use. One compiled body, its scratch allocated once."""
     n_trees, k = forest.root.shape[0], forest.class_mass.shape[1]
