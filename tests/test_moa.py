@@ -98,47 +98,64 @@ def test_the_grid_runs_moa_serially_and_on_ray_with_the_same_results(tmp_path, d
     assert (a["compile_s"] > 0).all()  # the JVM started in the cell's warm-up, outside its clock
 
 
-# A fresh process: MOA's JVM first, then the grid's local Ray in the same process (a notebook, or the learner
-# contract's tests); then Java threads in compiled code while the collector stops them (safepoint polls: SIGSEGV
-# that the JVM handles). Prints whose code handles SIGSEGV after Ray started.
-_JVM_THEN_RAY = """
+# A fresh process that imported ray first (a notebook, a test session: Ray's own switch for its failure handler
+# is then read before the grid sets it): a local Ray, MOA's JVM started while it runs, Ray stopped, started again
+# over the running JVM and stopped again. After each step it prints whose code handles SIGSEGV; with Ray up and
+# after it stopped, Java threads run compiled code while the collector stops them (safepoint polls: SIGSEGV that
+# the JVM handles).
+_RAY_AND_JVM = """
 import ctypes, threading, time
+import ray
+import jpype
 from olb.grid.planning.config import BackendConfig
 from olb.grid.running.backends import LocalRayBackend
 from olb.learners.moa_jvm import start_jvm
-import jpype
 
-start_jvm()
-ray = LocalRayBackend(BackendConfig(num_cpus=1, temp_dir="/tmp/olbm-{pid}"))
-ray.start()
 libc = ctypes.CDLL(None)
-action = ctypes.create_string_buffer(256)  # struct sigaction; its handler comes first
-libc.sigaction(11, None, action)
-info = (ctypes.c_void_p * 4)()  # Dl_info: the file first
-libc.dladdr(ctypes.c_void_p.from_buffer(action), info)
-print(ctypes.string_at(info[0]).decode(), flush=True)
-System, Arrays = jpype.JClass("java.lang.System"), jpype.JClass("java.util.Arrays")
-collecting = threading.Thread(target=lambda: [(System.gc(), time.sleep(0.01)) for _ in range(100)])
-collecting.start()
-rows = jpype.JClass("java.util.Random")(1)
-for _ in range(10):
-    Arrays.parallelSort(rows.ints(2_000_000).toArray())
-collecting.join()
-ray.stop()
+
+def segv_handler_file():
+    action = ctypes.create_string_buffer(256)  # struct sigaction; its handler comes first
+    libc.sigaction(11, None, action)
+    info = (ctypes.c_void_p * 4)()  # Dl_info: the file first
+    found = libc.dladdr(ctypes.c_void_p.from_buffer(action), info)
+    return ctypes.string_at(info[0]).decode() if found and info[0] else "default"
+
+def java_under_the_collector():
+    System, Arrays = jpype.JClass("java.lang.System"), jpype.JClass("java.util.Arrays")
+    collecting = threading.Thread(target=lambda: [(System.gc(), time.sleep(0.01)) for _ in range(50)])
+    collecting.start()
+    rows = jpype.JClass("java.util.Random")(1)
+    for _ in range(5):
+        Arrays.parallelSort(rows.ints(2_000_000).toArray())
+    collecting.join()
+
+local = LocalRayBackend(BackendConfig(num_cpus=1, temp_dir="/tmp/olbm-{pid}"))
+local.start()
+start_jvm()
+local.stop()
+print(segv_handler_file(), flush=True)
+local = LocalRayBackend(BackendConfig(num_cpus=1, temp_dir="/tmp/olbm-{pid}"))
+local.start()
+print(segv_handler_file(), flush=True)
+java_under_the_collector()
+local.stop()
+print(segv_handler_file(), flush=True)
+java_under_the_collector()
 print("survived")
 """
 
 
 @pytest.mark.e2e
-def test_a_jvm_started_before_the_grids_ray_keeps_its_own_signal_handlers(tmp_path):
-    """ray.init enables Python's fault handler; over a running JVM's handlers it aborts the process at the JVM's
-    first intentional SIGSEGV (the grid puts the handlers back)."""
+def test_the_jvms_signal_handlers_outlast_the_grids_ray_starting_and_stopping(tmp_path):
+    """ray.init installs Ray's failure handler and Python's fault handler over the fatal signals, and ray.shutdown
+    resets them to the default action; either way the JVM's first intentional SIGSEGV would end the process (the
+    grid puts the handlers back, olb.grid.running.backends.fatal_signals)."""
     proc = subprocess.run(
-        [sys.executable, "-c", _JVM_THEN_RAY], capture_output=True, text=True, timeout=300, cwd=tmp_path
+        [sys.executable, "-c", _RAY_AND_JVM], capture_output=True, text=True, timeout=300, cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    handler_file, survived = proc.stdout.split()[-2:]
-    assert os.path.basename(handler_file) == "libjvm.so" and survived == "survived"
+    *handler_files, survived = proc.stdout.split()[-4:]
+    assert [os.path.basename(f) for f in handler_files] == ["libjvm.so"] * 3 and survived == "survived"
 
 
 @pytest.mark.e2e

@@ -36,6 +36,7 @@ from olb.grid.planning.config import BackendConfig
 from olb.grid.running.backends.ray_worker import UNREACHED_CALLS, execute_in_worker
 from olb.grid.planning.cost import memory_request_mb, worker_memory_bound_mb
 from olb.grid.lost import RayLost
+from olb.grid.running.backends.fatal_signals import fatal_signal_handlers_kept
 from olb.grid.running.backends.ray_head import head_answers, shutdown_within
 from olb.grid.messages import Answer, Task
 
@@ -45,7 +46,8 @@ if TYPE_CHECKING:
 
 # Token authentication (also to join a cluster), no usage statistics (nor their prompt), and no C++ failure
 # signal handler: with it a SIGTERM to the driver aborts the process with a stack dump instead of ending the
-# grid through Python.
+# grid through Python. Ray reads that switch when first imported; the fatal signals' handlers are also put back
+# after ray.init and ray.shutdown (olb.grid.running.backends.fatal_signals).
 QUIET_RAY_ENV = {
     "RAY_AUTH_MODE": "token",
     "RAY_USAGE_STATS_ENABLED": "0",
@@ -109,13 +111,11 @@ class RayBackend(Backend):
             main_thread = threading.current_thread() is threading.main_thread()
             previous = signal.getsignal(signal.SIGTERM) if main_thread else None
             fault_handler_was_on = faulthandler.is_enabled()
-            self.connect(ray, self.init_kwargs())
+            with fatal_signal_handlers_kept():  # a JVM's among them (olb.grid.running.backends.fatal_signals)
+                self.connect(ray, self.init_kwargs())
+                if not fault_handler_was_on:
+                    faulthandler.disable()  # ray.init enabled it; off, it cannot later put back what it replaced
             self.owned = True
-            if not fault_handler_was_on:
-                # ray.init enables Python's fault handler over the fatal signals' handlers in place. A JVM started
-                # earlier in the process (MOA's learners) raises SIGSEGV on purpose (safepoint polls, implicit null
-                # checks) and must keep handling it; the fault handler would abort the process at the first one.
-                faulthandler.disable()  # puts back the handlers it replaced
             if main_thread and previous is not None:
                 # ray.init makes SIGTERM a bare sys.exit; keep the grid's handler (it records the interruption)
                 signal.signal(signal.SIGTERM, previous)

@@ -19,6 +19,7 @@ from types import ModuleType
 
 from olb.grid.deadline import DeadlineExceeded, call_within
 from olb.grid.lost import RayLost
+from olb.grid.running.backends.fatal_signals import fatal_signal_handlers_kept
 
 log = logging.getLogger("olb.grid")
 _left_behind: list[bool] = []  # [True] once a ray.shutdown() was left behind in this process
@@ -61,7 +62,8 @@ def shutdown_within(ray: ModuleType, timeout_s: float) -> bool:
     """``ray.shutdown()`` if it returns within ``timeout_s``; else it is left behind (and not run again at exit),
     with a warning, and False."""
     try:
-        call_within(timeout_s, ray.shutdown)
+        with fatal_signal_handlers_kept():  # Ray resets them to the default action, a JVM's too
+            call_within(timeout_s, ray.shutdown)
     except DeadlineExceeded:
         atexit.unregister(ray.shutdown)  # Ray's own exit hook would wait on it again
         _left_behind[:] = [True]
