@@ -260,19 +260,29 @@ _ABSENT.update({"partial": False, "selected": "", "n_failed": 0, "note": "", "be
 
 def write_table(out: Path, results: list[dict]) -> None:
     """The comparison as a result table (``out``, olb's layout: one line per data set, row and figure)."""
-    import pandas as pd
-
-    lines = []
-    for r in results:
+    figures = [
+        (r["dataset"], r["label"], metric, value)
+        for r in results
         for metric, value in (
             ("olb us/example", r["olb_us"]),
             ("MOA us/example", r["moa_us"]),
             ("olb / MOA", r["ratio"]),
             ("olb accuracy", r["olb_accuracy"]),
             ("MOA accuracy", r["moa_accuracy"]),
-        ):
-            entry = {"dataset": r["dataset"], "algorithm": r["label"], "metric": metric, "mean": value}
-            lines.append({**entry, "n_seeds": 1, "n_planned": 1, **_ABSENT})  # one figure: a median over rounds
+        )
+    ]
+    write_result_table(out, figures)
+
+
+def write_result_table(out: Path, figures: list[tuple[str, str, str, float]]) -> None:
+    """A benchmark's figures (data set, row, metric, value) as a result table (``out``, olb's layout: one line per
+    figure, one value each, as a median over rounds is), for the docs' generated tables."""
+    import pandas as pd
+
+    lines = [
+        {"dataset": dataset, "algorithm": row, "metric": metric, "mean": value, "n_seeds": 1, "n_planned": 1, **_ABSENT}
+        for dataset, row, metric, value in figures
+    ]
     out.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(lines).to_csv(out, index=False)
 

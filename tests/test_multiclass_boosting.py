@@ -5,6 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from olb.learners.base import OnlineLearner
 from olb.learners.boosting.baselines import BestVFDT, OzaBoost
 from olb.learners.boosting.multiclass import (
     AdaBoostOLM,
@@ -223,10 +224,32 @@ def test_prequential_passes_are_the_row_by_row_stream(load, cls, protocol):
     for name in ("split_feature", "threshold", "class_mass"):
         n = forest.n_nodes
         np.testing.assert_array_equal(getattr(forest.arrays, name)[:n], getattr(other.arrays, name)[:n])
-    for name in ("lambda_sc", "lambda_sw"):  # Oza's error counts, from the same Poisson draws
+    for name in ("lambda_sc", "lambda_sw", "alpha", "hedge", "t"):  # Oza's error counts, the boosters' weights
         np.testing.assert_array_equal(getattr(fast, name, None), getattr(slow, name, None))
     x = cars.X[5].copy()
     assert fast.predict_one(x) == slow.predict_one(x)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"authors_weights": True},
+        {"authors_gradient": True, "weak_prediction": "argmax"},
+        {"authors_weights": True, "authors_gradient": True, "num_covariates": 3},
+    ],
+)
+def test_adaolms_compiled_pass_is_the_row_by_row_stream_under_every_option(load, options):
+    """Adaboost.OLM's compiled pass (its tie breaks and Hedge's draws drawn ahead) keeps the row-by-row stream's
+    predictions, trees, alpha and Hedge under the authors' weights and gradient and the argmax labels too."""
+    cars = subset(load("cars"), np.random.default_rng(1).permutation(1728)[:300])
+    fast, slow = (AdaBoostOLM(cars.n_features, cars.n_labels, seed=5, num_learners=6, **options) for _ in range(2))
+    row_by_row = OnlineLearner.predict_learn_pass(slow, cars.X, cars.Y)  # predict_one then learn_one per row
+    np.testing.assert_array_equal(fast.predict_learn_pass(cars.X, cars.Y), row_by_row)
+    assert fast.weak.n_nodes == slow.weak.n_nodes > 6
+    np.testing.assert_array_equal(fast.weak.arrays.class_mass, slow.weak.arrays.class_mass)
+    for name in ("alpha", "hedge", "t"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name))
+    assert fast.predict_one(cars.X[7].copy()) == slow.predict_one(cars.X[7].copy())
 
 
 def test_oza_vote_weights_follow_the_error_rates():

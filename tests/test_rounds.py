@@ -157,7 +157,7 @@ def _reference_adaolm_chain(H, tie, alpha):
     costs = np.empty(k)
     M = expit(s - s[:, None])
     for i in range(N):
-        rounds.expected_costs(H[i], tie[i], M, costs)
+        rounds.expected_costs(H, tie, i, M, costs)
         labels[i] = int(costs.argmin())
         if alpha[i] != 0.0:
             s[labels[i]] += alpha[i]
@@ -175,7 +175,7 @@ def test_adaolm_expected_costs_and_chain_are_numpys(k):
     for _ in range(200):
         h, tie, s = rng.dirichlet(np.ones(k) * 0.3), rng.random(k) * 1e-9, rng.normal(size=k) * rng.uniform(0, 5)
         M = expit(s - s[:, None])
-        rounds.expected_costs(h, tie, M, out)
+        rounds.expected_costs(h[None], tie[None], 0, M, out)
         expected = fma_vector_matrix(h, M) + h * fma_vector_matrix(np.ones(k), M) - (k * h - tie)
         assert np.array_equal(out, expected)
     for _ in range(20):

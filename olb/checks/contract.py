@@ -224,9 +224,9 @@ def check_predicting_does_not_change_the_model(cls):
     _train(plain, data, range(20))
     _train(probed, data, range(20))
     for i in range(20, 40):
-        state = probed.rng.bit_generator.state
+        state = probed.random_state
         probed.predict_one(data.rows(70)[0])
-        probed.rng.bit_generator.state = state
+        probed.random_state = state
         assert _same(_train(plain, data, [i]), _train(probed, data, [i])), f"{cls.name}: a prediction changed it"
     assert _same(_predictions(plain, data, range(60, 80)), _predictions(probed, data, range(60, 80)))
 

@@ -211,6 +211,16 @@ class OnlineLearner:
     def __post_init__(self) -> None:
         """Build the model's state from the hyperparameters (set as attributes) and ``rng``; nothing by default."""
 
+    @property
+    def random_state(self) -> Any:
+        """What the learner's next random draws depend on, to save and put back: its generator's state (a learner
+        that draws ahead adds the draws it holds)."""
+        return self.rng.bit_generator.state
+
+    @random_state.setter
+    def random_state(self, state: Any) -> None:
+        self.rng.bit_generator.state = state
+
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The arguments this learner was built with, by name (scikit-learn's ``get_params``; ``deep`` is
         accepted for scikit-learn's ``clone``: a learner holds no estimator of its own to recurse into)."""

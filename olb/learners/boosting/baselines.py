@@ -16,7 +16,10 @@ from olb.learners.boosting.common import (
     ALL_FEATURES_PARAM,
     NUM_LEARNERS,
     WEAK_LEARNER,
+    DrawsAhead,
+    UniformDraws,
     build_weak_learners,
+    forest_pass,
 )
 from olb.weak import VFDTForest
 from olb.weak.river_adapter import river_hoeffding_tree
@@ -122,7 +125,7 @@ class BestVFDT(_TreeBaseline):
 
 
 @register(cost=ForestCost(multiclass=True, forest_learning=0.806, trees_power=1.28))
-class OzaBoost(_TreeBaseline):
+class OzaBoost(DrawsAhead, _TreeBaseline):
     """Oza's online boosting (Oza & Russell 2001; Oza 2005), the "Online Boosting" column of Table 1.
 
     Per example, lambda = 1; tree m is trained with weight K ~ Poisson(lambda) (one weighted update
@@ -209,49 +212,17 @@ class OzaBoost(_TreeBaseline):
         X = np.ascontiguousarray(X, dtype=float)
         Y = np.ascontiguousarray(Y, dtype=np.int64)
         predictions = np.empty(len(Y), np.int64)
-        draws, row = self._draws, 0
-        trees.begin_pass()
-        while row < len(Y):
-            trees.make_room()
+        draws = self._draws
+
+        def rows_from(row: int) -> int:
             row, draws.position, trees.n_nodes, trees.n_slots = oza_rounds.oza_pass(
                 trees.arrays, X, Y, self.lambda_sc, self.lambda_sw, draws.uniforms, draws.position, predictions, row,
                 trees.n_nodes, trees.n_slots,
             )  # fmt: skip
-            if row < len(Y):  # stopped for room or for uniforms; drawing ahead early draws the same sequence
-                draws.refill(min(draws.PASS_BLOCK, 2 * self.num_learners * (len(Y) - row)))
+            return row
+
+        forest_pass(trees, draws, len(Y), 2 * self.num_learners, rows_from)  # about 2 uniforms per tree and row
         return predictions
-
-
-class UniformDraws:
-    """The uniform doubles of a generator (``rng.random()``, in order), drawn ``BLOCK`` at a time ahead of their use
-    and consumed from ``position``: what :func:`~olb.learners.boosting.rounds.oza.poisson_draw` turns into numpy's
-    Poisson draws, so that a compiled chain draws exactly what ``rng.poisson`` would, in one call. Only these draws
-    may use the generator once they start (it runs ahead of them). Not model state: no arrays of its own
-    (``__slots__``)."""
-
-    __slots__ = ("rng", "uniforms", "position")
-    BLOCK = 4096
-    PASS_BLOCK = 1 << 16  # at most, for a compiled pass: each stop for uniforms costs a call into the extension
-
-    def __init__(self, rng: np.random.Generator):
-        self.rng, self.uniforms, self.position = rng, np.empty(0), 0
-
-    def refill(self, size: int = BLOCK) -> None:
-        """The unused uniforms followed by new ones: ``size`` in all, or ``BLOCK`` new ones where more are unused
-        (the array reused when its length stays, as in a compiled pass's refills)."""
-        unused = self.uniforms[self.position :]
-        fresh = max(self.BLOCK, size - len(unused))
-        if len(self.uniforms) != len(unused) + fresh:
-            self.uniforms = np.empty(len(unused) + fresh)
-        self.uniforms[: len(unused)] = unused  # numpy copies through a buffer where the two overlap
-        self.rng.random(out=self.uniforms[len(unused) :])
-        self.position = 0
-
-    def __getstate__(self):
-        return self.rng, self.uniforms, self.position
-
-    def __setstate__(self, state) -> None:
-        self.rng, self.uniforms, self.position = state
 
 
 def _reads_leaf_masses(trees) -> TypeGuard[VFDTForest]:

@@ -21,7 +21,7 @@ from olb.learners.boosting.common import (
 
 AUTHORS_WEIGHT_CONSTANTS = (5.0, 200.0)  # U[5, 200] per tree in the authors' multiclass driver
 AUTHORS_WEIGHT_FLOOR = 1e-10
-_TIE_TOL = 1e-9
+TIE_TOLERANCE = 1e-9  # random tie breaks: a perturbation far below any real cost difference
 
 
 @dataclass
@@ -79,8 +79,7 @@ class MulticlassBooster(OnlineLearner):
     def _compute_round(self, x: np.ndarray) -> _Round:
         N, k = self.num_learners, self.n_labels
         H = self.weak.predict_proba(x)
-        # random tie breaks: a perturbation far below any real cost difference
-        tie = self.rng.random((2, N, k)) * _TIE_TOL
+        tie = self._uniforms(2 * N * k).reshape(2, N, k) * TIE_TOLERANCE
         if self.weak_prediction == "argmax":
             labels = (H + tie[0]).argmax(axis=1)
             states = self._states(labels)
@@ -93,6 +92,10 @@ class MulticlassBooster(OnlineLearner):
     def _states(self, labels: np.ndarray) -> np.ndarray:
         """Votes s^0..s^N for the weak predictions ``labels`` under the current alpha."""
         return rounds.vote_states(labels, self.alpha, self.n_labels)
+
+    def _uniforms(self, n: int) -> np.ndarray:
+        """The round's next ``n`` uniform draws (``rng.random``)."""
+        return self.rng.random(n)
 
     def predict_one(self, x: np.ndarray) -> int:
         """The predicted class index."""

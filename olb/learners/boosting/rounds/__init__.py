@@ -17,7 +17,8 @@ Each formula lives here once, as a compiled function over numpy arrays; the boos
 Ada.OLMR's, Adaboost.OLM's and OnlineBMR's updates are one call per round
 (:func:`adaolmr_round`, :func:`adaolm_chain`, :func:`adaolm_update`, :func:`onlinebmr_round`,
 :func:`topada_round`), OnlineMBBM's chain of weak predictions one call per round and per state not yet in its memo
-(:func:`mbbm_chain`). :mod:`olb.kernels` loads each module's kernels by the module's name.
+(:func:`mbbm_chain`); Adaboost.OLM's and Oza's prequential passes over the VFDT forest one call per block of rows
+(``adaolm.adaolm_pass``, ``oza.oza_pass``). :mod:`olb.kernels` loads each module's kernels by the module's name.
 
 The results are bit-identical to the numpy expressions these functions replaced (``tests/regression``, and
 ``tests/test_rounds.py`` on random inputs): the same operations in the same order. Sums over a contiguous run of

@@ -39,13 +39,19 @@ def expert_states(alpha: Float64Array1D, H: Float64Array2D):  # pragma: no cover
 @kernel
 def vote_states(labels: Int64Array1D, alpha: Float64Array1D, k: Int64):  # pragma: no cover - compiled
     """The votes s^0..s^N (N + 1, k) of single-label learners: s^j = sum_{i<=j} alpha^i e_{l^i} (paper 001)."""
-    N = labels.shape[0]
-    states = np.zeros((N + 1, k))
-    for i in range(N):
-        for label in range(k):
+    states = np.empty((labels.shape[0] + 1, k))
+    vote_states_into(labels, alpha, states)
+    return states
+
+
+@njit(cache=True, nogil=True, inline="always")
+def vote_states_into(labels, alpha, states):  # pragma: no cover - compiled
+    """:func:`vote_states` into ``states`` (N + 1, k)."""
+    states[0] = 0.0
+    for i in range(labels.shape[0]):
+        for label in range(states.shape[1]):
             vote = alpha[i] if label == labels[i] else 0.0
             states[i + 1, label] = vote if i == 0 else states[i, label] + vote
-    return states
 
 
 @njit(cache=True, nogil=True)
