@@ -68,7 +68,8 @@ def build_weak_learners(
 class UniformDraws:
     """The uniform doubles of a generator (``rng.random()``, in order), drawn ``BLOCK`` at a time ahead of their use
     and consumed from ``position``: what :func:`~olb.learners.boosting.rounds.oza.poisson_draw` turns into numpy's
-    Poisson draws, so that a compiled chain draws exactly what ``rng.poisson`` would, in one call. Only these draws
+    Poisson draws (Oza's) and Adaboost.OLM's tie breaks and Hedge draws, so that a compiled pass draws exactly what
+    ``rng.poisson`` and ``rng.random`` would, in one call. Only these draws
     may use the generator once they start (it runs ahead of them). Not model state: no arrays of its own
     (``__slots__``)."""
 
