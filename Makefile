@@ -69,12 +69,14 @@ ui: setup
 	$(PY) -m olb.grid.ui sqlite:///mlflow.db --port $(PORT)
 
 # The fast tests run on every core (pytest-xdist, at most 4 worker processes); the end-to-end tests after them, one at
-# a time, since each starts its own processes (Ray nodes, servers, the JVM) and bounds its waits for a quiet machine
+# a time, since each starts its own processes (Ray nodes, servers, the JVM) and bounds its waits for a quiet machine.
+# Both sessions share one build of the compiled kernels, in a private folder removed at the end.
 PARALLEL := -n auto --maxprocesses 4
 
 test: setup
-	$(PY) -m pytest $(PARALLEL) -m "not e2e"
-	$(PY) -m pytest -m e2e
+	kernels=$$(mktemp -d -t olb-kernels-XXXXXX) && trap 'rm -rf "$$kernels"' EXIT && \
+	OLB_KERNELS_DIR=$$kernels $(PY) -m pytest $(PARALLEL) -m "not e2e" && \
+	OLB_KERNELS_DIR=$$kernels $(PY) -m pytest -m e2e
 
 # everything but the end-to-end tests (Ray start-ups, CLI subprocesses, servers, browsers, Slurm, wheel builds)
 test-fast: setup
@@ -105,8 +107,12 @@ $(LOWEST_STAMP): pyproject.toml $(LOWEST_LOCK)
 	$(call pip_install,$(LOWEST_VENV)/bin/python,test-lowest 2/2,-c $(LOWEST_LOCK) -e ".[$(LOWEST_EXTRAS)]")
 	touch $(LOWEST_STAMP)
 
+# less the cost models' calibration on the synthetic stream (about 7 of its 19 minutes on two cores), which holds
+# for the timings of the locked versions: at the lowest ones the check is of olb's results and of the APIs it calls
+LOWEST_DESELECT := --deselect tests/test_cost_models.py::test_the_cost_model_holds_on_the_synthetic_stream
+
 test-lowest: $(LOWEST_STAMP)
-	$(LOWEST_VENV)/bin/python -m pytest $(PARALLEL) -m "not e2e"
+	$(LOWEST_VENV)/bin/python -m pytest $(PARALLEL) -m "not e2e" $(LOWEST_DESELECT)
 
 # ruff's lint and format checks and mypy's type check (configured in pyproject.toml); CI runs them before the tests
 lint: setup
