@@ -330,13 +330,11 @@ def test_mbbm_cost_matrix_equals_direct_potentials():
             assert np.array_equal(C, [[zero_one_loss(s + np.eye(k)[l], r) for l in range(k)] for r in range(k)])
 
 
-def test_mbbm_cost_matrix_blocks_and_sanity():
+def test_mbbm_cost_matrix_sanity():
     rng = np.random.default_rng(7)
     pot = ZeroOnePotential(10, 0.1)
-    pot._BUDGET = 1_000  # force the row blocks
     s = np.bincount(rng.integers(0, 10, 40), minlength=10).astype(float)
     C = pot.cost_matrix(s, 59)
-    assert np.allclose(C, ZeroOnePotential(10, 0.1).cost_matrix(s, 59), atol=1e-14)
     # proper: voting for the true label is the cheapest choice; potentials are probabilities
     assert np.all(np.diag(C)[:, None] <= C + 1e-13) and np.all((C >= 0) & (C <= 1))
     perm = rng.permutation(10)

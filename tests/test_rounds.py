@@ -342,6 +342,43 @@ def test_mbbm_chain_is_numpys(k):
             assert np.array_equal(weights, expected[1])
 
 
+@pytest.mark.parametrize("k", [2, 3, 5, 10])
+def test_mbbm_cost_memo_steps_are_numpys(k):
+    """The steps of OnlineMBBM's cost memo against the numpy code they replaced: the canonical state (stable sort,
+    gaps, clip), the weights and normalized costs of a cost matrix, and an entry relabelled to the state."""
+    rng = np.random.default_rng(k)
+    order, gaps = np.empty(k, np.int64), np.empty(k, np.int64)
+    for _ in range(300):
+        s, n = rng.integers(0, 8, k), int(rng.integers(0, 12))
+        rounds.canonical_votes(s, n, order, gaps)
+        expected_order = np.argsort(-s, kind="stable")
+        expected = s[expected_order[0]] - s[expected_order]
+        live = expected[expected <= n + 1]
+        assert np.array_equal(order, expected_order)
+        assert np.array_equal(gaps, np.minimum(expected, live[-1] + n + 2))
+
+        C = rng.random((k, k))
+        C[rng.random((k, k)) < 0.3] = 1.0
+        C[np.diag_indices(k)] = np.where(rng.random(k) < 0.2, 1.0, rng.random(k) * 0.5)
+        W, D = np.empty(k), np.empty((k, k))
+        rounds.cost_weights(C, 1e-12, W, D)
+        diff = C - np.diag(C)[:, None]
+        diff[diff < 1e-12] = 0.0
+        expected_W = diff.sum(axis=1)
+        assert np.array_equal(W, expected_W)
+        assert np.array_equal(
+            D, np.divide(diff, expected_W[:, None], out=np.zeros_like(diff), where=expected_W[:, None] > 0)
+        )
+
+        out = (np.empty((k, k)), np.empty(k), np.empty((k, k)))
+        rounds.relabelled_costs(C, W, D, order, *out)
+        inv = np.empty_like(order)
+        inv[order] = np.arange(k)
+        grid = np.ix_(inv, inv)
+        for got, want in zip(out, (C[grid], W[inv], D[grid]), strict=True):
+            assert np.array_equal(got, want)
+
+
 def _numpy_topada_round(H, states, a, b, w, alpha, hedge, step, t, clip_gradient, fed, scale):
     """TopAda's _cost_vectors, _update_booster and _rank_loss_estimates as they were in numpy, then the weights."""
     sig = w * expit(states[:, b] - states[:, a])  # (N + 1, P)

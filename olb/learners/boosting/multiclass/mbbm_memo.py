@@ -63,19 +63,16 @@ class MBBMCosts:
         hit = self._raw.get(key)
         if hit is not None:
             return hit
-        order = np.argsort(-s, kind="stable")
-        gaps = s[order[0]] - s[order]
-        live = gaps[gaps <= n + 1]  # labels that can still win; the others' rows are all 1
-        np.minimum(gaps, live[-1] + n + 2, out=gaps)  # labels no live label can be caught by are alike
+        k = self.k
+        order, gaps = np.empty(k, np.int64), np.empty(k, np.int64)
+        mbbm_rounds.canonical_votes(s, n, order, gaps)
         can = self._canonical.get((n, gaps.tobytes()))
         if can is None:
             if len(self._canonical) >= self.MAX_CANONICAL_KEYS:
                 self._canonical.clear()
             can = self._canonical[(n, gaps.tobytes())] = self._compute(gaps, n)
-        inv = np.empty_like(order)
-        inv[order] = np.arange(self.k)
-        grid = np.ix_(inv, inv)
-        out = (can[0][grid], can[1][inv], can[2][grid])
+        out = (np.empty((k, k)), np.empty(k), np.empty((k, k)))
+        mbbm_rounds.relabelled_costs(*can, order, *out)
         if len(self._raw) >= self.MAX_RAW_KEYS:
             self._raw.clear()
         self._raw[key] = out
@@ -92,10 +89,8 @@ class MBBMCosts:
             C = self._monte_carlo(-gaps.astype(float), n)
         else:
             C = mbbm_cost_matrix(-gaps.astype(float), n, self.gamma)
-        diff = C - np.diag(C)[:, None]
-        diff[diff < self.ZERO] = 0.0
-        W = diff.sum(axis=1)
-        D = np.divide(diff, W[:, None], out=np.zeros_like(diff), where=W[:, None] > 0)
+        W, D = np.empty(k), np.empty((k, k))
+        mbbm_rounds.cost_weights(C, self.ZERO, W, D)
         return C, W, D
 
     def _monte_carlo(self, s: np.ndarray, n: int) -> np.ndarray:

@@ -9,7 +9,10 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import gammaln, xlogy
 
+from olb.kernels import KernelModule
 from olb.learners.boosting.potentials.draws import baseline_probs, check_gamma, check_horizon
+
+potential_rounds = KernelModule("olb.learners.boosting.rounds.potentials")
 
 
 def _poisson_pmf(k, mu) -> np.ndarray:
@@ -49,14 +52,13 @@ class ZeroOnePotential:
     from degrees n + tL, bounded by ``tol`` (n < L <= n + 27 nodes for tol = 1e-15, of which
     L//2 + 1 are evaluated by conjugate symmetry): absolute error ~1e-14 (checked against rational
     arithmetic at n = 99), O(L n k) = O(k n^2) per potential. Labels with equal scores
-    share a factor (power), and the cost matrix uses prefix/suffix products over those groups.
+    share a factor (power), and the cost matrix uses prefix/suffix products over those groups, compiled
+    (:func:`~olb.learners.boosting.rounds.potentials.zero_one_no_error`; :meth:`value` runs the same sums in numpy).
 
     Scores: OnlineMBBM votes are integer counts (single-label weak predictions, alpha = 1), for which
     c_l is exact. Real scores are accepted through the ceil, but exact ties are then only as
     reliable as the floating-point scores.
     """
-
-    _BUDGET = 400_000  # complex entries per block in cost_matrix (bounds memory to a few 10 MB)
 
     def __init__(self, n_labels: int, gamma: float, tol: float = 1e-15):
         if n_labels < 2:
@@ -67,6 +69,7 @@ class ZeroOnePotential:
         self.tol = float(tol)
         self.p, self.q = baseline_probs(self.n_labels, 1, self.gamma)
         self._tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._planes: dict[int, tuple[np.ndarray, ...]] = {}
 
     def tables(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """(tau, W) for horizon n (cached), on the nodes omega_v = exp(2 pi i v / L), v = 0..L//2
@@ -89,43 +92,33 @@ class ZeroOnePotential:
             tab = self._tables[n] = (tau, W)
         return tab
 
-    def _no_error(self, n, c, e, perturb):
-        """P(no error) for rows of (bound offsets c, multiplicities e), both (R, H) over label groups.
+    def planes(self, n: int) -> tuple[np.ndarray, ...]:
+        """:meth:`tables` as the compiled cost matrix takes them (cached): tau's real and imaginary planes, W's
+        (Re W, -Im W)."""
+        planes = self._planes.get(n)
+        if planes is None:
+            tau, W = self.tables(n)
+            W = W.reshape(n + 1, -1, 2)
+            planes = self._planes[n] = tuple(
+                np.ascontiguousarray(a) for a in (tau.real, tau.imag, W[..., 0], W[..., 1])
+            )
+        return planes
 
-        Returns p (R,) at the state; with ``perturb`` also p_up (R,) at s + e_r (all bounds + 1) and
-        p_down (R, H) at s + e_l for one label l of group h (its bound - 1, multiplicity - 1)."""
+    def _no_error(self, n, c, e):
+        """P(no error) (R,) for rows of (bound offsets c, multiplicities e), both (R, H) over label groups."""
         tau, W = self.tables(n)
-        R, H = c.shape
-        J = n + 1
-        j = np.arange(J + 1 if perturb else J)
-        b = np.clip(c[..., None] + j, -1, n).astype(np.intp) + 1  # (R, H, J') rows of tau
+        j = np.arange(n + 1)
+        b = np.clip(c[..., None] + j, -1, n).astype(np.intp) + 1  # (R, H, J) rows of tau
         e = e.astype(np.intp)
         tau_pow = np.empty((max(int(e.max(initial=0)), 1) + 1,) + tau.shape, complex)
         tau_pow[0] = 1.0
         for i in range(1, tau_pow.shape[0]):  # (complex ** int is ~50x slower than a product)
             np.multiply(tau_pow[i - 1], tau, out=tau_pow[i])
-        F = tau_pow[e[..., None], b]  # (R, H, J', V): T_b^e for each group of other labels
+        F = tau_pow[e[..., None], b]  # (R, H, J, V): T_b^e for each group of other labels
         full = F[:, 0].copy()
-        for h in range(1, H):
+        for h in range(1, c.shape[1]):
             full *= F[:, h]
-        p = _contract(full[:, :J], W)
-        if not perturb:
-            return p
-        p_up = _contract(full[:, 1:], W)
-        F = F[:, :, :J]
-        Q = np.empty((R, H, J, tau.shape[1]), complex)  # prod over the other groups: prefix * suffix
-        Q[:, 0] = 1.0
-        for h in range(1, H):
-            np.multiply(Q[:, h - 1], F[:, h - 1], out=Q[:, h])
-        if H > 1:
-            suffix = F[:, H - 1].copy()
-            for h in range(H - 2, -1, -1):
-                Q[:, h] *= suffix
-                suffix *= F[:, h]
-        Q *= tau[np.clip(c[..., None] - 1 + j[:J], -1, n).astype(np.intp) + 1]
-        Q *= tau_pow[np.maximum(e - 1, 0)[..., None], b[..., :J]]
-        p_down = _contract(Q, W)
-        return p, p_up, p_down
+        return _contract(full, W)
 
     def value(self, s, r: int, n: int) -> float:
         """phi^r_n(s)."""
@@ -133,7 +126,7 @@ class ZeroOnePotential:
         s = np.asarray(s, float)
         vals, counts = np.unique(np.delete(s, r), return_counts=True)
         c = np.ceil(s[r] - vals) - 1.0
-        p = self._no_error(int(n), c[None], counts[None], False)[0]
+        p = self._no_error(int(n), c[None], counts[None])[0]
         return float(np.clip(1.0 - p, 0.0, 1.0))
 
     def cost_matrix(self, s, n: int) -> np.ndarray:
@@ -147,14 +140,10 @@ class ZeroOnePotential:
         vals, inv, counts = np.unique(s, return_inverse=True, return_counts=True)
         H = vals.size
         c = np.ceil(vals[:, None] - vals[None, :]) - 1.0  # (row group, other group)
-        e = counts[None, :] - np.eye(H)  # multiplicities of the other labels, row excluded
+        e = counts[None, :] - np.eye(H, dtype=np.int64)  # multiplicities of the other labels, row excluded
         p_up = np.empty(H)
         p_down = np.empty((H, H))
-        V = self.tables(n)[0].shape[1]
-        step = max(1, self._BUDGET // (H * V * (n + 2)))
-        for lo in range(0, H, step):
-            rows = slice(lo, lo + step)
-            _, p_up[rows], p_down[rows] = self._no_error(n, c[rows], e[rows], True)
+        potential_rounds.zero_one_no_error(c, e, *self.planes(n), p_up, p_down)
         C = 1.0 - p_down[inv[:, None], inv[None, :]]
         C[np.diag_indices_from(C)] = 1.0 - p_up[inv]
         return np.clip(C, 0.0, 1.0)

@@ -7,7 +7,7 @@ Each formula lives here once, as a compiled function over numpy arrays; the boos
 - :mod:`~olb.learners.boosting.rounds.shared`: what the adaptive boosters share (the experts' states, the step on
   alpha, Hedge, importance weights, dot products over labels, scipy's sigma);
 - :mod:`~olb.learners.boosting.rounds.potentials`: the cost vectors of the exact pairwise potentials (OnlineBMR's,
-  TopOpt's);
+  TopOpt's) and the sums of OnlineMBBM's exact 0-1 potentials;
 - :mod:`~olb.learners.boosting.rounds.mlr`: Ada.OLMR's and OnlineBMR's rounds (paper 000);
 - :mod:`~olb.learners.boosting.rounds.adaolm` and :mod:`~olb.learners.boosting.rounds.mbbm`: Adaboost.OLM's and
   OnlineMBBM's (paper 001);
@@ -28,7 +28,10 @@ function, bound by symbol name so that numba's disk cache stays usable); a dot p
 numpy's ``einsum`` does here (two interleaved partial sums, see :func:`row_dots`), a vector-matrix product as
 the BLAS behind numpy's ``@`` does (one fused multiply-add per term, in order, see :func:`adaolm_chain`), and
 OnlineMBBM's (k,) @ (k, k) products and TopAda's (N, P) @ (P,) rank losses by a BLAS ``dgemv`` as numpy does
-(:func:`vector_matrix`, :func:`pair_rank_losses`).
+(:func:`vector_matrix`, :func:`pair_rank_losses`). One exception: OnlineMBBM's 0-1 potentials
+(``potentials.zero_one_no_error``) add their terms in order, where numpy's ``einsum`` added them in SIMD
+partial sums whose number follows the CPU; the two agree to ~2e-15 (``tests/test_potentials.py``), and the
+compiled sums are the same on every CPU.
 
 numba's disk cache notices a change of the file that holds a cached function, not of the files holding the
 functions it calls: the rounds of ``mlr``, ``adaolm`` and ``topk`` call those of ``shared`` (and ``mlr`` those
@@ -45,10 +48,10 @@ from olb.learners.boosting.rounds.adaolm import (
     fma,
     logistic_cost_parts,
 )
-from olb.learners.boosting.rounds.mbbm import mbbm_chain, vector_matrix
+from olb.learners.boosting.rounds.mbbm import canonical_votes, cost_weights, mbbm_chain, relabelled_costs, vector_matrix
 from olb.learners.boosting.rounds.mlr import adaolmr_round, logistic_rank_gradient, onlinebmr_round, rank_losses
 from olb.learners.boosting.rounds.oza import oza_chain, poisson_draw
-from olb.learners.boosting.rounds.potentials import pair_cost_vectors, pairwise_cost_vectors
+from olb.learners.boosting.rounds.potentials import pair_cost_vectors, pairwise_cost_vectors, zero_one_no_error
 from olb.learners.boosting.rounds.shared import (
     ALPHA_BOUND,
     expert_states,
@@ -68,6 +71,8 @@ __all__ = [
     "adaolm_update",
     "adaolmr_round",
     "alpha_gradient",
+    "canonical_votes",
+    "cost_weights",
     "expected_costs",
     "expert_states",
     "expit",
@@ -87,8 +92,10 @@ __all__ = [
     "poisson_draw",
     "projected_alpha_step",
     "rank_losses",
+    "relabelled_costs",
     "row_dots",
     "topada_round",
     "vector_matrix",
     "vote_states",
+    "zero_one_no_error",
 ]
