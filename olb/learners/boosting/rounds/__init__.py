@@ -29,9 +29,8 @@ numpy's ``einsum`` does here (two interleaved partial sums, see :func:`row_dots`
 the BLAS behind numpy's ``@`` does (one fused multiply-add per term, in order, see :func:`adaolm_chain`), and
 OnlineMBBM's (k,) @ (k, k) products and TopAda's (N, P) @ (P,) rank losses by a BLAS ``dgemv`` as numpy does
 (:func:`vector_matrix`, :func:`pair_rank_losses`). One exception: OnlineMBBM's 0-1 potentials
-(``potentials.zero_one_no_error``) add their terms in order, where numpy's ``einsum`` added them in SIMD
-partial sums whose number follows the CPU; the two agree to ~2e-15 (``tests/test_potentials.py``), and the
-compiled sums are the same on every CPU.
+(``potentials.zero_one_no_error``) add their terms in order, where numpy's ``einsum`` adds them in partial sums
+of its own; the two agree to ~2e-15 (``tests/test_potentials.py``).
 
 numba's disk cache notices a change of the file that holds a cached function, not of the files holding the
 functions it calls: the rounds of ``mlr``, ``adaolm`` and ``topk`` call those of ``shared`` (and ``mlr`` those

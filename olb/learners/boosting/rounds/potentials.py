@@ -142,7 +142,7 @@ def zero_one_no_error(
     real and imaginary planes of the tables of :meth:`ZeroOnePotential.tables` (``w_im`` is -Im W): each
     probability is Re sum_{j, v} prod_h tau^e_h[b_h(j), v] W[j, v], b_h(j) = clip(c_h + j, -1, n) + 1. The
     products are numpy's (tau's powers by repeated products, the other groups' product by prefix and suffix); the
-    sum over (j, v) adds in j then v order, not einsum's (the two agree to ~1e-16).
+    sum over (j, v) adds in j then v order, not einsum's (the two agree to ~2e-15).
     """
     n = tau_re.shape[0] - 2
     V = tau_re.shape[1]
