@@ -158,6 +158,7 @@ def zero_one_no_error(
                 a_re, a_im = pow_re[i - 1, row, v], pow_im[i - 1, row, v]
                 pow_re[i, row, v] = a_re * tau_re[row, v] - a_im * tau_im[row, v]
                 pow_im[i, row, v] = a_re * tau_im[row, v] + a_im * tau_re[row, v]
+    bound = np.empty(H, np.int64)  # the groups' rows of tau at j
     f_re = np.empty((H, V))  # the groups' factors at j
     f_im = np.empty((H, V))
     q_re = np.empty((H, V))  # the product over the other groups
@@ -172,9 +173,9 @@ def zero_one_no_error(
             p_down[r, h] = 0.0
         for j in range(n + 2):
             for h in range(H):
-                b = int(min(max(c[r, h] + j, -1.0), n)) + 1
-                f_re[h] = pow_re[e[r, h], b]
-                f_im[h] = pow_im[e[r, h], b]
+                bound[h] = int(min(max(c[r, h] + j, -1.0), n)) + 1
+                f_re[h] = pow_re[e[r, h], bound[h]]
+                f_im[h] = pow_im[e[r, h], bound[h]]
             full_re[:] = f_re[0]
             full_im[:] = f_im[0]
             for h in range(1, H):
@@ -198,9 +199,8 @@ def zero_one_no_error(
             for h in range(H):
                 down = int(min(max(c[r, h] - 1.0 + j, -1.0), n)) + 1
                 _times(q_re[h], q_im[h], tau_re[down], tau_im[down])
-                b = int(min(max(c[r, h] + j, -1.0), n)) + 1
                 lower = max(e[r, h] - 1, 0)
-                _times(q_re[h], q_im[h], pow_re[lower, b], pow_im[lower, b])
+                _times(q_re[h], q_im[h], pow_re[lower, bound[h]], pow_im[lower, bound[h]])
                 p_down[r, h] += _real_dot(q_re[h], q_im[h], w_re[j], w_im[j])
         p_up[r] = up
 
